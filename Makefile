@@ -1,0 +1,45 @@
+# gpuwatch - convenience targets around CMake. See README.md.
+BUILD      ?= build
+BUILD_ASAN ?= build-asan
+JOBS       ?= $(shell nproc)
+DATA       ?= ./data
+LISTEN     ?= 127.0.0.1:9201
+
+.PHONY: all deps build test test-unit test-asan run bench clean
+
+all: build
+
+deps:
+	bash scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+# Everything CI runs: unit + integration tests, then the unit tests again
+# under AddressSanitizer + UndefinedBehaviorSanitizer.
+test: deps build
+	cd $(BUILD) && ctest --output-on-failure
+	$(MAKE) test-asan
+
+test-unit: build
+	cd $(BUILD) && ctest --output-on-failure -L unit
+
+test-asan:
+	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DGW_SANITIZE=ON -DGW_BUILD_BENCH=OFF
+	cmake --build $(BUILD_ASAN) -j $(JOBS)
+	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		ctest --output-on-failure -L unit
+
+# The main job: gpuwatch serving a local data dir, fed by a local
+# Prometheus that scrapes node_exporter and remote-writes to it.
+run: deps build
+	bash scripts/run-demo.sh $(BUILD) $(DATA) $(LISTEN)
+
+bench: deps build
+	bash bench/run_ingest_bench.sh $(BUILD)
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN)

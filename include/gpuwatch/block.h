@@ -1,0 +1,39 @@
+/* gpuwatch/block.h - the persisted sample block: one series, one time window.
+ *
+ * Two stages. Stage 1 turns the samples into small integers: timestamps as
+ * delta-of-delta zigzag varints; values, when every value in the block is an
+ * exact decimal (v == m * 10^e for an int64 m and a shared exponent e, checked
+ * by round trip so the doubles come back bit-exact), as mantissas coded
+ * constant / delta / delta-of-delta (whichever is smallest), otherwise as
+ * Gorilla XOR bits. Special values (stale NaN, other NaN payloads, +-Inf, -0)
+ * ride in an exception list so one odd sample does not spoil the block.
+ * Stage 2 compresses the stage-1 bytes with zstd when that is smaller.
+ * Format and a worked example: top of src/chunk/block.c.
+ *
+ * Blocks are immutable and self-describing (count, mint, maxt in a header).
+ * Round trip is bit-exact for every float64, including NaN payloads. */
+#ifndef GW_BLOCK_H
+#define GW_BLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gpuwatch/buf.h"
+#include "gpuwatch/err.h"
+
+#define GW_BLOCK_MAX_SAMPLES (1u << 20)
+
+/* Appends the encoding of n samples (t strictly increasing) to out.
+ * GW_OK, GW_EINVAL (n == 0, n too large, t not increasing), GW_ENOMEM,
+ * GW_ETOOLARGE (out's ceiling). */
+int gw_block_encode(const int64_t *t, const double *v, size_t n, struct gw_buf *out);
+
+/* Reads the header only: sample count, first and last timestamp.
+ * GW_OK or GW_ECORRUPT. */
+int gw_block_info(const uint8_t *b, size_t len, uint32_t *n, int64_t *mint, int64_t *maxt);
+
+/* Decodes into caller arrays of capacity cap (>= the count from
+ * gw_block_info). Untrusted input: GW_ECORRUPT on any inconsistency,
+ * GW_ELIMIT if cap is too small, GW_ENOMEM (zstd scratch). */
+int gw_block_decode(const uint8_t *b, size_t len, int64_t *t, double *v, size_t cap, size_t *n);
+
+#endif /* GW_BLOCK_H */

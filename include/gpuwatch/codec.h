@@ -1,0 +1,48 @@
+/* gpuwatch/codec.h - small encoding helpers: varints, zigzag, CRC32C,
+ * big-endian fixed-width integers, XXH3 hashing. Header-only where trivial. */
+#ifndef GW_CODEC_H
+#define GW_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Unsigned LEB128. put returns bytes written (<= 10); buf must have 10. */
+size_t gw_uvarint_put(uint8_t *buf, uint64_t v);
+/* Returns bytes consumed, 0 on truncation or overlong (> 10 bytes). */
+size_t gw_uvarint_get(const uint8_t *p, size_t len, uint64_t *v);
+
+static inline uint64_t gw_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static inline int64_t gw_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+static inline void gw_put_be64(uint8_t *p, uint64_t v) {
+    for (int i = 7; i >= 0; i--) { p[i] = (uint8_t)v; v >>= 8; }
+}
+static inline uint64_t gw_get_be64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
+    return v;
+}
+static inline void gw_put_be32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+}
+static inline uint32_t gw_get_be32(const uint8_t *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+static inline void gw_put_be16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static inline uint16_t gw_get_be16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
+
+/* CRC-32C (Castagnoli), as used by the WAL and remote-read frames. */
+uint32_t gw_crc32c(uint32_t crc, const void *data, size_t len);
+
+/* 64-bit XXH3 of a byte range. */
+uint64_t gw_hash64(const void *data, size_t len);
+
+/* Monotonic and wall clocks in ms / ns. */
+int64_t gw_now_ms(void);          /* CLOCK_REALTIME, ms since epoch */
+uint64_t gw_mono_ns(void);        /* CLOCK_MONOTONIC */
+
+/* Parses a Prometheus duration ("55d", "1h30m", "90s", "500ms", "2w", "1y")
+ * into ms. GW_OK or GW_EPARSE. */
+int gw_parse_duration_ms(const char *s, int64_t *out_ms);
+
+#endif /* GW_CODEC_H */

@@ -1,0 +1,142 @@
+/* gpuwatch/db.h - the database: WAL + in-memory head + LMDB store behind
+ * one facade. Ingest appends a decoded remote-write request; readers select
+ * series by matchers and get their samples from stored blocks and the head
+ * alike. A data dir holds DIR/wal/ and DIR/store/.
+ *
+ * Ingest semantics (Prometheus' TSDB with out_of_order_time_window 0):
+ *  - a sample equal in timestamp and value bits to the newest one of its
+ *    series is a silent no-op (a retried batch is idempotent);
+ *  - the same timestamp with another value is refused (duplicate);
+ *  - an older timestamp than the newest of the series is refused
+ *    (out of order); in-order backfill is accepted anywhere inside the
+ *    retention window;
+ *  - older than now - retention is refused (too old); more than 10 min
+ *    ahead of now is refused (too new);
+ *  - series with invalid labels are refused with all their samples;
+ *  - native histograms and exemplars are counted and refused by name.
+ * Valid samples of a request are kept whatever else in it was refused.
+ * gw_db_append() returns once the accepted samples are durable under the
+ * fsync policy.
+ *
+ * Thread-safety: every function may be called from any thread. */
+#ifndef GW_DB_H
+#define GW_DB_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gpuwatch/err.h"
+#include "gpuwatch/matcher.h"
+#include "gpuwatch/rw.h"
+#include "gpuwatch/wal.h"
+
+struct gw_db;
+
+struct gw_db_opts {
+    const char *dir;
+    int64_t retention_ms;          /* default 55 d */
+    enum gw_fsync_mode fsync;      /* default GW_FSYNC_BATCH */
+    int64_t block_window_ms;       /* head chunks are cut at multiples of this; default 2 h */
+    uint32_t max_block_samples;    /* also cut when a head chunk holds this many; default 1024 */
+    uint64_t initial_map_bytes;    /* LMDB map start size; default 1 GiB */
+    int background;                /* 1: start the flush/retention thread (serve) */
+    int64_t future_tolerance_ms;   /* default 10 min */
+    int read_only;                 /* CLI readers next to a running serve */
+};
+void gw_db_opts_default(struct gw_db_opts *o);
+
+/* Opens (creating if needed), replays the WAL into the head.
+ * GW_OK, GW_EIO, GW_ECORRUPT, GW_ESTORE, GW_ENOMEM. */
+int gw_db_open(struct gw_db **out, const struct gw_db_opts *o, struct gw_error *err);
+/* Stops background work, flushes what is buffered, closes. NULL ok. */
+void gw_db_close(struct gw_db *db);
+
+struct gw_append_result {
+    uint64_t accepted;          /* samples stored */
+    uint64_t duplicates;        /* same t, same value: silent no-op */
+    uint64_t conflicts;         /* same t, other value */
+    uint64_t out_of_order;
+    uint64_t too_old;
+    uint64_t too_new;
+    uint64_t invalid_series;    /* series refused for their labels */
+    uint64_t invalid_samples;   /* samples of those series */
+    uint64_t histograms;        /* refused: native histograms are not stored */
+    uint64_t exemplars;         /* refused: exemplars are not stored */
+    uint64_t metadata;          /* metadata entries stored */
+    char first_invalid[200];    /* message of the first label problem */
+};
+
+/* Appends a decoded request (labels may be unsorted; they are normalized in
+ * place). now_ms bounds the too-old/too-new checks. Returns GW_OK when the
+ * request was processed (look at res for refused data) or a storage error
+ * (GW_EIO, GW_EFULL, GW_ESTORE, GW_ENOMEM, GW_ESHUTDOWN) when accepted data
+ * could not be made durable: then the client must retry. */
+int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms,
+                 struct gw_append_result *res, struct gw_error *err);
+
+/* ---- reading ---- */
+/* Called once per matching series, in Prometheus label order. labels are the
+ * canonical bytes; t/v hold the samples in [mint, maxt] (maybe zero of
+ * them when with_samples is 0). All pointers are borrowed for the call.
+ * Return GW_OK to continue, 1 to stop, or an error. */
+typedef int (*gw_db_series_cb)(void *ud, uint64_t sid, const uint8_t *labels, size_t labels_len,
+                               const int64_t *t, const double *v, size_t n);
+
+struct gw_db_select {
+    const struct gw_matcher *matchers;
+    size_t n_matchers;
+    int64_t mint, maxt;          /* inclusive */
+    int with_samples;            /* 0: labels only (series API) */
+    int only_with_data;          /* 1: skip series with no sample in range */
+    uint64_t max_samples;        /* 0 = unlimited; else GW_ELIMIT when passed */
+};
+int gw_db_select(struct gw_db *db, const struct gw_db_select *q, gw_db_series_cb cb, void *ud,
+                 struct gw_error *err);
+
+/* Distinct label names / values of series that match every matcher set in
+ * sets (a union over sets; no sets = all series) with data in [mint, maxt].
+ * Sorted, unique; cb as in gw_store_value_cb. */
+typedef int (*gw_db_string_cb)(void *ud, const char *s, size_t len);
+struct gw_db_matcher_set {
+    const struct gw_matcher *matchers;
+    size_t n;
+};
+int gw_db_label_names(struct gw_db *db, const struct gw_db_matcher_set *sets, size_t n_sets,
+                      int64_t mint, int64_t maxt, gw_db_string_cb cb, void *ud, struct gw_error *err);
+int gw_db_label_values(struct gw_db *db, const char *name, size_t name_len,
+                       const struct gw_db_matcher_set *sets, size_t n_sets,
+                       int64_t mint, int64_t maxt, gw_db_string_cb cb, void *ud, struct gw_error *err);
+
+/* Metric metadata stored from remote write. */
+typedef int (*gw_db_metadata_cb)(void *ud, const char *metric, size_t metric_len, uint8_t type,
+                                 const char *help, size_t help_len, const char *unit, size_t unit_len);
+int gw_db_metadata(struct gw_db *db, gw_db_metadata_cb cb, void *ud, struct gw_error *err);
+
+/* ---- maintenance ---- */
+/* Cuts every head chunk and writes it to the store, syncs, drops the WAL
+ * segments this made redundant. */
+int gw_db_flush(struct gw_db *db, struct gw_error *err);
+/* Drops partitions older than keep_ms before now. */
+int gw_db_retention(struct gw_db *db, int64_t keep_ms, int64_t now_ms, unsigned *dropped,
+                    struct gw_error *err);
+
+struct gw_db_stats {
+    uint64_t series;             /* in the store */
+    uint64_t head_series;        /* with an open head chunk */
+    uint64_t head_samples;
+    uint64_t head_bytes;         /* memory held by head chunks + series */
+    uint64_t stored_samples;     /* in persisted blocks */
+    uint64_t stored_block_bytes; /* payload bytes of persisted blocks */
+    uint64_t store_file_bytes;   /* LMDB data file */
+    uint64_t store_used_bytes;   /* LMDB pages in use */
+    uint64_t wal_bytes;
+    int64_t mint, maxt;          /* of stored + head data; INT64_MAX/MIN when empty */
+    /* counters since open */
+    uint64_t appended, refused;
+};
+int gw_db_stats(struct gw_db *db, struct gw_db_stats *st, struct gw_error *err);
+
+typedef int (*gw_db_partition_cb)(void *ud, int64_t day, uint64_t blocks, uint64_t samples,
+                                  uint64_t payload_bytes, uint64_t page_bytes);
+int gw_db_partitions(struct gw_db *db, gw_db_partition_cb cb, void *ud, struct gw_error *err);
+
+#endif /* GW_DB_H */

@@ -1,0 +1,127 @@
+/* gpuwatch/rw.h - Prometheus remote write (1.0 and 2.0) and remote read
+ * wire formats. The only module that includes snappy-c.h and the protobuf-c
+ * generated headers (proto/remote.proto, proto/types.proto, proto/write_v2.proto).
+ *
+ * Write bodies are decoded by a zero-copy pass over the protobuf wire format
+ * (label strings point into the decompressed body, samples go to the
+ * request arena); it accepts packed and unpacked repeated fields and skips
+ * unknown fields, like any protobuf parser. The protobuf-c generated code
+ * encodes/decodes remote read and is the reference in the decoder's tests. */
+#ifndef GW_RW_H
+#define GW_RW_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gpuwatch/arena.h"
+#include "gpuwatch/buf.h"
+#include "gpuwatch/err.h"
+#include "gpuwatch/labels.h"
+#include "gpuwatch/matcher.h"
+
+#define GW_RW_MAX_BODY (32u << 20)          /* compressed and decompressed cap */
+
+/* ---- snappy block format ---- */
+/* Decompresses in into out (reset first). Checks the declared length
+ * against max_out before allocating: GW_ETOOLARGE if larger; GW_EPARSE if
+ * the data is not valid snappy. */
+int gw_snappy_decode(const uint8_t *in, size_t len, size_t max_out, struct gw_buf *out, struct gw_error *err);
+int gw_snappy_encode(const uint8_t *in, size_t len, struct gw_buf *out);  /* appends */
+
+/* ---- remote write ---- */
+struct gw_sample {
+    int64_t t;       /* ms since epoch */
+    double v;        /* bit-exact as sent */
+};
+
+struct gw_rw_series {
+    struct gw_label *labels;     /* arena; strings borrow from the body */
+    uint32_t n_labels;
+    struct gw_sample *samples;   /* arena */
+    uint32_t n_samples;
+    uint32_t n_histograms;       /* native histograms seen (not stored) */
+    uint32_t n_exemplars;        /* exemplars seen (not stored) */
+};
+
+struct gw_rw_metadata {
+    uint8_t type;                /* 0 unknown, 1 counter, 2 gauge, 3 histogram, 4 gaugehistogram,
+                                    5 summary, 6 info, 7 stateset */
+    const char *name; uint32_t name_len;   /* metric family (v1) or __name__ (v2) */
+    const char *help; uint32_t help_len;
+    const char *unit; uint32_t unit_len;
+};
+
+struct gw_rw_request {
+    int version;                 /* 1 or 2 */
+    struct gw_rw_series *series; /* arena */
+    size_t n_series;
+    struct gw_rw_metadata *metadata;
+    size_t n_metadata;
+    uint64_t n_samples, n_histograms, n_exemplars;   /* totals */
+};
+
+/* Content-Type -> 1 (absent, "application/x-protobuf",
+ * ";proto=prometheus.WriteRequest"), 2 (";proto=io.prometheus.write.v2.Request"),
+ * or GW_EUNSUPPORTED. Parameters and case are handled like client_golang. */
+int gw_rw_version_from_content_type(const char *content_type);
+
+/* Decodes a protobuf body of the given version. Labels are NOT validated
+ * here (see gw_labels_normalize). GW_OK, GW_EPARSE (malformed, with the
+ * offset and field in err), GW_ENOMEM (arena ceiling). */
+int gw_rw_decode(const uint8_t *pb, size_t len, int version, struct gw_arena *a,
+                 struct gw_rw_request *out, struct gw_error *err);
+
+/* Encodes a v1 WriteRequest (protobuf, not compressed) - for tests, bench
+ * and the simulator. Labels must be given sorted. */
+int gw_rw_encode_v1(const struct gw_rw_request *req, struct gw_buf *out);
+
+/* ---- remote read ---- */
+struct gw_read_query {
+    int64_t start_ms, end_ms;              /* inclusive */
+    struct gw_matcher *matchers;           /* owned */
+    size_t n_matchers;
+};
+struct gw_read_request {
+    struct gw_read_query *queries;         /* owned */
+    size_t n_queries;
+    int streamed;                          /* 1: STREAMED_XOR_CHUNKS chosen, 0: SAMPLES */
+};
+/* Decodes a (decompressed) ReadRequest and compiles its matchers. The
+ * response type is the first accepted type we implement (empty => SAMPLES).
+ * GW_EPARSE / GW_EINVAL with detail. */
+int gw_read_request_decode(const uint8_t *pb, size_t len, struct gw_read_request *out, struct gw_error *err);
+void gw_read_request_free(struct gw_read_request *r);
+
+/* SAMPLES response: add series per query (queries in order, series sorted
+ * by the caller), then finish to get the snappy-compressed ReadResponse. */
+struct gw_read_samples;
+struct gw_read_samples *gw_read_samples_new(size_t n_queries);
+int gw_read_samples_add(struct gw_read_samples *w, size_t query_index,
+                        const uint8_t *labels, size_t labels_len,
+                        const int64_t *t, const double *v, size_t n);
+int gw_read_samples_finish(struct gw_read_samples *w, struct gw_buf *out);
+void gw_read_samples_free(struct gw_read_samples *w);
+
+/* STREAMED_XOR_CHUNKS: appends one frame (uvarint len | crc32c BE | msg)
+ * holding one ChunkedSeries with the given XOR chunks. */
+struct gw_read_chunk {
+    int64_t mint, maxt;
+    const uint8_t *data; size_t len;       /* XOR chunk bytes (gw_xor_bytes) */
+};
+int gw_read_chunked_frame(struct gw_buf *out, int64_t query_index,
+                          const uint8_t *labels, size_t labels_len,
+                          const struct gw_read_chunk *chunks, size_t n_chunks);
+
+/* Test/bench helpers: the client side of remote read. */
+int gw_read_request_encode(const struct gw_read_request *r, int accept_streamed, struct gw_buf *out);
+/* Decodes a SAMPLES ReadResponse body (snappy-compressed, as served) and
+ * calls cb per series with canonical labels and samples (borrowed). */
+typedef int (*gw_read_series_cb)(void *ud, size_t query_index, const uint8_t *labels, size_t labels_len,
+                                 const int64_t *t, const double *v, size_t n);
+int gw_read_response_decode(const uint8_t *body, size_t len, gw_read_series_cb cb, void *ud,
+                            struct gw_error *err);
+/* Decodes a STREAMED_XOR_CHUNKS body (all frames) and calls cb per
+ * ChunkedSeries frame with its chunks decoded into samples. */
+int gw_read_chunked_decode(const uint8_t *body, size_t len, gw_read_series_cb cb, void *ud,
+                           struct gw_error *err);
+
+#endif /* GW_RW_H */

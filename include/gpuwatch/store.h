@@ -1,0 +1,158 @@
+/* gpuwatch/store.h - the LMDB series store. The ONLY module that includes
+ * lmdb.h. One LMDB environment per data dir (DIR/store/).
+ *
+ * Named databases (key layouts at the top of src/store/keys.c):
+ *   meta        ascii key -> bytes        format version, counters
+ *   series      sid(be64) -> node_id(be32) gpu(be16) | canonical labels
+ *   series_maxt sid(be64) -> newest persisted timestamp (be64 biased)
+ *   shash       labels hash(be64) -> sids (DUPSORT|DUPFIXED, be64)
+ *   postings    name \0 value -> sids (DUPSORT|DUPFIXED, be64); values too
+ *               long for an LMDB key are truncated and suffixed \xff+hash
+ *   nodes       node name -> node_id(be32); node_ids: node_id -> name
+ *   mmeta       metric family name -> u8 type | uvarint help_len help | unit
+ *   p<day>      one per UTC day (day = floor(t_ms / 86400000), 8 digits):
+ *               node_id(be32) gpu(be16) sid(be64) mint(be64 biased) -> block
+ * Retention drops whole p<day> databases.
+ *
+ * Concurrency: one write transaction at a time (LMDB); any number of read
+ * transactions. The map starts at opts.initial_map_bytes and doubles when
+ * LMDB reports MDB_MAP_FULL: gw_store_write() aborts, grows the map (waiting
+ * for open read transactions to end) and runs the callback again, so write
+ * callbacks must be re-runnable. Only when growth fails (disk full, limit)
+ * does it return GW_EFULL.
+ *
+ * Borrowed data: every pointer handed out inside a transaction points into
+ * the map and is valid only until the transaction ends. */
+#ifndef GW_STORE_H
+#define GW_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gpuwatch/err.h"
+#include "gpuwatch/postings.h"
+
+#define GW_DAY_MS 86400000LL
+
+struct gw_store;
+struct gw_store_txn;
+
+struct gw_store_opts {
+    const char *dir;                /* environment directory, created if missing */
+    uint64_t initial_map_bytes;     /* default 1 GiB */
+    uint64_t max_map_bytes;         /* growth ceiling; default 4 TiB */
+    int durable;                    /* 1: sync each commit; 0: MDB_NOSYNC (the WAL
+                                       covers crashes; call gw_store_sync before
+                                       dropping WAL segments) */
+    int read_only;                  /* open with MDB_RDONLY (stats, verify) */
+};
+
+int gw_store_open(struct gw_store **out, const struct gw_store_opts *o, struct gw_error *err);
+void gw_store_close(struct gw_store *s);                      /* NULL ok */
+int gw_store_sync(struct gw_store *s, struct gw_error *err);  /* fsync the map */
+
+/* Runs fn inside one write transaction and commits it. fn returns GW_OK to
+ * commit or an error to abort (returned as is). On map full the transaction
+ * is aborted, the map grown, and fn called again from the start. */
+typedef int (*gw_store_write_fn)(struct gw_store_txn *t, void *ud);
+int gw_store_write(struct gw_store *s, gw_store_write_fn fn, void *ud, struct gw_error *err);
+
+/* Read transactions: short-lived, one per request. */
+int gw_store_read_begin(struct gw_store *s, struct gw_store_txn **t, struct gw_error *err);
+void gw_store_read_end(struct gw_store_txn *t);               /* NULL ok */
+
+/* ---- meta ---- */
+int gw_store_meta_get_u64(struct gw_store_txn *t, const char *key, uint64_t *v); /* GW_ENOTFOUND */
+int gw_store_meta_put_u64(struct gw_store_txn *t, const char *key, uint64_t v);
+
+/* ---- series ---- */
+struct gw_store_series {
+    uint64_t sid;
+    uint32_t node_id;
+    uint16_t gpu;
+    const uint8_t *labels;     /* canonical bytes, borrowed */
+    size_t labels_len;
+};
+/* Inserts a new series with its shash entry and one postings entry per
+ * label. GW_OK (also when sid already exists with the same labels). */
+int gw_store_series_put(struct gw_store_txn *t, uint64_t sid, uint64_t hash, uint32_t node_id,
+                        uint16_t gpu, const uint8_t *labels, size_t labels_len);
+int gw_store_series_get(struct gw_store_txn *t, uint64_t sid, struct gw_store_series *out); /* GW_ENOTFOUND */
+/* Sids whose labels hash to hash (usually 0 or 1), up to max. */
+int gw_store_series_by_hash(struct gw_store_txn *t, uint64_t hash, uint64_t *sids, size_t max, size_t *n);
+/* Visits every series in sid order; cb returns GW_OK to continue. */
+typedef int (*gw_store_series_cb)(void *ud, const struct gw_store_series *s);
+int gw_store_series_each(struct gw_store_txn *t, gw_store_series_cb cb, void *ud);
+/* Newest persisted timestamp of a series (INT64_MIN when none). */
+int gw_store_series_maxt_get(struct gw_store_txn *t, uint64_t sid, int64_t *maxt);
+int gw_store_series_maxt_put(struct gw_store_txn *t, uint64_t sid, int64_t maxt);
+/* Removes a series, its hash entry and postings (retention of dead series). */
+int gw_store_series_delete(struct gw_store_txn *t, uint64_t sid);
+
+/* ---- nodes ---- */
+/* Gets or (in a write txn) creates the id of a node name; id 0 is reserved
+ * for "no node" (empty name). */
+int gw_store_node_id(struct gw_store_txn *t, const char *name, size_t len, int create, uint32_t *id);
+int gw_store_node_name(struct gw_store_txn *t, uint32_t id, const char **name, size_t *len);
+
+/* ---- postings / label index ---- */
+/* Appends the sorted sids of name=value to out (out is cleared first). */
+int gw_store_postings_get(struct gw_store_txn *t, const char *name, size_t name_len,
+                          const char *value, size_t value_len, struct gw_postings *out);
+/* All sids that have label `name` at all (any value), sorted. */
+int gw_store_postings_any(struct gw_store_txn *t, const char *name, size_t name_len, struct gw_postings *out);
+/* Visits the distinct values of `name` in byte order (full values, also for
+ * long ones). cb returns GW_OK to continue, 1 to stop early, or an error. */
+typedef int (*gw_store_value_cb)(void *ud, const char *value, size_t len);
+int gw_store_label_values(struct gw_store_txn *t, const char *name, size_t name_len,
+                          gw_store_value_cb cb, void *ud);
+/* Union of postings of every value of `name` for which pred returns 1. */
+typedef int (*gw_store_value_pred)(void *ud, const char *value, size_t len);
+int gw_store_postings_matching(struct gw_store_txn *t, const char *name, size_t name_len,
+                               gw_store_value_pred pred, void *ud, struct gw_postings *out);
+/* Visits distinct label names in byte order. */
+int gw_store_label_names(struct gw_store_txn *t, gw_store_value_cb cb, void *ud);
+/* Every sid in the store (sorted). */
+int gw_store_postings_all(struct gw_store_txn *t, struct gw_postings *out);
+
+/* ---- metric metadata (type/help/unit from remote write) ---- */
+int gw_store_metadata_put(struct gw_store_txn *t, const char *metric, size_t metric_len, uint8_t type,
+                          const char *help, size_t help_len, const char *unit, size_t unit_len);
+typedef int (*gw_store_metadata_cb)(void *ud, const char *metric, size_t metric_len, uint8_t type,
+                                    const char *help, size_t help_len, const char *unit, size_t unit_len);
+int gw_store_metadata_each(struct gw_store_txn *t, gw_store_metadata_cb cb, void *ud);
+
+/* ---- sample blocks, partitioned by UTC day of their first timestamp ---- */
+/* A block must not cross a day boundary (the caller cuts at day ends). */
+int gw_store_block_put(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
+                       int64_t mint, const uint8_t *block, size_t len);
+/* Visits the series' blocks whose first timestamp lies in
+ * [mint_lo, maxt] in time order (callers pass mint_lo = mint - longest
+ * block span to catch blocks that start before mint). */
+typedef int (*gw_store_block_cb)(void *ud, int64_t block_mint, const uint8_t *block, size_t len);
+int gw_store_blocks_get(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
+                        int64_t mint_lo, int64_t maxt, gw_store_block_cb cb, void *ud);
+/* 1 if the series has any block starting in [mint_lo, maxt], else 0. */
+int gw_store_blocks_any(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
+                        int64_t mint_lo, int64_t maxt);
+
+struct gw_store_partition {
+    int64_t day;            /* floor(t_ms / GW_DAY_MS) */
+    uint64_t entries;       /* blocks */
+    uint64_t bytes;         /* pages used (branch + leaf + overflow) * page size */
+};
+typedef int (*gw_store_partition_cb)(void *ud, const struct gw_store_partition *p);
+int gw_store_partitions(struct gw_store_txn *t, gw_store_partition_cb cb, void *ud);
+/* Drops every partition whose day < before_day; *dropped gets the count. */
+int gw_store_partitions_drop_before(struct gw_store_txn *t, int64_t before_day, unsigned *dropped);
+
+struct gw_store_stats {
+    uint64_t map_bytes;        /* current map size */
+    uint64_t file_bytes;       /* data file size on disk */
+    uint64_t used_bytes;       /* pages in use * page size */
+    uint64_t series;           /* entries in `series` */
+    uint64_t index_bytes;      /* pages of series/shash/postings/nodes/mmeta */
+    unsigned page_size;
+};
+int gw_store_stats(struct gw_store *s, struct gw_store_stats *st, struct gw_error *err);
+
+#endif /* GW_STORE_H */

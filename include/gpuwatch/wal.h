@@ -1,0 +1,79 @@
+/* gpuwatch/wal.h - write-ahead log: numbered segments of checksummed
+ * records, group commit, replay with repair of a torn or corrupt tail.
+ *
+ * On disk (format at the top of src/wal/wal.c):
+ *   DIR/00000001.wal ...   segment = 8-byte magic "GWWAL\0\0\1" then records
+ *   record = u32 LE payload_len | u32 LE crc32c(type|payload) | u8 type | payload
+ * A position (struct-free uint64) is (segment << 32) | byte offset of the
+ * record's first byte; positions increase monotonically.
+ *
+ * Durability: gw_wal_append() only copies into the WAL's buffer; the record
+ * is durable once gw_wal_commit() for its position returns GW_OK:
+ *   GW_FSYNC_ALWAYS  written and fdatasync'ed (survives power loss); callers
+ *                    committing at the same time share one fdatasync;
+ *   GW_FSYNC_BATCH   written to the kernel (survives kill -9); a background
+ *                    thread fdatasyncs every batch interval;
+ *   GW_FSYNC_OFF     written to the kernel; synced only at segment close.
+ * All functions are thread-safe. */
+#ifndef GW_WAL_H
+#define GW_WAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gpuwatch/err.h"
+
+enum gw_fsync_mode { GW_FSYNC_ALWAYS = 0, GW_FSYNC_BATCH = 1, GW_FSYNC_OFF = 2 };
+
+#define GW_WAL_MAX_RECORD (64u << 20)     /* payload bytes per record */
+
+struct gw_wal_opts {
+    const char *dir;                 /* created if missing */
+    uint64_t segment_bytes;          /* cut a new segment past this; default 64 MiB */
+    enum gw_fsync_mode fsync;
+    uint32_t batch_interval_ms;      /* GW_FSYNC_BATCH period; default 100 */
+};
+
+struct gw_wal;
+
+/* Opens the WAL for appending. Existing segments are left for
+ * gw_wal_replay(); appends always go to a new segment numbered after the
+ * last existing one. GW_OK, GW_EIO, GW_ENOMEM. */
+int gw_wal_open(struct gw_wal **out, const struct gw_wal_opts *o, struct gw_error *err);
+/* Writes and syncs what is buffered, stops the sync thread, closes. NULL ok. */
+void gw_wal_close(struct gw_wal *w);
+
+/* Copies one record into the WAL buffer. *pos gets its position.
+ * GW_OK, GW_ETOOLARGE (payload > GW_WAL_MAX_RECORD), GW_ENOMEM,
+ * GW_EIO (an earlier write failed; the WAL stays failed until reopened). */
+int gw_wal_append(struct gw_wal *w, uint8_t type, const void *payload, size_t len, uint64_t *pos);
+/* Blocks until every record at or before pos is durable per the policy.
+ * GW_OK or GW_EIO (with detail). */
+int gw_wal_commit(struct gw_wal *w, uint64_t pos, struct gw_error *err);
+
+/* Closes the current segment and starts a new one; returns the position of
+ * the new segment's first record. Everything before it is in older
+ * segments. GW_OK or GW_EIO. */
+int gw_wal_cut(struct gw_wal *w, uint64_t *next_pos, struct gw_error *err);
+/* Deletes whole segments that end before pos (segment number < pos >> 32).
+ * Never deletes the segment being written. GW_OK or GW_EIO. */
+int gw_wal_truncate_before(struct gw_wal *w, uint64_t pos, struct gw_error *err);
+/* Bytes in all segments on disk (for stats). */
+uint64_t gw_wal_disk_bytes(const struct gw_wal *w);
+
+/* Replay, called before gw_wal_open() on the same dir. Calls cb for every
+ * valid record at or after from_pos in position order; cb returns GW_OK to
+ * go on or an error to stop (returned as is). A torn or checksum-failing
+ * record ends the replay: that segment is truncated at the record and later
+ * segments are removed (counts reported in *st). The payload pointer is
+ * borrowed for the duration of the callback. */
+struct gw_wal_replay_stats {
+    uint64_t records, bytes, segments;
+    uint64_t truncated_bytes;        /* bytes cut off by repair */
+    uint64_t removed_segments;       /* later segments deleted by repair */
+    int corrupt;                     /* 1 if repair happened */
+};
+typedef int (*gw_wal_replay_cb)(void *ud, uint8_t type, const uint8_t *payload, size_t len, uint64_t pos);
+int gw_wal_replay(const char *dir, uint64_t from_pos, gw_wal_replay_cb cb, void *ud,
+                  struct gw_wal_replay_stats *st, struct gw_error *err);
+
+#endif /* GW_WAL_H */
