@@ -1,0 +1,130 @@
+/* codec.c - varints, CRC-32C, XXH3, clocks and Prometheus durations. */
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "gpuwatch/codec.h"
+#include "gpuwatch/err.h"
+
+size_t gw_uvarint_put(uint8_t *buf, uint64_t v)
+{
+    size_t i = 0;
+    while (v >= 0x80) {
+        buf[i++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    buf[i++] = (uint8_t)v;
+    return i;
+}
+
+size_t gw_uvarint_get(const uint8_t *p, size_t len, uint64_t *v)
+{
+    uint64_t x = 0;
+    unsigned shift = 0;
+    for (size_t i = 0; i < len && i < 10; i++) {
+        uint8_t b = p[i];
+        if (i == 9 && b > 1) return 0;          /* overflows 64 bits */
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (b < 0x80) {
+            *v = x;
+            return i + 1;
+        }
+        shift += 7;
+    }
+    return 0;
+}
+
+/* CRC-32C, reflected polynomial 0x82F63B78, slicing-by-8 tables built once. */
+static uint32_t crc_tab[8][256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
+        crc_tab[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_tab[t][i] = (crc_tab[t - 1][i] >> 8) ^ crc_tab[0][crc_tab[t - 1][i] & 0xff];
+}
+
+uint32_t gw_crc32c(uint32_t crc, const void *data, size_t len)
+{
+    pthread_once(&crc_once, crc_init);
+    const uint8_t *p = data;
+    crc = ~crc;
+    while (len >= 8) {
+        uint32_t lo, hi;
+        memcpy(&lo, p, 4);
+        memcpy(&hi, p + 4, 4);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        lo = __builtin_bswap32(lo);
+        hi = __builtin_bswap32(hi);
+#endif
+        lo ^= crc;
+        crc = crc_tab[7][lo & 0xff] ^ crc_tab[6][(lo >> 8) & 0xff] ^ crc_tab[5][(lo >> 16) & 0xff] ^
+              crc_tab[4][lo >> 24] ^ crc_tab[3][hi & 0xff] ^ crc_tab[2][(hi >> 8) & 0xff] ^
+              crc_tab[1][(hi >> 16) & 0xff] ^ crc_tab[0][hi >> 24];
+        p += 8;
+        len -= 8;
+    }
+    while (len--) crc = (crc >> 8) ^ crc_tab[0][(crc ^ *p++) & 0xff];
+    return ~crc;
+}
+
+uint64_t gw_hash64(const void *data, size_t len) { return XXH3_64bits(data, len); }
+
+int64_t gw_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+uint64_t gw_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Prometheus model.ParseDuration: units y w d h m s ms, in that order, each
+ * at most once, integer counts; "0" alone is allowed. */
+int gw_parse_duration_ms(const char *s, int64_t *out_ms)
+{
+    static const struct { const char *u; int64_t ms; } units[] = {
+        {"y", 365LL * 86400000}, {"w", 7LL * 86400000}, {"d", 86400000}, {"h", 3600000},
+        {"m", 60000}, {"s", 1000}, {"ms", 1},
+    };
+    if (!s || !*s) return GW_EPARSE;
+    if (strcmp(s, "0") == 0) { *out_ms = 0; return GW_OK; }
+    int64_t total = 0;
+    int last_unit = -1;
+    const char *p = s;
+    while (*p) {
+        if (*p < '0' || *p > '9') return GW_EPARSE;
+        int64_t n = 0;
+        while (*p >= '0' && *p <= '9') {
+            if (n > (INT64_MAX - 9) / 10) return GW_EPARSE;
+            n = n * 10 + (*p++ - '0');
+        }
+        int u = -1;
+        if (p[0] == 'm' && p[1] == 's') { u = 6; p += 2; }
+        else {
+            for (int i = 0; i < 6; i++)
+                if (*p == units[i].u[0]) { u = i; p++; break; }
+        }
+        if (u < 0 || u <= last_unit) return GW_EPARSE;
+        last_unit = u;
+        if (n > INT64_MAX / units[u].ms || total > INT64_MAX - n * units[u].ms) return GW_EPARSE;
+        total += n * units[u].ms;
+    }
+    *out_ms = total;
+    return GW_OK;
+}
