@@ -23,6 +23,8 @@ struct gw_xor_chunk {
     uint32_t nbits;      /* bits written */
     uint16_t n;          /* samples */
     uint8_t lead, trail; /* current XOR window (lead 0xff = none yet) */
+    uint8_t pad;         /* 1: bytes end with one free zero byte (matches the
+                            reference encoder after a whole-byte write) */
     int64_t t;           /* last timestamp */
     int64_t tdelta;      /* last delta */
     uint64_t v;          /* last value bits */
