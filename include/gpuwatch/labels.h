@@ -44,7 +44,7 @@ size_t gw_labels_encode(const struct gw_label *ls, size_t n, uint8_t *out);
 int gw_labels_decode(const uint8_t *b, size_t len, struct gw_label *ls, size_t max, size_t *n);
 
 /* Looks up a label by name in canonical bytes; returns 1 and sets
- * *value/*value_len (borrowed) when present, 0 when absent or corrupt. */
+ * *value and *value_len (borrowed) when present, 0 when absent or corrupt. */
 int gw_labels_get(const uint8_t *b, size_t len, const char *name, size_t name_len,
                   const char **value, size_t *value_len);
 

@@ -1,0 +1,101 @@
+/* gpuwatch/head.h - the in-memory head: one entry per active series with
+ * its open XOR chunk, the chunks cut from it that still wait to be written
+ * to the store, and the newest sample (for duplicate/out-of-order checks).
+ *
+ * No locking and no I/O here: the db serializes every call with its ingest
+ * mutex. Series are found by label hash (collisions resolved by comparing
+ * canonical labels) and by series id.
+ *
+ * Chunk cutting: the open chunk covers one aligned window
+ * [k*window_ms, (k+1)*window_ms); a sample past the window end, or a chunk
+ * holding max_samples, moves the open chunk to the pending list. Windows
+ * divide a UTC day, so a cut chunk never spans two days. */
+#ifndef GW_HEAD_H
+#define GW_HEAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gpuwatch/chunk.h"
+#include "gpuwatch/err.h"
+
+struct gw_head_chunk {
+    struct gw_head_chunk *next;  /* newer pending chunk */
+    int64_t mint, maxt;
+    uint64_t wal_pos;            /* WAL position at or before its first sample */
+    struct gw_xor_chunk x;       /* owned */
+};
+
+struct gw_head_series {
+    uint64_t sid;
+    uint64_t hash;
+    uint32_t node_id;
+    uint16_t gpu;
+    uint8_t on_dirty;            /* linked in the head's dirty list */
+    uint32_t labels_len;
+    uint8_t *labels;             /* owned canonical bytes */
+    struct gw_xor_chunk open;    /* open chunk; open.n == 0 when none */
+    int64_t open_mint;
+    int64_t window_end;          /* exclusive end of the open chunk's window */
+    uint64_t open_wal_pos;       /* WAL position at or before the open chunk's first sample */
+    int64_t last_t;              /* newest timestamp accepted or persisted; INT64_MIN if none */
+    uint64_t last_v;             /* its value bits */
+    int64_t persisted_maxt;      /* newest timestamp in the store; INT64_MIN if none */
+    struct gw_head_chunk *pending, *pending_tail; /* cut, not yet stored; oldest first */
+    struct gw_head_series *hnext;   /* hash chain */
+    struct gw_head_series *snext;   /* sid chain */
+    struct gw_head_series *dnext;   /* dirty list */
+};
+
+struct gw_head;
+
+/* NULL on ENOMEM. window_ms must divide a day; max_samples <= GW_XOR_MAX_SAMPLES. */
+struct gw_head *gw_head_new(int64_t window_ms, uint32_t max_samples);
+void gw_head_free(struct gw_head *h);
+
+struct gw_head_series *gw_head_find(struct gw_head *h, uint64_t hash, const uint8_t *labels, size_t len);
+struct gw_head_series *gw_head_find_sid(struct gw_head *h, uint64_t sid);
+/* Adds a series (copies labels). NULL on ENOMEM. */
+struct gw_head_series *gw_head_add(struct gw_head *h, uint64_t sid, uint64_t hash, uint32_t node_id,
+                                   uint16_t gpu, const uint8_t *labels, size_t len, int64_t persisted_maxt);
+
+enum gw_head_append_result {
+    GW_HEAD_ACCEPTED = 0,
+    GW_HEAD_DUPLICATE = 1,      /* same t, same bits: no-op */
+    GW_HEAD_CONFLICT = 2,       /* same t, other value */
+    GW_HEAD_OUT_OF_ORDER = 3
+};
+/* Checks and appends one sample. *res tells the outcome. GW_OK or
+ * GW_ENOMEM. wal_pos is recorded when the sample opens a chunk. */
+int gw_head_append(struct gw_head *h, struct gw_head_series *s, int64_t t, double v, uint64_t wal_pos,
+                   enum gw_head_append_result *res);
+/* Only checks (no change): the outcome gw_head_append would have. */
+enum gw_head_append_result gw_head_check(const struct gw_head_series *s, int64_t t, double v);
+
+/* Moves the open chunk (if any) to the pending list. GW_OK or GW_ENOMEM. */
+int gw_head_cut(struct gw_head *h, struct gw_head_series *s);
+/* Cuts every open chunk whose window ended at or before t. Returns count. */
+size_t gw_head_cut_idle(struct gw_head *h, int64_t t);
+/* Cuts every open chunk. */
+size_t gw_head_cut_all(struct gw_head *h);
+
+/* Series with pending chunks, taken as a list (h's list becomes empty).
+ * Walk with s->dnext; each s->on_dirty is cleared by gw_head_pending_done. */
+struct gw_head_series *gw_head_take_dirty(struct gw_head *h);
+/* Frees pending chunks of s up to and including `upto` (which must be on
+ * its list), sets persisted_maxt, and re-lists s as dirty if more remain. */
+void gw_head_pending_done(struct gw_head *h, struct gw_head_series *s, struct gw_head_chunk *upto);
+
+/* Smallest WAL position still needed by open or pending chunks
+ * (UINT64_MAX when none). */
+uint64_t gw_head_min_wal_pos(const struct gw_head *h);
+
+struct gw_head_stats {
+    uint64_t series, open_chunks, pending_chunks, samples, bytes;
+};
+void gw_head_stats(const struct gw_head *h, struct gw_head_stats *st);
+
+/* Visits every series (no changes to the head inside cb). */
+typedef void (*gw_head_series_cb)(void *ud, struct gw_head_series *s);
+void gw_head_each(struct gw_head *h, gw_head_series_cb cb, void *ud);
+
+#endif /* GW_HEAD_H */

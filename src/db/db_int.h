@@ -1,0 +1,57 @@
+/* db_int.h - internals shared by the db module's files (db.c, record.c,
+ * query.c). Nothing outside src/db/ includes this. */
+#ifndef GW_DB_INT_H
+#define GW_DB_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "gpuwatch/buf.h"
+#include "gpuwatch/db.h"
+#include "gpuwatch/head.h"
+#include "gpuwatch/store.h"
+#include "gpuwatch/wal.h"
+
+/* WAL record types. Layouts at the top of record.c. */
+enum { GW_REC_SERIES = 1, GW_REC_SAMPLES = 2 };
+
+struct gw_db {
+    struct gw_db_opts o;
+    char *dir;
+    int lock_fd;                 /* flock on DIR/LOCK (serve and writers) */
+    struct gw_store *store;
+    struct gw_wal *wal;          /* NULL when read_only */
+    struct gw_head *head;        /* NULL when read_only */
+
+    pthread_mutex_t mu;          /* head, next_sid, last_wal_pos, wal record order */
+    uint64_t next_sid;
+    uint64_t last_wal_pos;       /* position of the newest appended record */
+    int64_t max_t;               /* newest accepted timestamp */
+    int64_t min_t_seen;          /* oldest timestamp held (head + store), estimate */
+    struct gw_buf rec;           /* record scratch, under mu */
+    struct gw_buf srec;          /* series record scratch, under mu */
+
+    pthread_mutex_t flush_mu;    /* one flush at a time */
+    pthread_t bg;                /* background flush / retention thread */
+    int bg_running;
+    pthread_mutex_t bg_mu;
+    pthread_cond_t bg_cv;
+    int stopping;
+    int failed;                  /* a storage failure made the db refuse writes */
+
+    uint64_t stat_appended, stat_refused;
+};
+
+/* record.c */
+int gw_rec_series_add(struct gw_buf *b, uint64_t sid, const uint8_t *labels, size_t len);
+int gw_rec_samples_begin(struct gw_buf *b, int64_t base_t);
+int gw_rec_samples_add(struct gw_buf *b, int64_t base_t, uint64_t sid, int64_t t, double v);
+typedef int (*gw_rec_series_fn)(void *ud, uint64_t sid, const uint8_t *labels, size_t len);
+typedef int (*gw_rec_sample_fn)(void *ud, uint64_t sid, int64_t t, double v);
+int gw_rec_series_each(const uint8_t *p, size_t len, gw_rec_series_fn fn, void *ud);
+int gw_rec_samples_each(const uint8_t *p, size_t len, gw_rec_sample_fn fn, void *ud);
+
+/* db.c */
+int gw_db_flush_pending(struct gw_db *db, struct gw_error *err);
+
+#endif /* GW_DB_INT_H */

@@ -1,0 +1,307 @@
+/* head.c - the in-memory head (see head.h): two chained hash tables (label
+ * hash -> series, sid -> series) that double when they fill, per-series
+ * open XOR chunk and pending list, and a dirty list of series with chunks
+ * waiting for the store. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuwatch/head.h"
+
+struct gw_head {
+    int64_t window_ms;
+    uint32_t max_samples;
+    struct gw_head_series **by_hash;  /* buckets */
+    struct gw_head_series **by_sid;
+    size_t nbuckets;                  /* power of two, same for both tables */
+    size_t count;
+    struct gw_head_series *dirty;     /* series with pending chunks */
+};
+
+static size_t sid_bucket(uint64_t sid, size_t nb)
+{
+    uint64_t x = sid * 0x9E3779B97F4A7C15ull;
+    return (size_t)(x >> 32) & (nb - 1);
+}
+
+struct gw_head *gw_head_new(int64_t window_ms, uint32_t max_samples)
+{
+    struct gw_head *h = calloc(1, sizeof *h);
+    if (!h) return NULL;
+    h->window_ms = window_ms > 0 ? window_ms : 2 * 3600 * 1000;
+    h->max_samples = max_samples && max_samples <= GW_XOR_MAX_SAMPLES ? max_samples : 1024;
+    h->nbuckets = 1024;
+    h->by_hash = calloc(h->nbuckets, sizeof *h->by_hash);
+    h->by_sid = calloc(h->nbuckets, sizeof *h->by_sid);
+    if (!h->by_hash || !h->by_sid) {
+        free(h->by_hash);
+        free(h->by_sid);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+static void free_pending(struct gw_head_series *s)
+{
+    struct gw_head_chunk *c = s->pending;
+    while (c) {
+        struct gw_head_chunk *n = c->next;
+        gw_xor_free(&c->x);
+        free(c);
+        c = n;
+    }
+    s->pending = s->pending_tail = NULL;
+}
+
+void gw_head_free(struct gw_head *h)
+{
+    if (!h) return;
+    for (size_t i = 0; i < h->nbuckets; i++) {
+        struct gw_head_series *s = h->by_sid[i];
+        while (s) {
+            struct gw_head_series *n = s->snext;
+            gw_xor_free(&s->open);
+            free_pending(s);
+            free(s->labels);
+            free(s);
+            s = n;
+        }
+    }
+    free(h->by_hash);
+    free(h->by_sid);
+    free(h);
+}
+
+struct gw_head_series *gw_head_find(struct gw_head *h, uint64_t hash, const uint8_t *labels, size_t len)
+{
+    for (struct gw_head_series *s = h->by_hash[hash & (h->nbuckets - 1)]; s; s = s->hnext)
+        if (s->hash == hash && s->labels_len == len && memcmp(s->labels, labels, len) == 0) return s;
+    return NULL;
+}
+
+struct gw_head_series *gw_head_find_sid(struct gw_head *h, uint64_t sid)
+{
+    for (struct gw_head_series *s = h->by_sid[sid_bucket(sid, h->nbuckets)]; s; s = s->snext)
+        if (s->sid == sid) return s;
+    return NULL;
+}
+
+static int grow(struct gw_head *h)
+{
+    size_t nb = h->nbuckets * 2;
+    struct gw_head_series **bh = calloc(nb, sizeof *bh), **bs = calloc(nb, sizeof *bs);
+    if (!bh || !bs) {
+        free(bh);
+        free(bs);
+        return GW_ENOMEM;
+    }
+    for (size_t i = 0; i < h->nbuckets; i++) {
+        struct gw_head_series *s = h->by_sid[i];
+        while (s) {
+            struct gw_head_series *n = s->snext;
+            size_t b = sid_bucket(s->sid, nb);
+            s->snext = bs[b];
+            bs[b] = s;
+            size_t hb = s->hash & (nb - 1);
+            s->hnext = bh[hb];
+            bh[hb] = s;
+            s = n;
+        }
+    }
+    free(h->by_hash);
+    free(h->by_sid);
+    h->by_hash = bh;
+    h->by_sid = bs;
+    h->nbuckets = nb;
+    return GW_OK;
+}
+
+struct gw_head_series *gw_head_add(struct gw_head *h, uint64_t sid, uint64_t hash, uint32_t node_id,
+                                   uint16_t gpu, const uint8_t *labels, size_t len, int64_t persisted_maxt)
+{
+    if (h->count >= h->nbuckets && grow(h) != GW_OK) return NULL;
+    struct gw_head_series *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->labels = malloc(len ? len : 1);
+    if (!s->labels) {
+        free(s);
+        return NULL;
+    }
+    memcpy(s->labels, labels, len);
+    s->labels_len = (uint32_t)len;
+    s->sid = sid;
+    s->hash = hash;
+    s->node_id = node_id;
+    s->gpu = gpu;
+    gw_xor_init(&s->open);
+    s->persisted_maxt = persisted_maxt;
+    s->last_t = persisted_maxt;
+    s->last_v = 0;
+    s->open_wal_pos = UINT64_MAX;
+    size_t hb = hash & (h->nbuckets - 1);
+    s->hnext = h->by_hash[hb];
+    h->by_hash[hb] = s;
+    size_t sb = sid_bucket(sid, h->nbuckets);
+    s->snext = h->by_sid[sb];
+    h->by_sid[sb] = s;
+    h->count++;
+    return s;
+}
+
+static uint64_t dbits(double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof u);
+    return u;
+}
+
+enum gw_head_append_result gw_head_check(const struct gw_head_series *s, int64_t t, double v)
+{
+    if (s->last_t == INT64_MIN || t > s->last_t) return GW_HEAD_ACCEPTED;
+    if (t < s->last_t) return GW_HEAD_OUT_OF_ORDER;
+    /* Same timestamp as the newest sample. When that sample is already in
+     * the store its value is not at hand; a replay of stored data is the
+     * only way to get here, so treat it as the duplicate it is. */
+    if (t == s->persisted_maxt && s->open.n == 0 && !s->pending) return GW_HEAD_DUPLICATE;
+    return dbits(v) == s->last_v ? GW_HEAD_DUPLICATE : GW_HEAD_CONFLICT;
+}
+
+static void list_dirty(struct gw_head *h, struct gw_head_series *s)
+{
+    if (s->on_dirty) return;
+    s->on_dirty = 1;
+    s->dnext = h->dirty;
+    h->dirty = s;
+}
+
+int gw_head_cut(struct gw_head *h, struct gw_head_series *s)
+{
+    if (s->open.n == 0) return GW_OK;
+    struct gw_head_chunk *c = calloc(1, sizeof *c);
+    if (!c) return GW_ENOMEM;
+    c->x = s->open;           /* move the chunk */
+    c->mint = s->open_mint;
+    c->maxt = s->open.t;
+    c->wal_pos = s->open_wal_pos;
+    gw_xor_init(&s->open);
+    s->open_wal_pos = UINT64_MAX;
+    if (s->pending_tail) s->pending_tail->next = c;
+    else s->pending = c;
+    s->pending_tail = c;
+    list_dirty(h, s);
+    return GW_OK;
+}
+
+static int64_t window_end_of(const struct gw_head *h, int64_t t)
+{
+    int64_t w = h->window_ms;
+    int64_t k = t / w;
+    if (t < 0 && t % w) k--;          /* floor for negative timestamps */
+    return (k + 1) * w;
+}
+
+int gw_head_append(struct gw_head *h, struct gw_head_series *s, int64_t t, double v, uint64_t wal_pos,
+                   enum gw_head_append_result *res)
+{
+    enum gw_head_append_result r = gw_head_check(s, t, v);
+    *res = r;
+    if (r != GW_HEAD_ACCEPTED) return GW_OK;
+    if (s->open.n > 0 && (t >= s->window_end || s->open.n >= h->max_samples)) {
+        int rc = gw_head_cut(h, s);
+        if (rc) return rc;
+    }
+    if (s->open.n == 0) {
+        s->open_mint = t;
+        s->window_end = window_end_of(h, t);
+        s->open_wal_pos = wal_pos;
+    }
+    int rc = gw_xor_append(&s->open, t, v);
+    if (rc) return rc;
+    s->last_t = t;
+    s->last_v = dbits(v);
+    return GW_OK;
+}
+
+size_t gw_head_cut_idle(struct gw_head *h, int64_t t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->nbuckets; i++)
+        for (struct gw_head_series *s = h->by_sid[i]; s; s = s->snext)
+            if (s->open.n > 0 && s->window_end <= t && gw_head_cut(h, s) == GW_OK) n++;
+    return n;
+}
+
+size_t gw_head_cut_all(struct gw_head *h)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->nbuckets; i++)
+        for (struct gw_head_series *s = h->by_sid[i]; s; s = s->snext)
+            if (s->open.n > 0 && gw_head_cut(h, s) == GW_OK) n++;
+    return n;
+}
+
+struct gw_head_series *gw_head_take_dirty(struct gw_head *h)
+{
+    struct gw_head_series *d = h->dirty;
+    h->dirty = NULL;
+    return d;
+}
+
+void gw_head_pending_done(struct gw_head *h, struct gw_head_series *s, struct gw_head_chunk *upto)
+{
+    s->on_dirty = 0;
+    if (upto) {
+        struct gw_head_chunk *c = s->pending;
+        for (;;) {
+            struct gw_head_chunk *n = c->next;
+            if (c->maxt > s->persisted_maxt) s->persisted_maxt = c->maxt;
+            int last = (c == upto);
+            gw_xor_free(&c->x);
+            free(c);
+            c = n;
+            if (last || !c) break;
+        }
+        s->pending = c;
+        if (!c) s->pending_tail = NULL;
+    }
+    if (s->pending) list_dirty(h, s);
+}
+
+uint64_t gw_head_min_wal_pos(const struct gw_head *h)
+{
+    uint64_t m = UINT64_MAX;
+    for (size_t i = 0; i < h->nbuckets; i++)
+        for (const struct gw_head_series *s = h->by_sid[i]; s; s = s->snext) {
+            if (s->open.n > 0 && s->open_wal_pos < m) m = s->open_wal_pos;
+            for (const struct gw_head_chunk *c = s->pending; c; c = c->next)
+                if (c->wal_pos < m) m = c->wal_pos;
+        }
+    return m;
+}
+
+void gw_head_stats(const struct gw_head *h, struct gw_head_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    st->bytes = h->nbuckets * 2 * sizeof(void *) + sizeof *h;
+    for (size_t i = 0; i < h->nbuckets; i++)
+        for (const struct gw_head_series *s = h->by_sid[i]; s; s = s->snext) {
+            st->series++;
+            st->bytes += sizeof *s + s->labels_len + gw_xor_mem(&s->open);
+            if (s->open.n) {
+                st->open_chunks++;
+                st->samples += s->open.n;
+            }
+            for (const struct gw_head_chunk *c = s->pending; c; c = c->next) {
+                st->pending_chunks++;
+                st->samples += c->x.n;
+                st->bytes += sizeof *c + gw_xor_mem(&c->x);
+            }
+        }
+}
+
+void gw_head_each(struct gw_head *h, gw_head_series_cb cb, void *ud)
+{
+    for (size_t i = 0; i < h->nbuckets; i++)
+        for (struct gw_head_series *s = h->by_sid[i]; s; s = s->snext) cb(ud, s);
+}
