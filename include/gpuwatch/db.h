@@ -62,7 +62,7 @@ struct gw_append_result {
     uint64_t histograms;        /* refused: native histograms are not stored */
     uint64_t exemplars;         /* refused: exemplars are not stored */
     uint64_t metadata;          /* metadata entries stored */
-    char first_invalid[200];    /* message of the first label problem */
+    char first_invalid[GW_ERROR_MSG_LEN];    /* message of the first label problem */
 };
 
 /* Appends a decoded request (labels may be unsorted; they are normalized in

@@ -1,0 +1,830 @@
+/* db.c - open/close, WAL replay, ingest, background flush, checkpoints and
+ * retention of the database (see db.h).
+ *
+ * Where a sample lives: in its series' open head chunk, in a cut chunk on
+ * the series' pending list, or in a block in the store; the flusher moves
+ * pending chunks to the store (commit first, then unlink under the mutex),
+ * so a reader that copies the head first and reads the store second sees
+ * every sample at least once (it drops repeats by timestamp).
+ *
+ * WAL truncation: a checkpoint takes the smallest WAL position any open or
+ * pending chunk still needs, syncs the store, then deletes whole segments
+ * before that position. Replay skips samples at or before a series'
+ * persisted maximum, so replaying an overlap is harmless. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "db_int.h"
+#include "gpuwatch/block.h"
+#include "gpuwatch/codec.h"
+#include "gpuwatch/labels.h"
+#include "gpuwatch/log.h"
+
+#define GW_IDLE_GRACE_MS (15 * 60 * 1000)
+
+void gw_db_opts_default(struct gw_db_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->retention_ms = 55LL * GW_DAY_MS;
+    o->fsync = GW_FSYNC_BATCH;
+    o->block_window_ms = 2LL * 3600 * 1000;
+    o->max_block_samples = 1024;
+    o->initial_map_bytes = 1ull << 30;
+    o->future_tolerance_ms = 10LL * 60 * 1000;
+}
+
+static char *path_join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/%s", a, b);
+    return p;
+}
+
+static int mkdir_p(const char *dir, struct gw_error *err)
+{
+    if (mkdir(dir, 0755) == 0 || errno == EEXIST) return GW_OK;
+    char e[128];
+    return gw_error_set(err, GW_EIO, "cannot create directory %s: %s", dir,
+                        strerror_r(errno, e, sizeof e) == 0 ? e : "error");
+}
+
+/* ---- series creation shared by ingest and replay ---- */
+
+struct new_series {
+    uint64_t sid;
+    uint64_t hash;
+    const uint8_t *labels;
+    size_t len;
+    uint32_t node_id;   /* out */
+    uint16_t gpu;       /* out */
+};
+
+struct create_ctx {
+    struct new_series *ns;
+    size_t n;
+    uint64_t next_sid;
+};
+
+static int create_series_fn(struct gw_store_txn *t, void *ud)
+{
+    struct create_ctx *c = ud;
+    for (size_t i = 0; i < c->n; i++) {
+        struct new_series *s = &c->ns[i];
+        struct gw_label ls[GW_LABELS_MAX];
+        size_t nl = 0;
+        int rc = gw_labels_decode(s->labels, s->len, ls, GW_LABELS_MAX, &nl);
+        if (rc) return rc;
+        const char *node;
+        size_t node_len;
+        gw_labels_locality(ls, nl, &node, &node_len, &s->gpu);
+        rc = gw_store_node_id(t, node, node_len, 1, &s->node_id);
+        if (rc) return rc;
+        rc = gw_store_series_put(t, s->sid, s->hash, s->node_id, s->gpu, s->labels, s->len);
+        if (rc) return rc;
+    }
+    return gw_store_meta_put_u64(t, "next_sid", c->next_sid);
+}
+
+/* ---- open / replay ---- */
+
+struct replay_ctx {
+    struct gw_db *db;
+    struct gw_store_txn *rt;      /* read txn for lookups, renewed per record */
+    uint64_t skipped_persisted, applied, orphan, series_created;
+    struct gw_error *err;
+};
+
+static struct gw_head_series *load_series(struct gw_db *db, struct gw_store_txn *t, uint64_t sid)
+{
+    struct gw_store_series ss;
+    if (gw_store_series_get(t, sid, &ss) != GW_OK) return NULL;
+    int64_t maxt = INT64_MIN;
+    if (gw_store_series_maxt_get(t, sid, &maxt) != GW_OK) maxt = INT64_MIN;
+    uint64_t hash = gw_labels_hash(ss.labels, ss.labels_len);
+    return gw_head_add(db->head, sid, hash, ss.node_id, ss.gpu, ss.labels, ss.labels_len, maxt);
+}
+
+struct replay_series_ctx {
+    struct replay_ctx *rc;
+    struct new_series *ns;
+    size_t n, cap;
+};
+
+static int replay_series_one(void *ud, uint64_t sid, const uint8_t *labels, size_t len)
+{
+    struct replay_series_ctx *c = ud;
+    struct gw_db *db = c->rc->db;
+    if (sid >= db->next_sid) db->next_sid = sid + 1;
+    struct gw_store_series ss;
+    if (gw_store_series_get(c->rc->rt, sid, &ss) == GW_OK) return GW_OK;
+    if (c->n == c->cap) {
+        size_t nc = c->cap ? c->cap * 2 : 64;
+        struct new_series *p = realloc(c->ns, nc * sizeof *p);
+        if (!p) return GW_ENOMEM;
+        c->ns = p;
+        c->cap = nc;
+    }
+    c->ns[c->n++] = (struct new_series){.sid = sid, .hash = gw_labels_hash(labels, len), .labels = labels, .len = len};
+    return GW_OK;
+}
+
+static int replay_sample_one(void *ud, uint64_t sid, int64_t t, double v)
+{
+    struct replay_ctx *c = ud;
+    struct gw_db *db = c->db;
+    struct gw_head_series *s = gw_head_find_sid(db->head, sid);
+    if (!s) {
+        s = load_series(db, c->rt, sid);
+        if (!s) {
+            c->orphan++;
+            return GW_OK;
+        }
+    }
+    if (t <= s->persisted_maxt) {
+        c->skipped_persisted++;
+        return GW_OK;
+    }
+    enum gw_head_append_result r;
+    int rc = gw_head_append(db->head, s, t, v, c->db->last_wal_pos, &r);
+    if (rc) return rc;
+    if (r == GW_HEAD_ACCEPTED) {
+        c->applied++;
+        if (t > db->max_t) db->max_t = t;
+    }
+    return GW_OK;
+}
+
+static int replay_cb(void *ud, uint8_t type, const uint8_t *payload, size_t len, uint64_t pos)
+{
+    struct replay_ctx *c = ud;
+    struct gw_db *db = c->db;
+    int rc;
+    db->last_wal_pos = pos;
+    if (!c->rt) {
+        rc = gw_store_read_begin(db->store, &c->rt, c->err);
+        if (rc) return rc;
+    }
+    if (type == GW_REC_SERIES) {
+        struct replay_series_ctx sc = {.rc = c};
+        rc = gw_rec_series_each(payload, len, replay_series_one, &sc);
+        if (rc == GW_OK && sc.n) {
+            struct create_ctx cc = {.ns = sc.ns, .n = sc.n, .next_sid = db->next_sid};
+            gw_store_read_end(c->rt);
+            c->rt = NULL;
+            rc = gw_store_write(db->store, create_series_fn, &cc, c->err);
+            c->series_created += sc.n;
+        }
+        free(sc.ns);
+        if (rc == GW_ECORRUPT) {
+            gw_log(GW_LOG_WARN, "db", "msg=\"skipping malformed series record\" pos=%llu", (unsigned long long)pos);
+            rc = GW_OK;
+        }
+        return rc;
+    }
+    if (type == GW_REC_SAMPLES) {
+        rc = gw_rec_samples_each(payload, len, replay_sample_one, c);
+        if (rc == GW_ECORRUPT) {
+            gw_log(GW_LOG_WARN, "db", "msg=\"skipping malformed samples record\" pos=%llu", (unsigned long long)pos);
+            rc = GW_OK;
+        }
+        return rc;
+    }
+    gw_log(GW_LOG_WARN, "db", "msg=\"unknown WAL record type\" type=%u pos=%llu", type, (unsigned long long)pos);
+    return GW_OK;
+}
+
+static void *bg_main(void *arg);
+
+int gw_db_open(struct gw_db **out, const struct gw_db_opts *o, struct gw_error *err)
+{
+    struct gw_db *db = calloc(1, sizeof *db);
+    if (!db) return gw_error_set(err, GW_ENOMEM, "out of memory");
+    db->o = *o;
+    struct gw_db_opts def;
+    gw_db_opts_default(&def);
+    if (db->o.retention_ms <= 0) db->o.retention_ms = def.retention_ms;
+    if (db->o.block_window_ms <= 0 || GW_DAY_MS % db->o.block_window_ms) db->o.block_window_ms = def.block_window_ms;
+    if (!db->o.max_block_samples) db->o.max_block_samples = def.max_block_samples;
+    if (!db->o.initial_map_bytes) db->o.initial_map_bytes = def.initial_map_bytes;
+    if (db->o.future_tolerance_ms <= 0) db->o.future_tolerance_ms = def.future_tolerance_ms;
+    db->lock_fd = -1;
+    db->max_t = INT64_MIN;
+    db->next_sid = 1;
+    pthread_mutex_init(&db->mu, NULL);
+    pthread_mutex_init(&db->flush_mu, NULL);
+    pthread_mutex_init(&db->bg_mu, NULL);
+    pthread_cond_init(&db->bg_cv, NULL);
+    gw_buf_init(&db->rec, GW_WAL_MAX_RECORD);
+    gw_buf_init(&db->srec, GW_WAL_MAX_RECORD);
+    int rc;
+    char *store_dir = NULL, *wal_dir = NULL, *lock_path = NULL;
+    db->dir = strdup(o->dir ? o->dir : "");
+    if (!db->dir || !*db->dir) {
+        rc = gw_error_set(err, GW_EINVAL, "no data dir given");
+        goto fail;
+    }
+    if (!o->read_only && (rc = mkdir_p(db->dir, err))) goto fail;
+    store_dir = path_join(db->dir, "store");
+    wal_dir = path_join(db->dir, "wal");
+    lock_path = path_join(db->dir, "LOCK");
+    if (!store_dir || !wal_dir || !lock_path) {
+        rc = gw_error_set(err, GW_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if (!o->read_only) {
+        db->lock_fd = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (db->lock_fd < 0 || flock(db->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+            rc = gw_error_set(err, GW_EIO, "data dir %s is in use by another gpuwatch process", db->dir);
+            goto fail;
+        }
+    } else {
+        struct stat st;
+        if (stat(store_dir, &st) != 0) {
+            rc = gw_error_set(err, GW_ENOTFOUND, "no gpuwatch store in %s", db->dir);
+            goto fail;
+        }
+    }
+    struct gw_store_opts so = {.dir = store_dir, .initial_map_bytes = db->o.initial_map_bytes,
+                               .durable = 0, .read_only = o->read_only};
+    rc = gw_store_open(&db->store, &so, err);
+    if (rc) goto fail;
+    {
+        struct gw_store_txn *t;
+        rc = gw_store_read_begin(db->store, &t, err);
+        if (rc) goto fail;
+        uint64_t ns;
+        if (gw_store_meta_get_u64(t, "next_sid", &ns) == GW_OK && ns > db->next_sid) db->next_sid = ns;
+        gw_store_read_end(t);
+    }
+    if (o->read_only) goto done;
+
+    db->head = gw_head_new(db->o.block_window_ms, db->o.max_block_samples);
+    if (!db->head) {
+        rc = gw_error_set(err, GW_ENOMEM, "out of memory");
+        goto fail;
+    }
+    {
+        struct replay_ctx rcx = {.db = db, .err = err};
+        struct gw_wal_replay_stats st;
+        memset(&st, 0, sizeof st);
+        uint64_t t0 = gw_mono_ns();
+        rc = gw_wal_replay(wal_dir, 0, replay_cb, &rcx, &st, err);
+        gw_store_read_end(rcx.rt);
+        if (rc) goto fail;
+        if (st.records)
+            gw_log(GW_LOG_INFO, "db",
+                   "msg=\"WAL replayed\" records=%llu segments=%llu samples=%llu skipped_persisted=%llu "
+                   "series_created=%llu orphans=%llu ms=%llu",
+                   (unsigned long long)st.records, (unsigned long long)st.segments,
+                   (unsigned long long)rcx.applied, (unsigned long long)rcx.skipped_persisted,
+                   (unsigned long long)rcx.series_created, (unsigned long long)rcx.orphan,
+                   (unsigned long long)((gw_mono_ns() - t0) / 1000000));
+        if (st.corrupt)
+            gw_log(GW_LOG_WARN, "db", "msg=\"WAL tail repaired\" truncated_bytes=%llu removed_segments=%llu",
+                   (unsigned long long)st.truncated_bytes, (unsigned long long)st.removed_segments);
+    }
+    {
+        struct gw_wal_opts wo = {.dir = wal_dir, .segment_bytes = 32u << 20, .fsync = db->o.fsync,
+                                 .batch_interval_ms = 100};
+        rc = gw_wal_open(&db->wal, &wo, err);
+        if (rc) goto fail;
+        /* Replayed chunks keep their old positions; new chunks get positions
+         * from here on, which is a lower bound of their real records. */
+    }
+    if (db->o.background) {
+        if (pthread_create(&db->bg, NULL, bg_main, db) != 0) {
+            rc = gw_error_set(err, GW_ENOMEM, "cannot start background thread");
+            goto fail;
+        }
+        db->bg_running = 1;
+    }
+done:
+    free(store_dir);
+    free(wal_dir);
+    free(lock_path);
+    *out = db;
+    return GW_OK;
+fail:
+    free(store_dir);
+    free(wal_dir);
+    free(lock_path);
+    gw_wal_close(db->wal);
+    db->wal = NULL;
+    gw_head_free(db->head);
+    db->head = NULL;
+    gw_store_close(db->store);
+    db->store = NULL;
+    if (db->lock_fd >= 0) close(db->lock_fd);
+    gw_buf_free(&db->rec);
+    gw_buf_free(&db->srec);
+    free(db->dir);
+    free(db);
+    return rc;
+}
+
+void gw_db_close(struct gw_db *db)
+{
+    if (!db) return;
+    if (db->bg_running) {
+        pthread_mutex_lock(&db->bg_mu);
+        db->stopping = 1;
+        pthread_cond_broadcast(&db->bg_cv);
+        pthread_mutex_unlock(&db->bg_mu);
+        pthread_join(db->bg, NULL);
+    }
+    if (db->head && db->wal) {
+        struct gw_error e = {0};
+        if (gw_db_flush(db, &e) != GW_OK)
+            gw_log(GW_LOG_WARN, "db", "msg=\"flush at close failed; the WAL keeps the data\" err=\"%s\"", e.msg);
+    }
+    gw_wal_close(db->wal);
+    gw_head_free(db->head);
+    gw_store_close(db->store);
+    if (db->lock_fd >= 0) close(db->lock_fd);
+    gw_buf_free(&db->rec);
+    gw_buf_free(&db->srec);
+    pthread_mutex_destroy(&db->mu);
+    pthread_mutex_destroy(&db->flush_mu);
+    pthread_mutex_destroy(&db->bg_mu);
+    pthread_cond_destroy(&db->bg_cv);
+    free(db->dir);
+    free(db);
+}
+
+/* ---- ingest ---- */
+
+struct prep {
+    size_t off, len;          /* canonical labels in the scratch buffer */
+    uint64_t hash;
+    struct gw_head_series *s;
+    int valid;
+    int new_idx;              /* index into new series, -1 */
+};
+
+struct lookup_ctx {
+    struct gw_store_txn *t;
+};
+
+static struct gw_head_series *lookup_store(struct gw_db *db, struct gw_store_txn *t, uint64_t hash,
+                                           const uint8_t *labels, size_t len)
+{
+    uint64_t sids[8];
+    size_t n = 0;
+    if (gw_store_series_by_hash(t, hash, sids, 8, &n) != GW_OK) return NULL;
+    for (size_t i = 0; i < n; i++) {
+        struct gw_store_series ss;
+        if (gw_store_series_get(t, sids[i], &ss) != GW_OK) continue;
+        if (ss.labels_len == len && memcmp(ss.labels, labels, len) == 0) {
+            int64_t maxt = INT64_MIN;
+            if (gw_store_series_maxt_get(t, sids[i], &maxt) != GW_OK) maxt = INT64_MIN;
+            return gw_head_add(db->head, sids[i], hash, ss.node_id, ss.gpu, ss.labels, ss.labels_len, maxt);
+        }
+    }
+    return NULL;
+}
+
+struct md_ctx {
+    const struct gw_rw_request *req;
+};
+
+static int metadata_fn(struct gw_store_txn *t, void *ud)
+{
+    struct md_ctx *c = ud;
+    for (size_t i = 0; i < c->req->n_metadata; i++) {
+        const struct gw_rw_metadata *m = &c->req->metadata[i];
+        if (!m->name_len) continue;
+        int rc = gw_store_metadata_put(t, m->name, m->name_len, m->type, m->help, m->help_len, m->unit, m->unit_len);
+        if (rc) return rc;
+    }
+    return GW_OK;
+}
+
+int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, struct gw_append_result *res,
+                 struct gw_error *err)
+{
+    memset(res, 0, sizeof *res);
+    if (!db->head || !db->wal) return gw_error_set(err, GW_EINVAL, "database opened read-only");
+    int rc = GW_OK;
+    struct prep *pp = NULL;
+    struct new_series *ns = NULL;
+    size_t n_new = 0;
+    struct gw_buf lab;
+    gw_buf_init(&lab, 0);
+    res->histograms = req->n_histograms;
+    res->exemplars = req->n_exemplars;
+
+    /* Phase 1, no lock: validate labels, canonical bytes, hashes. */
+    if (req->n_series) {
+        pp = calloc(req->n_series, sizeof *pp);
+        if (!pp) return gw_error_set(err, GW_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < req->n_series; i++) {
+        struct gw_rw_series *rs = &req->series[i];
+        pp[i].new_idx = -1;
+        if (rs->n_samples == 0) continue;
+        struct gw_error le = {0};
+        if (gw_labels_normalize(rs->labels, rs->n_labels, &le) != GW_OK) {
+            res->invalid_series++;
+            res->invalid_samples += rs->n_samples;
+            if (!res->first_invalid[0]) snprintf(res->first_invalid, sizeof res->first_invalid, "%s", le.msg);
+            continue;
+        }
+        size_t need = gw_labels_encoded_size(rs->labels, rs->n_labels);
+        if ((rc = gw_buf_reserve(&lab, need))) {
+            gw_error_set(err, rc, "out of memory");
+            goto out;
+        }
+        pp[i].off = lab.len;
+        pp[i].len = gw_labels_encode(rs->labels, rs->n_labels, lab.data + lab.len);
+        lab.len += pp[i].len;
+        pp[i].hash = gw_labels_hash(lab.data + pp[i].off, pp[i].len);
+        pp[i].valid = 1;
+    }
+
+    pthread_mutex_lock(&db->mu);
+    if (db->failed) {
+        pthread_mutex_unlock(&db->mu);
+        rc = gw_error_set(err, GW_EIO, "write-ahead log failed earlier; restart gpuwatch");
+        goto out;
+    }
+    /* Phase 2: resolve series, creating the missing ones in the store. */
+    {
+        struct gw_store_txn *rt = NULL;
+        for (size_t i = 0; i < req->n_series; i++) {
+            if (!pp[i].valid) continue;
+            const uint8_t *l = lab.data + pp[i].off;
+            pp[i].s = gw_head_find(db->head, pp[i].hash, l, pp[i].len);
+            if (pp[i].s) continue;
+            /* the same new series twice in one request */
+            for (size_t k = 0; k < n_new; k++)
+                if (ns[k].hash == pp[i].hash && ns[k].len == pp[i].len && memcmp(ns[k].labels, l, pp[i].len) == 0) {
+                    pp[i].new_idx = (int)k;
+                    break;
+                }
+            if (pp[i].new_idx >= 0) continue;
+            if (!rt && (rc = gw_store_read_begin(db->store, &rt, err))) break;
+            pp[i].s = lookup_store(db, rt, pp[i].hash, l, pp[i].len);
+            if (pp[i].s) continue;
+            if ((n_new & (n_new - 1)) == 0) {
+                struct new_series *p = realloc(ns, (n_new ? n_new * 2 : 1) * sizeof *p);
+                if (!p) {
+                    rc = gw_error_set(err, GW_ENOMEM, "out of memory");
+                    break;
+                }
+                ns = p;
+            }
+            ns[n_new] = (struct new_series){.sid = db->next_sid++, .hash = pp[i].hash, .labels = l, .len = pp[i].len};
+            pp[i].new_idx = (int)n_new++;
+        }
+        gw_store_read_end(rt);
+        if (rc == GW_OK && n_new) {
+            struct create_ctx cc = {.ns = ns, .n = n_new, .next_sid = db->next_sid};
+            rc = gw_store_write(db->store, create_series_fn, &cc, err);
+        }
+        if (rc == GW_OK && n_new) {
+            gw_buf_reset(&db->srec);
+            for (size_t k = 0; k < n_new && rc == GW_OK; k++) {
+                struct gw_head_series *s = gw_head_add(db->head, ns[k].sid, ns[k].hash, ns[k].node_id, ns[k].gpu,
+                                                       ns[k].labels, ns[k].len, INT64_MIN);
+                if (!s) rc = gw_error_set(err, GW_ENOMEM, "out of memory");
+                else rc = gw_rec_series_add(&db->srec, ns[k].sid, ns[k].labels, ns[k].len);
+            }
+            for (size_t i = 0; i < req->n_series && rc == GW_OK; i++)
+                if (pp[i].valid && !pp[i].s && pp[i].new_idx >= 0) pp[i].s = gw_head_find_sid(db->head, ns[pp[i].new_idx].sid);
+        }
+        if (rc) {
+            pthread_mutex_unlock(&db->mu);
+            goto out;
+        }
+    }
+    /* Phase 3: check and append samples, building the WAL record. */
+    int64_t too_old_before = now_ms - db->o.retention_ms;
+    int64_t too_new_after = now_ms + db->o.future_tolerance_ms;
+    int64_t base_t = 0;
+    int have_base = 0;
+    gw_buf_reset(&db->rec);
+    uint64_t chunk_pos = db->last_wal_pos;
+    for (size_t i = 0; i < req->n_series && rc == GW_OK; i++) {
+        if (!pp[i].valid || !pp[i].s) continue;
+        struct gw_head_series *s = pp[i].s;
+        const struct gw_rw_series *rs = &req->series[i];
+        for (uint32_t j = 0; j < rs->n_samples; j++) {
+            int64_t t = rs->samples[j].t;
+            double v = rs->samples[j].v;
+            if (t < too_old_before) { res->too_old++; continue; }
+            if (t > too_new_after) { res->too_new++; continue; }
+            enum gw_head_append_result r;
+            if ((rc = gw_head_append(db->head, s, t, v, chunk_pos, &r))) {
+                gw_error_set(err, rc, "out of memory appending to the head");
+                break;
+            }
+            if (r == GW_HEAD_DUPLICATE) { res->duplicates++; continue; }
+            if (r == GW_HEAD_CONFLICT) { res->conflicts++; continue; }
+            if (r == GW_HEAD_OUT_OF_ORDER) { res->out_of_order++; continue; }
+            if (!have_base) {
+                base_t = t;
+                have_base = 1;
+                if ((rc = gw_rec_samples_begin(&db->rec, base_t))) break;
+            }
+            if ((rc = gw_rec_samples_add(&db->rec, base_t, s->sid, t, v))) {
+                gw_error_set(err, rc, "request too large for one WAL record");
+                break;
+            }
+            res->accepted++;
+            if (t > db->max_t) db->max_t = t;
+        }
+    }
+    uint64_t pos = 0;
+    int need_commit = 0;
+    if (rc == GW_OK && db->srec.len) {
+        rc = gw_wal_append(db->wal, GW_REC_SERIES, db->srec.data, db->srec.len, &pos);
+        need_commit = 1;
+    }
+    if (rc == GW_OK && db->rec.len) {
+        rc = gw_wal_append(db->wal, GW_REC_SAMPLES, db->rec.data, db->rec.len, &pos);
+        need_commit = 1;
+    }
+    if (need_commit && rc == GW_OK) db->last_wal_pos = pos;
+    gw_buf_reset(&db->srec);
+    if (rc && rc != GW_ENOMEM && rc != GW_ETOOLARGE) db->failed = 1;
+    db->stat_appended += res->accepted;
+    db->stat_refused += res->conflicts + res->out_of_order + res->too_old + res->too_new + res->invalid_samples;
+    pthread_mutex_unlock(&db->mu);
+    if (rc) {
+        if (!err || !err->msg[0]) gw_error_set(err, rc, "cannot write the WAL: %s", gw_strerror(rc));
+        goto out;
+    }
+    if (need_commit) rc = gw_wal_commit(db->wal, pos, err);
+    if (rc == GW_OK && req->n_metadata) {
+        struct md_ctx mc = {.req = req};
+        int mrc = gw_store_write(db->store, metadata_fn, &mc, NULL);
+        if (mrc == GW_OK) res->metadata = req->n_metadata;
+    }
+out:
+    free(pp);
+    free(ns);
+    gw_buf_free(&lab);
+    return rc;
+}
+
+/* ---- flushing pending chunks to the store ---- */
+
+struct flush_item {
+    struct gw_head_series *s;
+    struct gw_head_chunk *upto;
+};
+
+struct flush_block {
+    uint32_t node_id;
+    uint16_t gpu;
+    uint64_t sid;
+    int64_t mint, maxt;
+    size_t off, len;
+};
+
+struct flush_ctx {
+    struct flush_block *blocks;
+    size_t n_blocks;
+    struct gw_buf data;
+    struct flush_item *items;
+    size_t n_items;
+};
+
+static int flush_write_fn(struct gw_store_txn *t, void *ud)
+{
+    struct flush_ctx *c = ud;
+    for (size_t i = 0; i < c->n_blocks; i++) {
+        struct flush_block *b = &c->blocks[i];
+        int rc = gw_store_block_put(t, b->node_id, b->gpu, b->sid, b->mint, c->data.data + b->off, b->len);
+        if (rc) return rc;
+        /* blocks of one series come in time order, so the last one wins */
+        if (i + 1 == c->n_blocks || c->blocks[i + 1].sid != b->sid) {
+            rc = gw_store_series_maxt_put(t, b->sid, b->maxt);
+            if (rc) return rc;
+        }
+    }
+    return GW_OK;
+}
+
+static int encode_chunk(struct flush_ctx *c, const struct gw_head_series *s, const struct gw_head_chunk *ch,
+                        int64_t **tb, double **vb, size_t *cap)
+{
+    if (ch->x.n == 0) return GW_OK;
+    if (*cap < ch->x.n) {
+        int64_t *nt = realloc(*tb, ch->x.n * sizeof **tb);
+        if (!nt) return GW_ENOMEM;
+        *tb = nt;
+        double *nv = realloc(*vb, ch->x.n * sizeof **vb);
+        if (!nv) return GW_ENOMEM;
+        *vb = nv;
+        *cap = ch->x.n;
+    }
+    struct gw_xor_iter it;
+    struct gw_xor_chunk tmp = ch->x;
+    size_t blen;
+    const uint8_t *bytes = gw_xor_bytes(&tmp, &blen);
+    int rc = gw_xor_iter_init(&it, bytes, blen);
+    if (rc) return rc;
+    size_t n = 0;
+    while (n < ch->x.n && gw_xor_iter_next(&it, &(*tb)[n], &(*vb)[n])) n++;
+    if (it.err || n != ch->x.n) return GW_ECORRUPT;
+    size_t off = c->data.len;
+    rc = gw_block_encode(*tb, *vb, n, &c->data);
+    if (rc) return rc;
+    struct flush_block fb = {.node_id = s->node_id, .gpu = s->gpu, .sid = s->sid, .mint = (*tb)[0],
+                             .maxt = (*tb)[n - 1], .off = off, .len = c->data.len - off};
+    c->blocks[c->n_blocks++] = fb;
+    return GW_OK;
+}
+
+int gw_db_flush_pending(struct gw_db *db, struct gw_error *err)
+{
+    int rc = GW_OK;
+    pthread_mutex_lock(&db->flush_mu);
+    for (;;) {
+        struct flush_ctx c;
+        memset(&c, 0, sizeof c);
+        gw_buf_init(&c.data, 0);
+        size_t cap_items = 0, cap_blocks = 0;
+        struct gw_head_series *rest = NULL;
+        /* Take up to a bounded batch of dirty series under the mutex. The
+         * pending chunks up to each series' current tail are immutable. */
+        pthread_mutex_lock(&db->mu);
+        struct gw_head_series *d = gw_head_take_dirty(db->head);
+        size_t nblk = 0;
+        while (d) {
+            struct gw_head_series *next = d->dnext;
+            if (c.n_items >= 20000) {
+                d->dnext = rest;
+                rest = d;
+                d = next;
+                continue;
+            }
+            if (c.n_items == cap_items) {
+                cap_items = cap_items ? cap_items * 2 : 256;
+                struct flush_item *p = realloc(c.items, cap_items * sizeof *p);
+                if (!p) { rc = GW_ENOMEM; break; }
+                c.items = p;
+            }
+            c.items[c.n_items++] = (struct flush_item){.s = d, .upto = d->pending_tail};
+            for (struct gw_head_chunk *ch = d->pending; ch; ch = ch->next) {
+                nblk++;
+                if (ch == d->pending_tail) break;
+            }
+            d = next;
+        }
+        /* series not taken this round go back on the dirty list */
+        while (d) {
+            struct gw_head_series *next = d->dnext;
+            d->dnext = rest;
+            rest = d;
+            d = next;
+        }
+        while (rest) {
+            struct gw_head_series *next = rest->dnext;
+            gw_head_pending_done(db->head, rest, NULL);
+            rest = next;
+        }
+        pthread_mutex_unlock(&db->mu);
+        if (rc == GW_OK && c.n_items == 0) {
+            free(c.items);
+            break;
+        }
+        if (rc == GW_OK && nblk) {
+            cap_blocks = nblk;
+            c.blocks = malloc(cap_blocks * sizeof *c.blocks);
+            if (!c.blocks) rc = GW_ENOMEM;
+        }
+        int64_t *tb = NULL;
+        double *vb = NULL;
+        size_t cap = 0;
+        for (size_t i = 0; i < c.n_items && rc == GW_OK; i++) {
+            struct gw_head_series *s = c.items[i].s;
+            for (struct gw_head_chunk *ch = s->pending; ch && rc == GW_OK; ch = ch->next) {
+                rc = encode_chunk(&c, s, ch, &tb, &vb, &cap);
+                if (ch == c.items[i].upto) break;
+            }
+        }
+        free(tb);
+        free(vb);
+        if (rc == GW_OK && c.n_blocks) rc = gw_store_write(db->store, flush_write_fn, &c, err);
+        pthread_mutex_lock(&db->mu);
+        for (size_t i = 0; i < c.n_items; i++)
+            gw_head_pending_done(db->head, c.items[i].s, rc == GW_OK ? c.items[i].upto : NULL);
+        pthread_mutex_unlock(&db->mu);
+        free(c.items);
+        free(c.blocks);
+        gw_buf_free(&c.data);
+        if (rc) {
+            if (!err || !err->msg[0]) gw_error_set(err, rc, "cannot flush head chunks: %s", gw_strerror(rc));
+            break;
+        }
+    }
+    pthread_mutex_unlock(&db->flush_mu);
+    return rc;
+}
+
+static int checkpoint(struct gw_db *db, int cut_wal, struct gw_error *err)
+{
+    int rc = gw_db_flush_pending(db, err);
+    if (rc) return rc;
+    uint64_t keep_from = UINT64_MAX;
+    if (cut_wal) {
+        rc = gw_wal_cut(db->wal, &keep_from, err);
+        if (rc) return rc;
+    }
+    pthread_mutex_lock(&db->mu);
+    uint64_t m = gw_head_min_wal_pos(db->head);
+    pthread_mutex_unlock(&db->mu);
+    if (m < keep_from) keep_from = m;
+    rc = gw_store_sync(db->store, err);
+    if (rc) return rc;
+    if (keep_from == UINT64_MAX) return GW_OK;
+    return gw_wal_truncate_before(db->wal, keep_from, err);
+}
+
+int gw_db_flush(struct gw_db *db, struct gw_error *err)
+{
+    if (!db->head) return GW_OK;
+    pthread_mutex_lock(&db->mu);
+    gw_head_cut_all(db->head);
+    pthread_mutex_unlock(&db->mu);
+    return checkpoint(db, 1, err);
+}
+
+struct drop_ctx {
+    int64_t before_day;
+    unsigned dropped;
+};
+
+static int drop_fn(struct gw_store_txn *t, void *ud)
+{
+    struct drop_ctx *c = ud;
+    c->dropped = 0;
+    return gw_store_partitions_drop_before(t, c->before_day, &c->dropped);
+}
+
+int gw_db_retention(struct gw_db *db, int64_t keep_ms, int64_t now_ms, unsigned *dropped, struct gw_error *err)
+{
+    if (keep_ms <= 0) return gw_error_set(err, GW_EINVAL, "retention must be positive");
+    int64_t cutoff = now_ms - keep_ms;
+    int64_t before_day = cutoff >= 0 ? cutoff / GW_DAY_MS : -1 - (-cutoff - 1) / GW_DAY_MS;
+    /* A partition is dropped only when its whole day is older than the
+     * cutoff: the day before the cutoff's day is the newest one to go. */
+    struct drop_ctx c = {.before_day = before_day};
+    int rc = gw_store_write(db->store, drop_fn, &c, err);
+    if (rc == GW_OK && dropped) *dropped = c.dropped;
+    return rc;
+}
+
+/* ---- background thread ---- */
+
+static void *bg_main(void *arg)
+{
+    struct gw_db *db = arg;
+    uint64_t tick = 0;
+    for (;;) {
+        pthread_mutex_lock(&db->bg_mu);
+        if (!db->stopping) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&db->bg_cv, &db->bg_mu, &ts);
+        }
+        int stop = db->stopping;
+        pthread_mutex_unlock(&db->bg_mu);
+        if (stop) break;
+        tick++;
+        struct gw_error e = {0};
+        if (tick % 5 == 0) {
+            pthread_mutex_lock(&db->mu);
+            if (db->max_t != INT64_MIN) gw_head_cut_idle(db->head, db->max_t - GW_IDLE_GRACE_MS);
+            pthread_mutex_unlock(&db->mu);
+            if (gw_db_flush_pending(db, &e) != GW_OK)
+                gw_log(GW_LOG_WARN, "db", "msg=\"flush failed; will retry\" err=\"%s\"", e.msg);
+        }
+        if (tick % 60 == 0) {
+            gw_error_clear(&e);
+            if (checkpoint(db, 0, &e) != GW_OK)
+                gw_log(GW_LOG_WARN, "db", "msg=\"checkpoint failed; will retry\" err=\"%s\"", e.msg);
+        }
+        if (tick % 600 == 30) {
+            unsigned dropped = 0;
+            gw_error_clear(&e);
+            if (gw_db_retention(db, db->o.retention_ms, gw_now_ms(), &dropped, &e) != GW_OK)
+                gw_log(GW_LOG_WARN, "db", "msg=\"retention failed\" err=\"%s\"", e.msg);
+            else if (dropped)
+                gw_log(GW_LOG_INFO, "db", "msg=\"retention dropped partitions\" count=%u", dropped);
+        }
+    }
+    return NULL;
+}

@@ -1,0 +1,666 @@
+/* query.c - reading the database: series selection by matchers (postings
+ * algebra over the store's index), sample gathering from stored blocks and
+ * the head, label names/values, metadata and statistics. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db_int.h"
+#include "gpuwatch/block.h"
+#include "gpuwatch/labels.h"
+
+/* ---- postings for matchers (Prometheus PostingsForMatchers) ---- */
+
+struct pred_ctx {
+    const struct gw_matcher *m;
+    int invert;
+};
+
+static int pred_fn(void *ud, const char *v, size_t len)
+{
+    struct pred_ctx *c = ud;
+    int r = gw_matcher_matches(c->m, v, len);
+    return c->invert ? !r : r;
+}
+
+/* Series having label m->name with a value for which (matches(m) != invert). */
+static int postings_values(struct gw_store_txn *t, const struct gw_matcher *m, int invert, struct gw_postings *out)
+{
+    if (!invert && m->type == GW_MATCH_EQ)
+        return gw_store_postings_get(t, m->name, m->name_len, m->value, m->value_len, out);
+    if (invert && m->type == GW_MATCH_NEQ)
+        return gw_store_postings_get(t, m->name, m->name_len, m->value, m->value_len, out);
+    if (!invert && m->type == GW_MATCH_RE && m->re_match_all)
+        return gw_store_postings_any(t, m->name, m->name_len, out);
+    struct pred_ctx pc = {.m = m, .invert = invert};
+    return gw_store_postings_matching(t, m->name, m->name_len, pred_fn, &pc, out);
+}
+
+static int select_postings(struct gw_store_txn *t, const struct gw_matcher *ms, size_t n, struct gw_postings *out)
+{
+    struct gw_postings acc, tmp, cur;
+    gw_postings_init(&acc);
+    gw_postings_init(&tmp);
+    gw_postings_init(&cur);
+    int have = 0, rc = GW_OK;
+    struct gw_postings sub;
+    gw_postings_init(&sub);
+    for (size_t i = 0; i < n && rc == GW_OK; i++) {
+        const struct gw_matcher *m = &ms[i];
+        if (gw_matcher_matches_empty(m)) {
+            /* Matches series without the label too: remove the series
+             * whose value does not match instead. */
+            rc = postings_values(t, m, 1, &cur);
+            if (rc) break;
+            rc = gw_postings_merge(&sub, &cur, &tmp);
+            if (rc) break;
+            gw_postings_swap(&sub, &tmp);
+        } else {
+            rc = postings_values(t, m, 0, &cur);
+            if (rc) break;
+            if (!have) {
+                gw_postings_swap(&acc, &cur);
+                have = 1;
+            } else {
+                rc = gw_postings_intersect(&acc, &cur, &tmp);
+                if (rc) break;
+                gw_postings_swap(&acc, &tmp);
+            }
+        }
+    }
+    if (rc == GW_OK && !have) rc = gw_store_postings_all(t, &acc);
+    if (rc == GW_OK && sub.n) {
+        rc = gw_postings_subtract(&acc, &sub, &tmp);
+        if (rc == GW_OK) gw_postings_swap(&acc, &tmp);
+    }
+    if (rc == GW_OK) gw_postings_swap(out, &acc);
+    gw_postings_free(&acc);
+    gw_postings_free(&tmp);
+    gw_postings_free(&cur);
+    gw_postings_free(&sub);
+    return rc;
+}
+
+/* ---- samples ---- */
+
+struct sample_vec {
+    int64_t *t;
+    double *v;
+    size_t n, cap;
+};
+
+static int sv_push(struct sample_vec *s, int64_t t, double v)
+{
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 256;
+        int64_t *nt = realloc(s->t, nc * sizeof *nt);
+        if (!nt) return GW_ENOMEM;
+        s->t = nt;
+        double *nv = realloc(s->v, nc * sizeof *nv);
+        if (!nv) return GW_ENOMEM;
+        s->v = nv;
+        s->cap = nc;
+    }
+    s->t[s->n] = t;
+    s->v[s->n] = v;
+    s->n++;
+    return GW_OK;
+}
+
+static void sv_free(struct sample_vec *s)
+{
+    free(s->t);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+/* One selected series: its labels (copied) and head samples (copied). */
+struct sel {
+    uint64_t sid;
+    uint32_t node_id;
+    uint16_t gpu;
+    uint8_t *labels;
+    size_t labels_len;
+    struct sample_vec head;       /* samples from the head in range */
+    int64_t head_mint, head_maxt; /* of all head data of the series */
+    int in_head;
+};
+
+static int sel_cmp(const void *a, const void *b)
+{
+    const struct sel *x = a, *y = b;
+    return gw_labels_compare(x->labels, x->labels_len, y->labels, y->labels_len);
+}
+
+static int copy_chunk(struct sample_vec *dst, const struct gw_xor_chunk *c, int64_t mint, int64_t maxt)
+{
+    if (c->n == 0) return GW_OK;
+    struct gw_xor_chunk tmp = *c;
+    size_t len;
+    const uint8_t *b = gw_xor_bytes(&tmp, &len);
+    struct gw_xor_iter it;
+    int rc = gw_xor_iter_init(&it, b, len);
+    if (rc) return rc;
+    int64_t t;
+    double v;
+    while (gw_xor_iter_next(&it, &t, &v)) {
+        if (t < mint) continue;
+        if (t > maxt) break;
+        if ((rc = sv_push(dst, t, v))) return rc;
+    }
+    return it.err;
+}
+
+struct block_ctx {
+    struct sample_vec *out;
+    int64_t mint, maxt;
+    int64_t *tb;
+    double *vb;
+    size_t cap;
+    uint64_t *budget;      /* remaining samples allowed, NULL = unlimited */
+    int only_probe;        /* count 1 when any sample is in range */
+    int found;
+};
+
+static int block_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t len)
+{
+    struct block_ctx *c = ud;
+    (void)block_mint;
+    uint32_t n;
+    int64_t mi, ma;
+    int rc = gw_block_info(b, len, &n, &mi, &ma);
+    if (rc) return rc;
+    if (ma < c->mint || mi > c->maxt) return GW_OK;
+    if (c->only_probe) {
+        c->found = 1;
+        return 1;
+    }
+    if (c->cap < n) {
+        int64_t *nt = realloc(c->tb, (size_t)n * sizeof *nt);
+        if (!nt) return GW_ENOMEM;
+        c->tb = nt;
+        double *nv = realloc(c->vb, (size_t)n * sizeof *nv);
+        if (!nv) return GW_ENOMEM;
+        c->vb = nv;
+        c->cap = n;
+    }
+    size_t got = 0;
+    rc = gw_block_decode(b, len, c->tb, c->vb, c->cap, &got);
+    if (rc) return rc;
+    for (size_t i = 0; i < got; i++) {
+        if (c->tb[i] < c->mint || c->tb[i] > c->maxt) continue;
+        if (c->budget) {
+            if (*c->budget == 0) return GW_ELIMIT;
+            (*c->budget)--;
+        }
+        if ((rc = sv_push(c->out, c->tb[i], c->vb[i]))) return rc;
+    }
+    return GW_OK;
+}
+
+/* Merges stored samples a (time-ordered blocks) and head samples b into out,
+ * dropping repeated timestamps (a chunk seen both pending and stored). */
+static int merge_samples(const struct sample_vec *a, const struct sample_vec *b, struct sample_vec *out)
+{
+    size_t i = 0, j = 0;
+    int64_t last = INT64_MIN;
+    int have = 0, rc;
+    while (i < a->n || j < b->n) {
+        int64_t t;
+        double v;
+        if (j >= b->n || (i < a->n && a->t[i] <= b->t[j])) {
+            t = a->t[i];
+            v = a->v[i];
+            i++;
+        } else {
+            t = b->t[j];
+            v = b->v[j];
+            j++;
+        }
+        if (have && t <= last) continue;
+        if ((rc = sv_push(out, t, v))) return rc;
+        last = t;
+        have = 1;
+    }
+    return GW_OK;
+}
+
+static int is_sorted_unique(const struct sample_vec *s)
+{
+    for (size_t i = 1; i < s->n; i++)
+        if (s->t[i] <= s->t[i - 1]) return 0;
+    return 1;
+}
+
+static void free_sels(struct sel *sels, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(sels[i].labels);
+        sv_free(&sels[i].head);
+    }
+    free(sels);
+}
+
+/* Collects the selected series with labels and (optionally) head samples. */
+static int collect(struct gw_db *db, struct gw_store_txn *t, const struct gw_matcher *ms, size_t nm, int64_t mint,
+                   int64_t maxt, int with_samples, struct sel **out, size_t *n_out)
+{
+    struct gw_postings p;
+    gw_postings_init(&p);
+    int rc = select_postings(t, ms, nm, &p);
+    if (rc) {
+        gw_postings_free(&p);
+        return rc;
+    }
+    struct sel *sels = calloc(p.n ? p.n : 1, sizeof *sels);
+    if (!sels) {
+        gw_postings_free(&p);
+        return GW_ENOMEM;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < p.n; i++) {
+        struct gw_store_series ss;
+        if (gw_store_series_get(t, p.ids[i], &ss) != GW_OK) continue;
+        /* The index may hold series whose labels no longer match a regex
+         * shortcut; check every matcher on the labels themselves. */
+        if (!gw_matchers_match_labels(ms, nm, ss.labels, ss.labels_len)) continue;
+        struct sel *s = &sels[n];
+        s->sid = ss.sid;
+        s->node_id = ss.node_id;
+        s->gpu = ss.gpu;
+        s->labels = malloc(ss.labels_len ? ss.labels_len : 1);
+        if (!s->labels) {
+            rc = GW_ENOMEM;
+            break;
+        }
+        memcpy(s->labels, ss.labels, ss.labels_len);
+        s->labels_len = ss.labels_len;
+        s->head_mint = INT64_MAX;
+        s->head_maxt = INT64_MIN;
+        n++;
+    }
+    gw_postings_free(&p);
+    if (rc == GW_OK && db->head) {
+        pthread_mutex_lock(&db->mu);
+        for (size_t i = 0; i < n && rc == GW_OK; i++) {
+            struct gw_head_series *hs = gw_head_find_sid(db->head, sels[i].sid);
+            if (!hs) continue;
+            for (struct gw_head_chunk *c = hs->pending; c; c = c->next) {
+                if (c->mint < sels[i].head_mint) sels[i].head_mint = c->mint;
+                if (c->maxt > sels[i].head_maxt) sels[i].head_maxt = c->maxt;
+                if (with_samples && c->maxt >= mint && c->mint <= maxt && rc == GW_OK)
+                    rc = copy_chunk(&sels[i].head, &c->x, mint, maxt);
+            }
+            if (hs->open.n) {
+                if (hs->open_mint < sels[i].head_mint) sels[i].head_mint = hs->open_mint;
+                if (hs->open.t > sels[i].head_maxt) sels[i].head_maxt = hs->open.t;
+                if (with_samples && hs->open.t >= mint && hs->open_mint <= maxt && rc == GW_OK)
+                    rc = copy_chunk(&sels[i].head, &hs->open, mint, maxt);
+            }
+            sels[i].in_head = sels[i].head_mint <= sels[i].head_maxt;
+        }
+        pthread_mutex_unlock(&db->mu);
+    }
+    if (rc) {
+        free_sels(sels, n);
+        return rc;
+    }
+    *out = sels;
+    *n_out = n;
+    return GW_OK;
+}
+
+static int64_t block_lookback(const struct gw_db *db)
+{
+    return db->o.block_window_ms;
+}
+
+static int has_data(struct gw_db *db, struct gw_store_txn *t, const struct sel *s, int64_t mint, int64_t maxt)
+{
+    if (s->in_head && s->head_maxt >= mint && s->head_mint <= maxt) return 1;
+    struct sample_vec dummy = {0};
+    struct block_ctx bc = {.out = &dummy, .mint = mint, .maxt = maxt, .only_probe = 1};
+    int64_t lo = mint > INT64_MIN + block_lookback(db) ? mint - block_lookback(db) : INT64_MIN;
+    gw_store_blocks_get(t, s->node_id, s->gpu, s->sid, lo, maxt, block_cb, &bc);
+    return bc.found;
+}
+
+int gw_db_select(struct gw_db *db, const struct gw_db_select *q, gw_db_series_cb cb, void *ud, struct gw_error *err)
+{
+    struct gw_store_txn *t = NULL;
+    int rc = gw_store_read_begin(db->store, &t, err);
+    if (rc) return rc;
+    struct sel *sels = NULL;
+    size_t n = 0;
+    rc = collect(db, t, q->matchers, q->n_matchers, q->mint, q->maxt, q->with_samples, &sels, &n);
+    if (rc) {
+        gw_store_read_end(t);
+        return gw_error_set(err, rc, "cannot select series: %s", gw_strerror(rc));
+    }
+    qsort(sels, n, sizeof *sels, sel_cmp);
+    struct sample_vec stored = {0}, merged = {0};
+    struct block_ctx bc = {.out = &stored, .mint = q->mint, .maxt = q->maxt};
+    uint64_t budget = q->max_samples;
+    if (q->max_samples) bc.budget = &budget;
+    int64_t lo = q->mint > INT64_MIN + block_lookback(db) ? q->mint - block_lookback(db) : INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        struct sel *s = &sels[i];
+        if (!q->with_samples) {
+            if (q->only_with_data && !has_data(db, t, s, q->mint, q->maxt)) continue;
+            rc = cb(ud, s->sid, s->labels, s->labels_len, NULL, NULL, 0);
+        } else {
+            stored.n = 0;
+            merged.n = 0;
+            rc = gw_store_blocks_get(t, s->node_id, s->gpu, s->sid, lo, q->maxt, block_cb, &bc);
+            if (rc == GW_ELIMIT) {
+                rc = gw_error_set(err, GW_ELIMIT, "query processing would load too many samples into memory");
+                break;
+            }
+            if (rc && rc != 1) {
+                rc = gw_error_set(err, rc, "cannot read blocks of series %llu: %s", (unsigned long long)s->sid,
+                                  gw_strerror(rc));
+                break;
+            }
+            rc = GW_OK;
+            if (bc.budget) {
+                if (s->head.n > budget) {
+                    rc = gw_error_set(err, GW_ELIMIT, "query processing would load too many samples into memory");
+                    break;
+                }
+                budget -= s->head.n;
+            }
+            const struct sample_vec *res = &stored;
+            if (s->head.n) {
+                if (stored.n == 0 && is_sorted_unique(&s->head)) res = &s->head;
+                else {
+                    if ((rc = merge_samples(&stored, &s->head, &merged))) break;
+                    res = &merged;
+                }
+            } else if (!is_sorted_unique(&stored)) {
+                struct sample_vec empty = {0};
+                if ((rc = merge_samples(&stored, &empty, &merged))) break;
+                res = &merged;
+            }
+            if (res->n == 0 && q->only_with_data) continue;
+            rc = cb(ud, s->sid, s->labels, s->labels_len, res->t, res->v, res->n);
+        }
+        if (rc == 1) {
+            rc = GW_OK;
+            break;
+        }
+        if (rc) break;
+    }
+    free(bc.tb);
+    free(bc.vb);
+    sv_free(&stored);
+    sv_free(&merged);
+    free_sels(sels, n);
+    gw_store_read_end(t);
+    return rc;
+}
+
+/* ---- label names and values ---- */
+
+struct strset {
+    char **s;
+    size_t *len;
+    size_t n, cap;
+};
+
+static int strset_add(struct strset *ss, const char *s, size_t len)
+{
+    if (ss->n == ss->cap) {
+        size_t nc = ss->cap ? ss->cap * 2 : 64;
+        char **p = realloc(ss->s, nc * sizeof *p);
+        if (!p) return GW_ENOMEM;
+        ss->s = p;
+        size_t *l = realloc(ss->len, nc * sizeof *l);
+        if (!l) return GW_ENOMEM;
+        ss->len = l;
+        ss->cap = nc;
+    }
+    char *c = malloc(len + 1);
+    if (!c) return GW_ENOMEM;
+    memcpy(c, s, len);
+    c[len] = 0;
+    ss->s[ss->n] = c;
+    ss->len[ss->n] = len;
+    ss->n++;
+    return GW_OK;
+}
+
+static int idx_cmp(const void *a, const void *b, void *arg)
+{
+    const struct strset *ss = arg;
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    size_t li = ss->len[i], lj = ss->len[j];
+    int c = memcmp(ss->s[i], ss->s[j], li < lj ? li : lj);
+    if (c) return c;
+    return li < lj ? -1 : li > lj;
+}
+
+static int strset_emit(struct strset *ss, gw_db_string_cb cb, void *ud)
+{
+    int rc = GW_OK;
+    size_t *idx = malloc((ss->n ? ss->n : 1) * sizeof *idx);
+    if (!idx) return GW_ENOMEM;
+    for (size_t i = 0; i < ss->n; i++) idx[i] = i;
+    qsort_r(idx, ss->n, sizeof *idx, idx_cmp, ss);
+    for (size_t k = 0; k < ss->n; k++) {
+        size_t i = idx[k];
+        if (k > 0) {
+            size_t p = idx[k - 1];
+            if (ss->len[p] == ss->len[i] && memcmp(ss->s[p], ss->s[i], ss->len[i]) == 0) continue;
+        }
+        rc = cb(ud, ss->s[i], ss->len[i]);
+        if (rc == 1) {
+            rc = GW_OK;
+            break;
+        }
+        if (rc) break;
+    }
+    free(idx);
+    return rc;
+}
+
+static void strset_free(struct strset *ss)
+{
+    for (size_t i = 0; i < ss->n; i++) free(ss->s[i]);
+    free(ss->s);
+    free(ss->len);
+}
+
+static int covers_all(int64_t mint, int64_t maxt)
+{
+    return mint == INT64_MIN && maxt == INT64_MAX;
+}
+
+/* Labels of every series selected by the sets (or all) with data in range. */
+static int gather(struct gw_db *db, struct gw_store_txn *t, const struct gw_db_matcher_set *sets, size_t n_sets,
+                  int64_t mint, int64_t maxt, const char *name, size_t name_len, struct strset *out)
+{
+    struct gw_matcher none;
+    memset(&none, 0, sizeof none);
+    size_t rounds = n_sets ? n_sets : 1;
+    int rc = GW_OK;
+    for (size_t k = 0; k < rounds && rc == GW_OK; k++) {
+        struct sel *sels = NULL;
+        size_t n = 0;
+        rc = collect(db, t, n_sets ? sets[k].matchers : NULL, n_sets ? sets[k].n : 0, mint, maxt, 0, &sels, &n);
+        if (rc) break;
+        for (size_t i = 0; i < n && rc == GW_OK; i++) {
+            if (!covers_all(mint, maxt) && !has_data(db, t, &sels[i], mint, maxt)) continue;
+            struct gw_label ls[GW_LABELS_MAX];
+            size_t nl = 0;
+            if (gw_labels_decode(sels[i].labels, sels[i].labels_len, ls, GW_LABELS_MAX, &nl) != GW_OK) continue;
+            for (size_t j = 0; j < nl && rc == GW_OK; j++) {
+                if (name) {
+                    if (ls[j].name_len == name_len && memcmp(ls[j].name, name, name_len) == 0)
+                        rc = strset_add(out, ls[j].value, ls[j].value_len);
+                } else {
+                    rc = strset_add(out, ls[j].name, ls[j].name_len);
+                }
+            }
+        }
+        free_sels(sels, n);
+    }
+    return rc;
+}
+
+int gw_db_label_names(struct gw_db *db, const struct gw_db_matcher_set *sets, size_t n_sets, int64_t mint,
+                      int64_t maxt, gw_db_string_cb cb, void *ud, struct gw_error *err)
+{
+    struct gw_store_txn *t = NULL;
+    int rc = gw_store_read_begin(db->store, &t, err);
+    if (rc) return rc;
+    if (n_sets == 0 && covers_all(mint, maxt)) {
+        rc = gw_store_label_names(t, (gw_store_value_cb)cb, ud);
+        gw_store_read_end(t);
+        return rc == 1 ? GW_OK : rc;
+    }
+    struct strset ss = {0};
+    rc = gather(db, t, sets, n_sets, mint, maxt, NULL, 0, &ss);
+    gw_store_read_end(t);
+    if (rc == GW_OK) rc = strset_emit(&ss, cb, ud);
+    strset_free(&ss);
+    if (rc) gw_error_set(err, rc, "cannot list label names: %s", gw_strerror(rc));
+    return rc;
+}
+
+int gw_db_label_values(struct gw_db *db, const char *name, size_t name_len, const struct gw_db_matcher_set *sets,
+                       size_t n_sets, int64_t mint, int64_t maxt, gw_db_string_cb cb, void *ud, struct gw_error *err)
+{
+    struct gw_store_txn *t = NULL;
+    int rc = gw_store_read_begin(db->store, &t, err);
+    if (rc) return rc;
+    if (n_sets == 0 && covers_all(mint, maxt)) {
+        rc = gw_store_label_values(t, name, name_len, (gw_store_value_cb)cb, ud);
+        gw_store_read_end(t);
+        return rc == 1 ? GW_OK : rc;
+    }
+    struct strset ss = {0};
+    rc = gather(db, t, sets, n_sets, mint, maxt, name, name_len, &ss);
+    gw_store_read_end(t);
+    if (rc == GW_OK) rc = strset_emit(&ss, cb, ud);
+    strset_free(&ss);
+    if (rc) gw_error_set(err, rc, "cannot list label values: %s", gw_strerror(rc));
+    return rc;
+}
+
+int gw_db_metadata(struct gw_db *db, gw_db_metadata_cb cb, void *ud, struct gw_error *err)
+{
+    struct gw_store_txn *t = NULL;
+    int rc = gw_store_read_begin(db->store, &t, err);
+    if (rc) return rc;
+    rc = gw_store_metadata_each(t, (gw_store_metadata_cb)cb, ud);
+    gw_store_read_end(t);
+    return rc == 1 ? GW_OK : rc;
+}
+
+/* ---- statistics ---- */
+
+struct part_ctx {
+    struct gw_db *db;
+    struct gw_store_txn *t;
+    gw_db_partition_cb cb;
+    void *ud;
+    struct gw_db_stats *st;
+};
+
+struct count_ctx {
+    uint64_t blocks, samples, bytes;
+    int64_t mint, maxt;
+};
+
+static int count_series_cb(void *ud, const struct gw_store_series *s);
+
+struct series_walk {
+    struct gw_store_txn *t;
+    int64_t day;
+    struct count_ctx *cc;
+};
+
+static int count_block_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t len)
+{
+    struct count_ctx *c = ud;
+    (void)block_mint;
+    uint32_t n;
+    int64_t mi, ma;
+    if (gw_block_info(b, len, &n, &mi, &ma) != GW_OK) return GW_OK;
+    c->blocks++;
+    c->samples += n;
+    c->bytes += len;
+    if (mi < c->mint) c->mint = mi;
+    if (ma > c->maxt) c->maxt = ma;
+    return GW_OK;
+}
+
+static int count_series_cb(void *ud, const struct gw_store_series *s)
+{
+    struct series_walk *w = ud;
+    int64_t lo = w->day * GW_DAY_MS, hi = lo + GW_DAY_MS - 1;
+    return gw_store_blocks_get(w->t, s->node_id, s->gpu, s->sid, lo, hi, count_block_cb, w->cc);
+}
+
+static int part_cb(void *ud, const struct gw_store_partition *p)
+{
+    struct part_ctx *c = ud;
+    struct count_ctx cc = {.mint = INT64_MAX, .maxt = INT64_MIN};
+    struct series_walk w = {.t = c->t, .day = p->day, .cc = &cc};
+    int rc = gw_store_series_each(c->t, count_series_cb, &w);
+    if (rc) return rc;
+    if (c->st) {
+        c->st->stored_samples += cc.samples;
+        c->st->stored_block_bytes += cc.bytes;
+        if (cc.mint < c->st->mint) c->st->mint = cc.mint;
+        if (cc.maxt > c->st->maxt) c->st->maxt = cc.maxt;
+    }
+    if (c->cb) return c->cb(c->ud, p->day, cc.blocks, cc.samples, cc.bytes, p->bytes);
+    return GW_OK;
+}
+
+int gw_db_partitions(struct gw_db *db, gw_db_partition_cb cb, void *ud, struct gw_error *err)
+{
+    struct gw_store_txn *t = NULL;
+    int rc = gw_store_read_begin(db->store, &t, err);
+    if (rc) return rc;
+    struct part_ctx c = {.db = db, .t = t, .cb = cb, .ud = ud};
+    rc = gw_store_partitions(t, part_cb, &c);
+    gw_store_read_end(t);
+    return rc;
+}
+
+int gw_db_stats(struct gw_db *db, struct gw_db_stats *st, struct gw_error *err)
+{
+    memset(st, 0, sizeof *st);
+    st->mint = INT64_MAX;
+    st->maxt = INT64_MIN;
+    struct gw_store_stats ss;
+    int rc = gw_store_stats(db->store, &ss, err);
+    if (rc) return rc;
+    st->series = ss.series;
+    st->store_file_bytes = ss.file_bytes;
+    st->store_used_bytes = ss.used_bytes;
+    struct gw_store_txn *t = NULL;
+    rc = gw_store_read_begin(db->store, &t, err);
+    if (rc) return rc;
+    struct part_ctx c = {.db = db, .t = t, .st = st};
+    rc = gw_store_partitions(t, part_cb, &c);
+    gw_store_read_end(t);
+    if (rc) return rc;
+    if (db->head) {
+        struct gw_head_stats hs;
+        pthread_mutex_lock(&db->mu);
+        gw_head_stats(db->head, &hs);
+        st->appended = db->stat_appended;
+        st->refused = db->stat_refused;
+        if (db->max_t > st->maxt) st->maxt = db->max_t;
+        pthread_mutex_unlock(&db->mu);
+        st->head_series = hs.series;
+        st->head_samples = hs.samples;
+        st->head_bytes = hs.bytes;
+        st->wal_bytes = gw_wal_disk_bytes(db->wal);
+    }
+    return GW_OK;
+}
