@@ -1,0 +1,445 @@
+/* main.c - the gpuwatch command: subcommand dispatch, serve, stats,
+ * retention. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <dirent.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpuwatch/codec.h"
+#include "gpuwatch/db.h"
+#include "gpuwatch/http.h"
+#include "gpuwatch/log.h"
+
+#ifndef GW_VERSION
+#define GW_VERSION "0.1.0"
+#endif
+
+static const char usage_main[] =
+    "usage: gpuwatch <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  serve       receive Prometheus remote write, store it, answer the Prometheus API\n"
+    "  stats       series, samples and bytes on disk of a data dir (per partition)\n"
+    "  retention   drop stored data older than a duration\n"
+    "  version     print the version\n"
+    "\n"
+    "Run 'gpuwatch <command> --help' for the options of a command.\n";
+
+static const char usage_serve[] =
+    "usage: gpuwatch serve --data-dir DIR [options]\n"
+    "\n"
+    "  --listen ADDR        address to listen on (default 127.0.0.1:9201; ':PORT' for all interfaces)\n"
+    "  --data-dir DIR       data directory (created if missing; one gpuwatch per dir)\n"
+    "  --retention DUR      keep this much history, e.g. 55d, 8w (default 55d)\n"
+    "  --fsync MODE         always: fsync the WAL before answering (survives power loss)\n"
+    "                       batch:  write before answering, fsync every 100 ms (default;\n"
+    "                               survives a crash of gpuwatch)\n"
+    "                       off:    write before answering, never fsync explicitly\n"
+    "  --threads N          HTTP worker threads (default 4)\n"
+    "  --max-body-bytes N   largest accepted request body (default 33554432)\n"
+    "  --log-level LEVEL    debug, info, warn or error (default info)\n";
+
+static const char usage_stats[] =
+    "usage: gpuwatch stats --data-dir DIR [--json]\n"
+    "\n"
+    "Prints series, samples, bytes on disk and bytes per sample, in total and per\n"
+    "day partition. Safe while 'gpuwatch serve' runs on the same dir.\n";
+
+static const char usage_retention[] =
+    "usage: gpuwatch retention --data-dir DIR --keep DUR\n"
+    "\n"
+    "Drops day partitions whose data is older than DUR (e.g. 55d). When a\n"
+    "'gpuwatch serve' runs on DIR the request is handed to it over HTTP;\n"
+    "otherwise the dir is changed directly.\n";
+
+static int want_help(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+    return 0;
+}
+
+/* Fetches the value of option `name` at argv[*i] ("--x v" or "--x=v"). */
+static const char *opt_value(int argc, char **argv, int *i, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) != 0) return NULL;
+    if (argv[*i][n] == '=') return argv[*i] + n + 1;
+    if (argv[*i][n] != '\0') return NULL;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "gpuwatch: option %s needs a value\n", name);
+        exit(2);
+    }
+    (*i)++;
+    return argv[*i];
+}
+
+static int64_t parse_dur_or_die(const char *opt, const char *v)
+{
+    int64_t ms;
+    if (gw_parse_duration_ms(v, &ms) != GW_OK || ms <= 0) {
+        fprintf(stderr, "gpuwatch: invalid duration for %s: \"%s\" (examples: 55d, 12h, 8w)\n", opt, v);
+        exit(2);
+    }
+    return ms;
+}
+
+static long parse_long_or_die(const char *opt, const char *v, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) {
+        fprintf(stderr, "gpuwatch: invalid value for %s: \"%s\" (expected %ld..%ld)\n", opt, v, lo, hi);
+        exit(2);
+    }
+    return x;
+}
+
+static void write_serve_file(const char *dir, const char *listen, uint16_t port)
+{
+    char path[4096], tmp[4096], host[256];
+    snprintf(host, sizeof host, "%s", listen);
+    char *colon = strrchr(host, ':');
+    if (colon) *colon = '\0';
+    if (!host[0] || !strcmp(host, "0.0.0.0")) snprintf(host, sizeof host, "127.0.0.1");
+    if (!strcmp(host, "[::]")) snprintf(host, sizeof host, "[::1]");
+    snprintf(path, sizeof path, "%s/serve.addr", dir);
+    snprintf(tmp, sizeof tmp, "%s/serve.addr.tmp", dir);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return;
+    fprintf(f, "%s:%u\n", host, port);
+    fclose(f);
+    rename(tmp, path);
+}
+
+static int cmd_serve(int argc, char **argv)
+{
+    if (want_help(argc, argv)) {
+        fputs(usage_serve, stdout);
+        return 0;
+    }
+    struct gw_db_opts dbo;
+    gw_db_opts_default(&dbo);
+    dbo.background = 1;
+    struct gw_http_opts ho;
+    gw_http_opts_default(&ho);
+    for (int i = 0; i < argc; i++) {
+        const char *v;
+        if ((v = opt_value(argc, argv, &i, "--listen"))) ho.listen = v;
+        else if ((v = opt_value(argc, argv, &i, "--data-dir"))) dbo.dir = v;
+        else if ((v = opt_value(argc, argv, &i, "--retention"))) dbo.retention_ms = parse_dur_or_die("--retention", v);
+        else if ((v = opt_value(argc, argv, &i, "--fsync"))) {
+            if (!strcmp(v, "always")) dbo.fsync = GW_FSYNC_ALWAYS;
+            else if (!strcmp(v, "batch")) dbo.fsync = GW_FSYNC_BATCH;
+            else if (!strcmp(v, "off")) dbo.fsync = GW_FSYNC_OFF;
+            else {
+                fprintf(stderr, "gpuwatch: --fsync must be always, batch or off (got \"%s\")\n", v);
+                return 2;
+            }
+        } else if ((v = opt_value(argc, argv, &i, "--threads"))) ho.threads = (unsigned)parse_long_or_die("--threads", v, 1, 256);
+        else if ((v = opt_value(argc, argv, &i, "--max-body-bytes")))
+            ho.max_body_bytes = (size_t)parse_long_or_die("--max-body-bytes", v, 1024, 1L << 30);
+        else if ((v = opt_value(argc, argv, &i, "--log-level"))) {
+            if (!strcmp(v, "debug")) gw_log_min_level = GW_LOG_DEBUG;
+            else if (!strcmp(v, "info")) gw_log_min_level = GW_LOG_INFO;
+            else if (!strcmp(v, "warn")) gw_log_min_level = GW_LOG_WARN;
+            else if (!strcmp(v, "error")) gw_log_min_level = GW_LOG_ERROR;
+            else {
+                fprintf(stderr, "gpuwatch: unknown --log-level \"%s\"\n", v);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "gpuwatch serve: unknown option \"%s\"\n\n%s", argv[i], usage_serve);
+            return 2;
+        }
+    }
+    if (!dbo.dir) {
+        fprintf(stderr, "gpuwatch serve: --data-dir is required\n\n%s", usage_serve);
+        return 2;
+    }
+    /* Signals are taken by sigwait in this thread only. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    struct gw_error err = {0};
+    struct gw_db *db = NULL;
+    uint64_t t0 = gw_mono_ns();
+    if (gw_db_open(&db, &dbo, &err) != GW_OK) {
+        fprintf(stderr, "gpuwatch serve: cannot open data dir %s: %s\n", dbo.dir, err.msg);
+        return 1;
+    }
+    struct gw_http *h = NULL;
+    if (gw_http_start(&h, db, &ho, &err) != GW_OK) {
+        fprintf(stderr, "gpuwatch serve: cannot listen on %s: %s\n", ho.listen ? ho.listen : "default", err.msg);
+        gw_db_close(db);
+        return 1;
+    }
+    write_serve_file(dbo.dir, ho.listen ? ho.listen : "127.0.0.1:9201", gw_http_port(h));
+    gw_http_set_ready(h, 1);
+    gw_log(GW_LOG_INFO, "serve", "msg=\"ready\" listen=%s port=%u data_dir=%s startup_ms=%llu version=%s",
+           ho.listen ? ho.listen : "127.0.0.1:9201", gw_http_port(h), dbo.dir,
+           (unsigned long long)((gw_mono_ns() - t0) / 1000000), GW_VERSION);
+    int sig = 0;
+    sigwait(&set, &sig);
+    gw_log(GW_LOG_INFO, "serve", "msg=\"shutting down\" signal=%d", sig);
+    gw_http_set_ready(h, 0);
+    gw_http_stop(h);
+    gw_db_close(db);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/serve.addr", dbo.dir);
+    unlink(path);
+    gw_log(GW_LOG_INFO, "serve", "msg=\"stopped\"");
+    return 0;
+}
+
+static uint64_t dir_bytes(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    uint64_t total = 0;
+    struct dirent *e;
+    char p[4096];
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) total += (uint64_t)st.st_blocks * 512;
+    }
+    closedir(d);
+    return total;
+}
+
+struct stats_print {
+    int json;
+    int first;
+};
+
+static void fmt_day(int64_t day, char *out, size_t n)
+{
+    time_t t = (time_t)(day * 86400);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, n, "%Y-%m-%d", &tm);
+}
+
+static int part_print(void *ud, int64_t day, uint64_t blocks, uint64_t samples, uint64_t payload, uint64_t pages)
+{
+    struct stats_print *sp = ud;
+    char d[32];
+    fmt_day(day, d, sizeof d);
+    double bps = samples ? (double)pages / (double)samples : 0;
+    if (sp->json) {
+        printf("%s{\"day\":\"%s\",\"blocks\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"payload_bytes\":%" PRIu64
+               ",\"page_bytes\":%" PRIu64 ",\"bytes_per_sample\":%.4f}",
+               sp->first ? "" : ",", d, blocks, samples, payload, pages, bps);
+        sp->first = 0;
+    } else {
+        printf("  %s  %10" PRIu64 " %14" PRIu64 " %14" PRIu64 " %14" PRIu64 " %8.3f\n", d, blocks, samples, payload,
+               pages, bps);
+    }
+    return GW_OK;
+}
+
+static int cmd_stats(int argc, char **argv)
+{
+    if (want_help(argc, argv)) {
+        fputs(usage_stats, stdout);
+        return 0;
+    }
+    const char *dir = NULL;
+    int json = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *v;
+        if ((v = opt_value(argc, argv, &i, "--data-dir"))) dir = v;
+        else if (!strcmp(argv[i], "--json")) json = 1;
+        else {
+            fprintf(stderr, "gpuwatch stats: unknown option \"%s\"\n\n%s", argv[i], usage_stats);
+            return 2;
+        }
+    }
+    if (!dir) {
+        fprintf(stderr, "gpuwatch stats: --data-dir is required\n");
+        return 2;
+    }
+    struct gw_db_opts o;
+    gw_db_opts_default(&o);
+    o.dir = dir;
+    o.read_only = 1;
+    struct gw_error err = {0};
+    struct gw_db *db = NULL;
+    if (gw_db_open(&db, &o, &err) != GW_OK) {
+        fprintf(stderr, "gpuwatch stats: cannot open %s: %s\n", dir, err.msg);
+        return 1;
+    }
+    struct gw_db_stats st;
+    if (gw_db_stats(db, &st, &err) != GW_OK) {
+        fprintf(stderr, "gpuwatch stats: %s\n", err.msg);
+        gw_db_close(db);
+        return 1;
+    }
+    char wal_dir[4096], store_dir[4096];
+    snprintf(wal_dir, sizeof wal_dir, "%s/wal", dir);
+    snprintf(store_dir, sizeof store_dir, "%s/store", dir);
+    uint64_t wal = dir_bytes(wal_dir), store = dir_bytes(store_dir);
+    double bps = st.stored_samples ? (double)st.store_used_bytes / (double)st.stored_samples : 0;
+    struct stats_print sp = {.json = json, .first = 1};
+    if (json) {
+        printf("{\"series\":%" PRIu64 ",\"stored_samples\":%" PRIu64 ",\"block_payload_bytes\":%" PRIu64
+               ",\"store_used_bytes\":%" PRIu64 ",\"store_file_bytes\":%" PRIu64 ",\"store_disk_bytes\":%" PRIu64
+               ",\"wal_disk_bytes\":%" PRIu64 ",\"bytes_per_sample\":%.4f,\"partitions\":[",
+               st.series, st.stored_samples, st.stored_block_bytes, st.store_used_bytes, st.store_file_bytes, store,
+               wal, bps);
+        gw_db_partitions(db, part_print, &sp, &err);
+        printf("]}\n");
+    } else {
+        printf("data dir            %s\n", dir);
+        printf("series              %" PRIu64 "\n", st.series);
+        printf("stored samples      %" PRIu64 "\n", st.stored_samples);
+        printf("block payload bytes %" PRIu64 " (%.3f bytes/sample)\n", st.stored_block_bytes,
+               st.stored_samples ? (double)st.stored_block_bytes / (double)st.stored_samples : 0.0);
+        printf("store pages in use  %" PRIu64 " (%.3f bytes/sample, index included)\n", st.store_used_bytes, bps);
+        printf("store file on disk  %" PRIu64 "\n", store);
+        printf("WAL on disk         %" PRIu64 " (samples not yet in the store live here)\n", wal);
+        printf("\npartitions (UTC day, blocks, samples, payload bytes, page bytes, bytes/sample):\n");
+        gw_db_partitions(db, part_print, &sp, &err);
+    }
+    gw_db_close(db);
+    return 0;
+}
+
+/* POSTs to a running serve: returns HTTP status or -1. */
+static int http_post(const char *hostport, const char *path, char *resp, size_t resp_len)
+{
+    char host[256];
+    snprintf(host, sizeof host, "%s", hostport);
+    char *colon = strrchr(host, ':');
+    if (!colon) return -1;
+    *colon = '\0';
+    const char *port = colon + 1;
+    char *h = host;
+    if (h[0] == '[') {
+        h++;
+        char *e = strchr(h, ']');
+        if (e) *e = '\0';
+    }
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+    if (getaddrinfo(h, port, &hints, &ai) != 0) return -1;
+    int fd = socket(ai->ai_family, SOCK_STREAM, 0);
+    if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+        if (fd >= 0) close(fd);
+        freeaddrinfo(ai);
+        return -1;
+    }
+    freeaddrinfo(ai);
+    char req[1024];
+    int n = snprintf(req, sizeof req, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                     path, hostport);
+    if (write(fd, req, (size_t)n) != n) {
+        close(fd);
+        return -1;
+    }
+    size_t got = 0;
+    ssize_t r;
+    while (got + 1 < resp_len && (r = read(fd, resp + got, resp_len - 1 - got)) > 0) got += (size_t)r;
+    resp[got] = '\0';
+    close(fd);
+    int status = -1;
+    if (sscanf(resp, "HTTP/1.%*d %d", &status) != 1) return -1;
+    return status;
+}
+
+static int cmd_retention(int argc, char **argv)
+{
+    if (want_help(argc, argv)) {
+        fputs(usage_retention, stdout);
+        return 0;
+    }
+    const char *dir = NULL, *keep_s = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *v;
+        if ((v = opt_value(argc, argv, &i, "--data-dir"))) dir = v;
+        else if ((v = opt_value(argc, argv, &i, "--keep"))) keep_s = v;
+        else {
+            fprintf(stderr, "gpuwatch retention: unknown option \"%s\"\n\n%s", argv[i], usage_retention);
+            return 2;
+        }
+    }
+    if (!dir || !keep_s) {
+        fprintf(stderr, "gpuwatch retention: --data-dir and --keep are required\n");
+        return 2;
+    }
+    int64_t keep = parse_dur_or_die("--keep", keep_s);
+    struct gw_db_opts o;
+    gw_db_opts_default(&o);
+    o.dir = dir;
+    struct gw_error err = {0};
+    struct gw_db *db = NULL;
+    int rc = gw_db_open(&db, &o, &err);
+    if (rc != GW_OK) {
+        /* A running serve holds the dir: hand the request to it. */
+        char addr_path[4096], addr[300] = {0};
+        snprintf(addr_path, sizeof addr_path, "%s/serve.addr", dir);
+        FILE *f = fopen(addr_path, "r");
+        if (f && fgets(addr, sizeof addr, f)) {
+            fclose(f);
+            addr[strcspn(addr, "\r\n")] = '\0';
+            char path[512], resp[4096];
+            snprintf(path, sizeof path, "/api/v1/admin/retention?keep=%s", keep_s);
+            int status = http_post(addr, path, resp, sizeof resp);
+            if (status >= 200 && status < 300) {
+                char *body = strstr(resp, "\r\n\r\n");
+                printf("%s\n", body ? body + 4 : "ok");
+                return 0;
+            }
+            fprintf(stderr, "gpuwatch retention: the running server at %s answered %d\n", addr, status);
+            return 1;
+        }
+        if (f) fclose(f);
+        fprintf(stderr, "gpuwatch retention: cannot open %s: %s\n", dir, err.msg);
+        return 1;
+    }
+    unsigned dropped = 0;
+    rc = gw_db_retention(db, keep, gw_now_ms(), &dropped, &err);
+    gw_db_close(db);
+    if (rc) {
+        fprintf(stderr, "gpuwatch retention: %s\n", err.msg);
+        return 1;
+    }
+    printf("dropped %u partition(s) older than %s\n", dropped, keep_s);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        fputs(usage_main, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "serve")) return cmd_serve(argc - 2, argv + 2);
+    if (!strcmp(cmd, "stats")) return cmd_stats(argc - 2, argv + 2);
+    if (!strcmp(cmd, "retention")) return cmd_retention(argc - 2, argv + 2);
+    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+        printf("gpuwatch %s\n", GW_VERSION);
+        return 0;
+    }
+    fprintf(stderr, "gpuwatch: unknown command \"%s\"\n\n%s", cmd, usage_main);
+    return 2;
+}
