@@ -1,0 +1,198 @@
+/* src/http/http_int.h - internals shared by the files of the HTTP module:
+ * the server handle, the per-request state the three-phase MHD handler
+ * builds, the response a route fills in, query parameters (params.c), JSON
+ * output and time/duration parsing (json.c), and the route handlers.
+ *
+ * Nothing outside src/http/ includes this file. Only server.c talks to
+ * libmicrohttpd directly; routes see a request through gw_http_req. */
+#ifndef GW_HTTP_INT_H
+#define GW_HTTP_INT_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "gpuwatch/buf.h"
+#include "gpuwatch/db.h"
+#include "gpuwatch/err.h"
+#include "gpuwatch/http.h"
+
+#ifndef GW_VERSION
+#define GW_VERSION "0.1.0"
+#endif
+
+/* ---- query parameters (params.c) ---- */
+struct gw_param {
+    char *key;        /* owned, NUL-terminated, decoded */
+    size_t key_len;
+    char *val;        /* owned, NUL-terminated, decoded */
+    size_t val_len;
+};
+struct gw_params {
+    struct gw_param *v;   /* owned, in arrival order */
+    size_t n, cap;
+};
+#define GW_PARAMS_MAX 10000   /* parameters per request */
+
+void gw_params_init(struct gw_params *p);
+void gw_params_free(struct gw_params *p);
+/* Parses "a=1&b=x+y&match[]=%7Bjob%3D%22x%22%7D" (application/
+ * x-www-form-urlencoded, '+' is a space) and appends the pairs in order.
+ * GW_OK, GW_EPARSE (bad %XX escape), GW_ELIMIT (too many), GW_ENOMEM. */
+int gw_params_parse(struct gw_params *p, const char *s, size_t len);
+/* First value of key or NULL. */
+const struct gw_param *gw_params_get(const struct gw_params *p, const char *key);
+/* Decodes %XX and '+' from in into out (cap >= len + 1), NUL-terminates.
+ * Returns decoded length or -1 on a bad escape. */
+long gw_url_decode(const char *in, size_t len, char *out);
+
+/* ---- JSON and time formatting (json.c) ---- */
+/* Go strconv.AppendFloat(v, 'f' or 'e', -1, 64) as Prometheus chooses it for
+ * sample values: exponent form when v != 0 and |v| < 1e-6 or >= 1e21;
+ * "NaN", "+Inf", "-Inf". Writes a NUL-terminated string into out (cap >=
+ * 32 is always enough); returns its length. */
+size_t gw_json_format_float(double v, char *out, size_t cap);
+/* Milliseconds as seconds with up to 3 decimals, trailing zeros dropped
+ * (1435781451781 -> "1435781451.781", 1435781460000 -> "1435781460"). */
+size_t gw_json_format_ts(int64_t t_ms, char *out, size_t cap);
+/* Appends a quoted JSON string (escapes like Go's encoding/json with HTML
+ * escaping; invalid UTF-8 becomes U+FFFD). */
+int gw_json_str(struct gw_buf *b, const char *s, size_t len);
+/* Appends "\"<value>\"" for a sample value. */
+int gw_json_value(struct gw_buf *b, double v);
+/* Appends a timestamp number. */
+int gw_json_ts(struct gw_buf *b, int64_t t_ms);
+/* Appends a label set {"name":"value",...} from canonical bytes. */
+int gw_json_labels(struct gw_buf *b, const uint8_t *canon, size_t len);
+
+/* Prometheus time parameter: float Unix seconds ("1435781451.781", rounded
+ * to ms) or RFC3339 with optional fraction and zone. GW_OK or GW_EPARSE. */
+int gw_parse_time_ms(const char *s, int64_t *out_ms);
+/* Prometheus duration parameter: float seconds ("15", "0.5") or a duration
+ * ("5m", "1h30m"). GW_OK or GW_EPARSE. */
+int gw_parse_step_ms(const char *s, int64_t *out_ms);
+
+/* ---- server state ---- */
+enum gw_route_id {
+    GW_R_WRITE = 0, GW_R_READ, GW_R_QUERY, GW_R_QUERY_RANGE, GW_R_SERIES, GW_R_LABELS,
+    GW_R_LABEL_VALUES, GW_R_METADATA, GW_R_EXEMPLARS, GW_R_BUILDINFO, GW_R_READY,
+    GW_R_HEALTHY, GW_R_METRICS, GW_R_NOT_FOUND, GW_R_COUNT
+};
+/* Status codes counted per route; the last slot is "other". */
+#define GW_HTTP_N_CODES 14
+extern const int gw_http_counted_codes[GW_HTTP_N_CODES];
+
+struct gw_http_counters {
+    _Atomic uint64_t requests[GW_R_COUNT][GW_HTTP_N_CODES];
+    _Atomic uint64_t body_bytes;
+    _Atomic uint64_t samples_accepted;
+    _Atomic uint64_t samples_duplicate;
+    _Atomic uint64_t refused_conflict;
+    _Atomic uint64_t refused_out_of_order;
+    _Atomic uint64_t refused_too_old;
+    _Atomic uint64_t refused_too_new;
+    _Atomic uint64_t refused_invalid_series;
+    _Atomic uint64_t refused_invalid_samples;
+    _Atomic uint64_t refused_histograms;
+    _Atomic uint64_t refused_exemplars;
+    _Atomic uint64_t metadata_stored;
+};
+
+struct MHD_Daemon;
+struct MHD_Connection;
+
+struct gw_http {
+    struct MHD_Daemon *daemon;
+    struct gw_db *db;             /* borrowed */
+    struct gw_http_opts opts;
+    char listen[256];
+    uint16_t port;
+    atomic_int ready;
+    struct gw_http_counters c;
+};
+
+enum gw_method { GW_M_GET = 1, GW_M_POST = 2, GW_M_HEAD = 4, GW_M_OTHER = 8 };
+
+struct gw_route;
+
+/* One request: created by the URI callback, freed when MHD reports the
+ * request completed (also on aborted connections). */
+struct gw_http_req {
+    struct gw_http *h;
+    struct MHD_Connection *conn;
+    char *uri;                    /* owned raw request target "path?query" */
+    int started;                  /* first access-handler call seen */
+    int method;                   /* enum gw_method */
+    const char *path;             /* decoded path (MHD's, valid during the request) */
+    const struct gw_route *route;
+    struct gw_buf body;
+    int early_status;             /* non-zero: answer decided before the body */
+    char early_msg[160];
+    uint64_t body_bytes_seen;
+    int rw_version;               /* remote write: 1 or 2 once the Content-Type is known */
+    struct gw_params params;      /* filled before the route handler runs */
+};
+
+/* What a route answers; the server turns it into an MHD response. */
+#define GW_RESP_MAX_HEADERS 6
+struct gw_http_resp {
+    unsigned status;
+    const char *content_type;     /* static string */
+    const char *content_encoding; /* static string or NULL */
+    struct gw_buf body;
+    struct { const char *name; char value[64]; } headers[GW_RESP_MAX_HEADERS];
+    unsigned n_headers;
+};
+
+/* Request header lookup (case-insensitive name), NULL if absent. */
+const char *gw_http_header(const struct gw_http_req *rq, const char *name);
+
+void gw_resp_header(struct gw_http_resp *rs, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Plain-text answer "<msg>\n". */
+void gw_resp_text(struct gw_http_resp *rs, unsigned status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prometheus JSON error envelope; status from the errorType. */
+void gw_resp_api_error(struct gw_http_resp *rs, const char *error_type, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* HTTP status of a Prometheus errorType. */
+unsigned gw_api_error_status(const char *error_type);
+
+/* Route table (routes.c). early() runs at the first handler call, with the
+ * headers known and no body yet: it may set rq->early_status. */
+typedef void (*gw_route_fn)(struct gw_http_req *rq, struct gw_http_resp *rs);
+struct gw_route {
+    enum gw_route_id id;
+    const char *name;             /* for /metrics */
+    const char *path;             /* exact path, or prefix for label values */
+    int methods;                  /* allowed methods mask */
+    const char *allow;            /* Allow header on 405 */
+    int api;                      /* 1: errors use the JSON envelope */
+    int form;                     /* 1: form-encoded POST bodies are params */
+    void (*early)(struct gw_http_req *rq);
+    gw_route_fn fn;
+};
+const struct gw_route *gw_route_find(const char *path);
+/* Runs the route (method check, params, handler) for a request whose body
+ * is complete. */
+void gw_route_dispatch(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_http_count(struct gw_http *h, enum gw_route_id id, unsigned status);
+
+/* Route handlers. */
+void gw_api_write_early(struct gw_http_req *rq);
+void gw_api_write(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_read_early(struct gw_http_req *rq);
+void gw_api_read(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_query(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_query_range(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_series(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_labels(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_label_values(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_metadata(struct gw_http_req *rq, struct gw_http_resp *rs);
+
+/* Output buffers for JSON answers. */
+#define GW_HTTP_MAX_RESPONSE ((size_t)1 << 30)
+/* Query sample limit (Prometheus --query.max-samples). */
+#define GW_QUERY_MAX_SAMPLES 50000000u
+#define GW_QUERY_MAX_POINTS 11000
+
+#endif /* GW_HTTP_INT_H */

@@ -1,0 +1,379 @@
+/* src/http/json.c - JSON output in Prometheus' exact formats, and the
+ * parsers for time and duration parameters.
+ *
+ * Sample values are JSON strings formatted like Go's
+ * strconv.AppendFloat(v, fmt, -1, 64) where fmt is 'e' when v != 0 and
+ * |v| < 1e-6 or |v| >= 1e21, else 'f' (Prometheus util/jsonutil):
+ *   0 -> "0", -0 -> "-0", 0.1 -> "0.1", 1e-7 -> "1e-07",
+ *   123456789012 -> "123456789012", 1e21 -> "1e+21", 1.5e300 -> "1.5e+300",
+ *   NaN -> "NaN", +Inf -> "+Inf", -Inf -> "-Inf".
+ * The digits are the shortest decimal that reads back to the same double
+ * (found by trying 1..17 significant digits, each correctly rounded).
+ * Timestamps are JSON numbers in seconds with up to three decimals and no
+ * trailing zeros: 1435781451781 ms -> 1435781451.781, -1500 ms -> -1.5.
+ * Strings escape '"', '\\', control characters (\n \r \t, others \u00XX),
+ * '<' '>' '&' and U+2028/U+2029 as \u escapes, and replace invalid UTF-8
+ * with U+FFFD, as Go's encoding/json does. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gpuwatch/codec.h"
+#include "gpuwatch/labels.h"
+#include "http/http_int.h"
+
+static size_t put_str(char *out, size_t cap, const char *s)
+{
+    size_t n = strlen(s);
+    if (cap == 0)
+        return 0;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return n;
+}
+
+size_t gw_json_format_float(double v, char *out, size_t cap)
+{
+    char tmp[40], digits[24], res[400];
+    size_t nd = 0, r = 0;
+    int exp10 = 0, neg;
+    if (isnan(v))
+        return put_str(out, cap, "NaN");
+    if (isinf(v))
+        return put_str(out, cap, v > 0 ? "+Inf" : "-Inf");
+    neg = signbit(v) != 0;
+    double a = fabs(v);
+    /* Shortest correctly rounded digit string that reads back as a. */
+    for (int p = 1; p <= 17; p++) {
+        snprintf(tmp, sizeof tmp, "%.*e", p - 1, a);
+        if (strtod(tmp, NULL) == a)
+            break;
+    }
+    {
+        const char *q = tmp;
+        for (; *q && *q != 'e'; q++)
+            if (*q >= '0' && *q <= '9' && nd < sizeof digits - 1)
+                digits[nd++] = *q;
+        digits[nd] = '\0';
+        if (*q == 'e')
+            exp10 = (int)strtol(q + 1, NULL, 10);
+    }
+    while (nd > 1 && digits[nd - 1] == '0')
+        nd--;
+    if (neg)
+        res[r++] = '-';
+    if (a != 0 && (a < 1e-6 || a >= 1e21)) {
+        res[r++] = digits[0];
+        if (nd > 1) {
+            res[r++] = '.';
+            memcpy(res + r, digits + 1, nd - 1);
+            r += nd - 1;
+        }
+        int e = exp10;
+        res[r++] = 'e';
+        res[r++] = e < 0 ? '-' : '+';
+        if (e < 0)
+            e = -e;
+        char eb[8];
+        int en = snprintf(eb, sizeof eb, "%02d", e);
+        memcpy(res + r, eb, (size_t)en);
+        r += (size_t)en;
+    } else {
+        int dp = exp10 + 1;   /* digits before the point */
+        if (a == 0) {
+            res[r++] = '0';
+        } else if (dp <= 0) {
+            res[r++] = '0';
+            res[r++] = '.';
+            for (int i = 0; i < -dp; i++)
+                res[r++] = '0';
+            memcpy(res + r, digits, nd);
+            r += nd;
+        } else if ((size_t)dp >= nd) {
+            memcpy(res + r, digits, nd);
+            r += nd;
+            for (size_t i = nd; i < (size_t)dp; i++)
+                res[r++] = '0';
+        } else {
+            memcpy(res + r, digits, (size_t)dp);
+            r += (size_t)dp;
+            res[r++] = '.';
+            memcpy(res + r, digits + dp, nd - (size_t)dp);
+            r += nd - (size_t)dp;
+        }
+    }
+    res[r] = '\0';
+    return put_str(out, cap, res);
+}
+
+size_t gw_json_format_ts(int64_t t_ms, char *out, size_t cap)
+{
+    char res[32];
+    uint64_t u = t_ms < 0 ? (uint64_t)0 - (uint64_t)t_ms : (uint64_t)t_ms;
+    unsigned frac = (unsigned)(u % 1000);
+    int n = snprintf(res, sizeof res, "%s%llu", t_ms < 0 ? "-" : "", (unsigned long long)(u / 1000));
+    if (frac != 0) {
+        char fb[8];
+        snprintf(fb, sizeof fb, ".%03u", frac);
+        size_t fl = strlen(fb);
+        while (fb[fl - 1] == '0')
+            fl--;
+        fb[fl] = '\0';
+        snprintf(res + n, sizeof res - (size_t)n, "%s", fb);
+    }
+    return put_str(out, cap, res);
+}
+
+int gw_json_value(struct gw_buf *b, double v)
+{
+    char s[48];
+    size_t n = gw_json_format_float(v, s + 1, sizeof s - 2);
+    s[0] = '"';
+    s[n + 1] = '"';
+    return gw_buf_append(b, s, n + 2);
+}
+
+int gw_json_ts(struct gw_buf *b, int64_t t_ms)
+{
+    char s[32];
+    size_t n = gw_json_format_ts(t_ms, s, sizeof s);
+    return gw_buf_append(b, s, n);
+}
+
+/* Length of the valid UTF-8 sequence at p (1..4) and its code point, or 0
+ * when the bytes are not valid UTF-8. */
+static size_t utf8_seq(const uint8_t *p, size_t len, uint32_t *cp)
+{
+    uint8_t c = p[0];
+    size_t n;
+    uint32_t v, min;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+        n = 2; v = c & 0x1F; min = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3; v = c & 0x0F; min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4; v = c & 0x07; min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (len < n)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        v = (v << 6) | (p[i] & 0x3F);
+    }
+    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *cp = v;
+    return n;
+}
+
+int gw_json_str(struct gw_buf *b, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    const uint8_t *p = (const uint8_t *)s;
+    size_t i = 0, run = 0;
+    int rc = gw_buf_putc(b, '"');
+    while (rc == GW_OK && i < len) {
+        uint8_t c = p[i];
+        const char *esc = NULL;
+        char u[8];
+        size_t adv = 1;
+        if (c >= 0x80) {
+            uint32_t cp;
+            size_t n = utf8_seq(p + i, len - i, &cp);
+            if (n == 0) {
+                esc = "\\ufffd";
+            } else if (cp == 0x2028 || cp == 0x2029) {
+                esc = cp == 0x2028 ? "\\u2028" : "\\u2029";
+                adv = n;
+            } else {
+                i += n;
+                run += n;
+                continue;
+            }
+        } else if (c == '"') {
+            esc = "\\\"";
+        } else if (c == '\\') {
+            esc = "\\\\";
+        } else if (c == '\n') {
+            esc = "\\n";
+        } else if (c == '\r') {
+            esc = "\\r";
+        } else if (c == '\t') {
+            esc = "\\t";
+        } else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
+            u[0] = '\\'; u[1] = 'u'; u[2] = '0'; u[3] = '0';
+            u[4] = hex[c >> 4]; u[5] = hex[c & 15]; u[6] = '\0';
+            esc = u;
+        } else {
+            i++;
+            run++;
+            continue;
+        }
+        if (run)
+            rc = gw_buf_append(b, p + i - run, run);
+        run = 0;
+        if (rc == GW_OK)
+            rc = gw_buf_append(b, esc, strlen(esc));
+        i += adv;
+    }
+    if (rc == GW_OK && run)
+        rc = gw_buf_append(b, p + i - run, run);
+    if (rc == GW_OK)
+        rc = gw_buf_putc(b, '"');
+    return rc;
+}
+
+int gw_json_labels(struct gw_buf *b, const uint8_t *canon, size_t len)
+{
+    struct gw_label ls[GW_LABELS_MAX];
+    size_t n = 0;
+    int rc = gw_labels_decode(canon, len, ls, GW_LABELS_MAX, &n);
+    if (rc != GW_OK)
+        return rc;
+    rc = gw_buf_putc(b, '{');
+    for (size_t i = 0; rc == GW_OK && i < n; i++) {
+        if (i)
+            rc = gw_buf_putc(b, ',');
+        if (rc == GW_OK)
+            rc = gw_json_str(b, ls[i].name, ls[i].name_len);
+        if (rc == GW_OK)
+            rc = gw_buf_putc(b, ':');
+        if (rc == GW_OK)
+            rc = gw_json_str(b, ls[i].value, ls[i].value_len);
+    }
+    if (rc == GW_OK)
+        rc = gw_buf_putc(b, '}');
+    return rc;
+}
+
+/* ---- time parameters ---- */
+
+/* Days since 1970-01-01 of a proleptic Gregorian date. */
+static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    unsigned yoe = (unsigned)(y - era * 400);
+    unsigned doy = (153 * (m + (m > 2 ? (unsigned)-3 : 9)) + 2) / 5 + d - 1;
+    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + (int64_t)doe - 719468;
+}
+
+static int digits_n(const char **p, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        char c = (*p)[i];
+        if (c < '0' || c > '9')
+            return -1;
+        v = v * 10 + (c - '0');
+    }
+    *p += n;
+    *out = v;
+    return 0;
+}
+
+/* RFC3339: YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM). */
+static int parse_rfc3339(const char *s, int64_t *out_ms)
+{
+    const char *p = s;
+    int y, mo, d, hh, mm, ss, ms = 0, tzs = 0;
+    if (digits_n(&p, 4, &y) || *p++ != '-' || digits_n(&p, 2, &mo) || *p++ != '-' ||
+        digits_n(&p, 2, &d) || (*p != 'T' && *p != 't'))
+        return GW_EPARSE;
+    p++;
+    if (digits_n(&p, 2, &hh) || *p++ != ':' || digits_n(&p, 2, &mm) || *p++ != ':' ||
+        digits_n(&p, 2, &ss))
+        return GW_EPARSE;
+    if (*p == '.' || *p == ',') {
+        p++;
+        int nd = 0;
+        if (*p < '0' || *p > '9')
+            return GW_EPARSE;
+        while (*p >= '0' && *p <= '9') {
+            if (nd < 3)
+                ms = ms * 10 + (*p - '0');
+            nd++;
+            p++;
+        }
+        for (; nd < 3; nd++)
+            ms *= 10;
+    }
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int sign = *p == '-' ? -1 : 1, th, tm;
+        p++;
+        if (digits_n(&p, 2, &th) || *p++ != ':' || digits_n(&p, 2, &tm) || th > 23 || tm > 59)
+            return GW_EPARSE;
+        tzs = sign * (th * 3600 + tm * 60);
+    } else {
+        return GW_EPARSE;
+    }
+    if (*p != '\0')
+        return GW_EPARSE;
+    static const unsigned mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (mo < 1 || mo > 12 || d < 1 || (unsigned)d > mdays[mo - 1] || hh > 23 || mm > 59 || ss > 59)
+        return GW_EPARSE;
+    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (mo == 2 && d == 29 && !leap)
+        return GW_EPARSE;
+    int64_t days = days_from_civil(y, (unsigned)mo, (unsigned)d);
+    int64_t secs = days * 86400 + hh * 3600 + mm * 60 + ss - tzs;
+    *out_ms = secs * 1000 + ms;
+    return GW_OK;
+}
+
+/* Parses a whole-string finite double; 0 on success. */
+static int parse_double(const char *s, double *out)
+{
+    char *end = NULL;
+    if (*s == '\0' || (*s != '-' && *s != '+' && *s != '.' && (*s < '0' || *s > '9')))
+        return -1;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int gw_parse_time_ms(const char *s, int64_t *out_ms)
+{
+    double v;
+    if (s == NULL)
+        return GW_EPARSE;
+    if (parse_double(s, &v) == 0) {
+        /* Whole seconds plus milliseconds rounded, as Prometheus does. */
+        double ip, frac = modf(v, &ip);
+        if (fabs(ip) > 9.2e15)
+            return GW_EPARSE;
+        *out_ms = (int64_t)ip * 1000 + (int64_t)llround(frac * 1000.0);
+        return GW_OK;
+    }
+    return parse_rfc3339(s, out_ms);
+}
+
+int gw_parse_step_ms(const char *s, int64_t *out_ms)
+{
+    double v;
+    if (s == NULL || *s == '\0')
+        return GW_EPARSE;
+    if (parse_double(s, &v) == 0) {
+        double ms = v * 1000.0;
+        if (ms > 9.2e18 || ms < -9.2e18)
+            return GW_EPARSE;
+        *out_ms = (int64_t)llround(ms);
+        return GW_OK;
+    }
+    return gw_parse_duration_ms(s, out_ms) == GW_OK ? GW_OK : GW_EPARSE;
+}
