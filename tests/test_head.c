@@ -1,0 +1,130 @@
+/* test_head.c - the in-memory head: lookup, append outcomes, chunk cutting
+ * at window ends and sample caps, pending lists and WAL positions. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <math.h>
+#include <string.h>
+
+#include "gpuwatch/head.h"
+
+static const uint8_t L1[] = {8, '_', '_', 'n', 'a', 'm', 'e', '_', '_', 2, 'u', 'p'};
+static const uint8_t L2[] = {8, '_', '_', 'n', 'a', 'm', 'e', '_', '_', 2, 'u', 'q'};
+
+static void test_head_find_and_add(void **state)
+{
+    (void)state;
+    struct gw_head *h = gw_head_new(3600000, 120);
+    assert_non_null(h);
+    assert_null(gw_head_find(h, 42, L1, sizeof L1));
+    struct gw_head_series *s = gw_head_add(h, 7, 42, 1, 3, L1, sizeof L1, INT64_MIN);
+    assert_non_null(s);
+    assert_ptr_equal(gw_head_find(h, 42, L1, sizeof L1), s);
+    /* same hash, other labels: a collision is not a match */
+    assert_null(gw_head_find(h, 42, L2, sizeof L2));
+    assert_ptr_equal(gw_head_find_sid(h, 7), s);
+    assert_null(gw_head_find_sid(h, 8));
+    /* many series force the tables to grow */
+    for (uint64_t i = 100; i < 5100; i++) assert_non_null(gw_head_add(h, i, i * 31, 0, 0xffff, L2, sizeof L2, INT64_MIN));
+    for (uint64_t i = 100; i < 5100; i++) assert_int_equal(gw_head_find_sid(h, i)->sid, i);
+    assert_ptr_equal(gw_head_find(h, 42, L1, sizeof L1), s);
+    gw_head_free(h);
+}
+
+static void test_head_append_outcomes(void **state)
+{
+    (void)state;
+    struct gw_head *h = gw_head_new(3600000, 120);
+    struct gw_head_series *s = gw_head_add(h, 1, 1, 0, 0, L1, sizeof L1, INT64_MIN);
+    enum gw_head_append_result r;
+    assert_int_equal(gw_head_append(h, s, 1000, 1.0, 5, &r), GW_OK);
+    assert_int_equal(r, GW_HEAD_ACCEPTED);
+    assert_int_equal(gw_head_append(h, s, 1000, 1.0, 5, &r), GW_OK);
+    assert_int_equal(r, GW_HEAD_DUPLICATE);
+    assert_int_equal(gw_head_append(h, s, 1000, 2.0, 5, &r), GW_OK);
+    assert_int_equal(r, GW_HEAD_CONFLICT);
+    assert_int_equal(gw_head_append(h, s, 999, 1.0, 5, &r), GW_OK);
+    assert_int_equal(r, GW_HEAD_OUT_OF_ORDER);
+    /* NaN payloads compare by bits: stale NaN vs ordinary NaN conflict */
+    double stale, nan1;
+    uint64_t sb = 0x7ff0000000000002ull, nb = 0x7ff8000000000001ull;
+    memcpy(&stale, &sb, 8);
+    memcpy(&nan1, &nb, 8);
+    assert_int_equal(gw_head_append(h, s, 2000, stale, 5, &r), GW_OK);
+    assert_int_equal(r, GW_HEAD_ACCEPTED);
+    assert_int_equal(gw_head_append(h, s, 2000, stale, 5, &r), GW_OK);
+    assert_int_equal(r, GW_HEAD_DUPLICATE);
+    assert_int_equal(gw_head_append(h, s, 2000, nan1, 5, &r), GW_OK);
+    assert_int_equal(r, GW_HEAD_CONFLICT);
+    assert_int_equal(s->open.n, 2);
+    gw_head_free(h);
+}
+
+static void test_head_cut_at_window_and_cap(void **state)
+{
+    (void)state;
+    struct gw_head *h = gw_head_new(3600000, 100);
+    struct gw_head_series *s = gw_head_add(h, 1, 1, 0, 0, L1, sizeof L1, INT64_MIN);
+    enum gw_head_append_result r;
+    /* 15 s samples over 3 hours: one cut per hour window */
+    for (int64_t t = 0; t < 3 * 3600000; t += 15000) assert_int_equal(gw_head_append(h, s, t, (double)t, (uint64_t)t, &r), GW_OK);
+    size_t chunks = 0;
+    int64_t prev_max = -1;
+    for (struct gw_head_chunk *c = s->pending; c; c = c->next) {
+        chunks++;
+        assert_true(c->mint > prev_max);
+        assert_true(c->x.n <= 100);
+        /* never spans a window */
+        assert_int_equal(c->mint / 3600000, c->maxt / 3600000);
+        prev_max = c->maxt;
+    }
+    /* 240 samples per hour, cap 100: 3 chunks per full hour, last hour open */
+    assert_int_equal(chunks, 8);
+    assert_true(s->on_dirty);
+    struct gw_head_series *d = gw_head_take_dirty(h);
+    assert_ptr_equal(d, s);
+    assert_null(d->dnext);
+    struct gw_head_chunk *upto = s->pending->next;   /* the first two */
+    gw_head_pending_done(h, s, upto);
+    assert_int_equal(s->persisted_maxt, 199 * 15000);
+    /* more remain: re-listed as dirty */
+    assert_ptr_equal(gw_head_take_dirty(h), s);
+    gw_head_pending_done(h, s, s->pending_tail);
+    assert_null(s->pending);
+    assert_null(gw_head_take_dirty(h));
+    /* WAL positions: only the open chunk is left */
+    assert_int_equal(gw_head_min_wal_pos(h), (uint64_t)s->open_mint);
+    assert_int_equal(gw_head_cut_idle(h, 2 * 3600000), 0);
+    assert_int_equal(gw_head_cut_idle(h, 3 * 3600000), 1);
+    assert_int_equal(gw_head_min_wal_pos(h), s->pending->wal_pos);
+    gw_head_free(h);
+}
+
+static void test_head_stats(void **state)
+{
+    (void)state;
+    struct gw_head *h = gw_head_new(7200000, 1024);
+    struct gw_head_series *s = gw_head_add(h, 1, 1, 0, 0, L1, sizeof L1, INT64_MIN);
+    enum gw_head_append_result r;
+    for (int i = 0; i < 10; i++) gw_head_append(h, s, i * 1000, 1.5, 0, &r);
+    struct gw_head_stats st;
+    gw_head_stats(h, &st);
+    assert_int_equal(st.series, 1);
+    assert_int_equal(st.samples, 10);
+    assert_int_equal(st.open_chunks, 1);
+    assert_true(st.bytes > 0);
+    gw_head_free(h);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_head_find_and_add),
+        cmocka_unit_test(test_head_append_outcomes),
+        cmocka_unit_test(test_head_cut_at_window_and_cap),
+        cmocka_unit_test(test_head_stats),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
