@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The main job on an embedded default: gpuwatch serving a local data dir,
+# fed by a local Prometheus that scrapes a local node_exporter every 5 s and
+# remote-writes to gpuwatch. Ctrl-C stops all three.
+#   usage: scripts/run-demo.sh BUILD_DIR DATA_DIR LISTEN_ADDR
+set -euo pipefail
+build=${1:-build}
+data=${2:-./data}
+listen=${3:-127.0.0.1:9201}
+work=$(mktemp -d /tmp/gpuwatch-demo.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+mkdir -p "$data"
+"$build/gpuwatch" serve --listen "$listen" --data-dir "$data" &
+pids+=($!)
+for _ in $(seq 1 100); do
+  curl -fsS "http://$listen/-/ready" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+if command -v prometheus-node-exporter >/dev/null && command -v prometheus >/dev/null; then
+  ne_port=$(free_port)
+  prom_port=$(free_port)
+  prometheus-node-exporter --web.listen-address="127.0.0.1:$ne_port" >"$work/node_exporter.log" 2>&1 &
+  pids+=($!)
+  cat >"$work/prometheus.yml" <<YML
+global:
+  scrape_interval: 5s
+scrape_configs:
+  - job_name: node
+    static_configs:
+      - targets: ['127.0.0.1:$ne_port']
+remote_write:
+  - url: http://$listen/api/v1/write
+    queue_config:
+      batch_send_deadline: 2s
+YML
+  prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/prom" \
+    --web.listen-address="127.0.0.1:$prom_port" >"$work/prometheus.log" 2>&1 &
+  pids+=($!)
+  echo "gpuwatch: http://$listen  (Prometheus http://127.0.0.1:$prom_port remote-writes node_exporter data to it)"
+else
+  echo "gpuwatch: http://$listen  (install prometheus and prometheus-node-exporter to feed it)"
+fi
+echo "try: curl -s 'http://$listen/api/v1/label/__name__/values' | head -c 400; echo"
+echo "     $build/gpuwatch stats --data-dir $data"
+wait "${pids[0]}"

@@ -1,0 +1,356 @@
+/* test_db.c - the database end to end in one process: ingest semantics
+ * (duplicates, conflicts, out of order, age limits, invalid labels), read
+ * back bit-exact from head and store, WAL replay after a crash (a forked
+ * child that exits without closing), flush, retention and label queries. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "gpuwatch/codec.h"
+#include "gpuwatch/db.h"
+#include "gpuwatch/labels.h"
+
+#define MIN_MS 60000LL
+#define HOUR_MS 3600000LL
+
+static char tmpdir[512];
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *base = getenv("GW_TEST_TMP");
+    if (!base) base = "/tmp";
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", base);
+    if (system(cmd) != 0) return -1;
+    snprintf(tmpdir, sizeof tmpdir, "%s/gwdb.XXXXXX", base);
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static struct gw_db *open_db(int64_t retention_ms)
+{
+    struct gw_db_opts o;
+    gw_db_opts_default(&o);
+    o.dir = tmpdir;
+    o.initial_map_bytes = 1 << 20;
+    if (retention_ms) o.retention_ms = retention_ms;
+    struct gw_db *db = NULL;
+    struct gw_error err = {0};
+    int rc = gw_db_open(&db, &o, &err);
+    if (rc) fprintf(stderr, "open: %s\n", err.msg);
+    assert_int_equal(rc, GW_OK);
+    return db;
+}
+
+/* A request builder over static storage. */
+struct req {
+    struct gw_rw_request r;
+    struct gw_rw_series s[8];
+    struct gw_label l[8][6];
+    struct gw_sample smp[8][64];
+};
+
+static void req_init(struct req *q)
+{
+    memset(q, 0, sizeof *q);
+    q->r.version = 1;
+    q->r.series = q->s;
+}
+
+static struct gw_rw_series *req_series(struct req *q, const char *name, const char *host, const char *gpu)
+{
+    size_t i = q->r.n_series++;
+    struct gw_rw_series *s = &q->s[i];
+    s->labels = q->l[i];
+    s->samples = q->smp[i];
+    /* deliberately unsorted: the db normalizes */
+    s->labels[s->n_labels++] = (struct gw_label){"hostname", 8, host, (uint32_t)strlen(host)};
+    s->labels[s->n_labels++] = (struct gw_label){"__name__", 8, name, (uint32_t)strlen(name)};
+    if (gpu) s->labels[s->n_labels++] = (struct gw_label){"gpu", 3, gpu, (uint32_t)strlen(gpu)};
+    return s;
+}
+
+static void add(struct req *q, struct gw_rw_series *s, int64_t t, double v)
+{
+    s->samples[s->n_samples++] = (struct gw_sample){t, v};
+    q->r.n_samples++;
+}
+
+struct got {
+    size_t series;
+    size_t n[16];
+    int64_t t[16][256];
+    uint64_t v[16][256];
+    char labels[16][256];
+};
+
+static int collect_cb(void *ud, uint64_t sid, const uint8_t *labels, size_t len, const int64_t *t, const double *v,
+                      size_t n)
+{
+    (void)sid;
+    struct got *g = ud;
+    if (g->series >= 16) return GW_ELIMIT;
+    size_t i = g->series++;
+    struct gw_label ls[16];
+    size_t nl = 0;
+    assert_int_equal(gw_labels_decode(labels, len, ls, 16, &nl), GW_OK);
+    size_t off = 0;
+    for (size_t k = 0; k < nl; k++)
+        off += (size_t)snprintf(g->labels[i] + off, sizeof g->labels[i] - off, "%.*s=%.*s,", (int)ls[k].name_len,
+                                ls[k].name, (int)ls[k].value_len, ls[k].value);
+    g->n[i] = n;
+    for (size_t k = 0; k < n && k < 256; k++) {
+        g->t[i][k] = t[k];
+        memcpy(&g->v[i][k], &v[k], 8);
+    }
+    return GW_OK;
+}
+
+static void select_all(struct gw_db *db, const char *sel, int64_t mint, int64_t maxt, struct got *g)
+{
+    struct gw_matcher ms[8];
+    size_t nm = 0;
+    struct gw_error err = {0};
+    assert_int_equal(gw_selector_parse(sel, strlen(sel), ms, 8, &nm, &err), GW_OK);
+    memset(g, 0, sizeof *g);
+    struct gw_db_select q = {.matchers = ms, .n_matchers = nm, .mint = mint, .maxt = maxt, .with_samples = 1,
+                             .only_with_data = 1};
+    int rc = gw_db_select(db, &q, collect_cb, g, &err);
+    if (rc) fprintf(stderr, "select: %s\n", err.msg);
+    assert_int_equal(rc, GW_OK);
+    for (size_t i = 0; i < nm; i++) gw_matcher_free(&ms[i]);
+}
+
+static double bits(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
+
+static void test_db_ingest_semantics(void **state)
+{
+    (void)state;
+    struct gw_db *db = open_db(0);
+    int64_t now = gw_now_ms();
+    int64_t t0 = now - 30 * MIN_MS;
+    struct req q;
+    req_init(&q);
+    struct gw_rw_series *a = req_series(&q, "DCGM_FI_DEV_GPU_TEMP", "gpu071", "0");
+    struct gw_rw_series *b = req_series(&q, "node_load1", "gpu071", NULL);
+    for (int i = 0; i < 10; i++) add(&q, a, t0 + i * 15000, 40 + i);
+    add(&q, b, t0, bits(0x7ff0000000000002ull));   /* stale marker */
+    add(&q, b, t0 + 15000, -0.0);
+    add(&q, b, t0 + 30000, INFINITY);
+    struct gw_append_result res;
+    struct gw_error err = {0};
+    assert_int_equal(gw_db_append(db, &q.r, now, &res, &err), GW_OK);
+    assert_int_equal(res.accepted, 13);
+
+    /* the same request again is an idempotent no-op */
+    struct req q2;
+    req_init(&q2);
+    a = req_series(&q2, "DCGM_FI_DEV_GPU_TEMP", "gpu071", "0");
+    for (int i = 0; i < 10; i++) add(&q2, a, t0 + i * 15000, 40 + i);
+    assert_int_equal(gw_db_append(db, &q2.r, now, &res, &err), GW_OK);
+    assert_int_equal(res.accepted, 0);
+    assert_int_equal(res.duplicates, 10);
+
+    /* conflict, out of order, too old, too new, invalid labels; valid kept */
+    struct req q3;
+    req_init(&q3);
+    a = req_series(&q3, "DCGM_FI_DEV_GPU_TEMP", "gpu071", "0");
+    add(&q3, a, t0 + 9 * 15000, 99);                  /* same t, other value */
+    add(&q3, a, t0 + 5 * 15000, 45);                  /* out of order */
+    add(&q3, a, now - 56LL * 24 * HOUR_MS, 1);        /* older than retention */
+    add(&q3, a, now + 11 * MIN_MS, 1);                /* too far ahead */
+    add(&q3, a, t0 + 10 * 15000, 50);                 /* fine */
+    struct gw_rw_series *bad = req_series(&q3, "x", "h", NULL);
+    bad->labels[bad->n_labels++] = (struct gw_label){"hostname", 8, "dup", 3};
+    add(&q3, bad, t0, 1);
+    assert_int_equal(gw_db_append(db, &q3.r, now, &res, &err), GW_OK);
+    assert_int_equal(res.accepted, 1);
+    assert_int_equal(res.conflicts, 1);
+    assert_int_equal(res.out_of_order, 1);
+    assert_int_equal(res.too_old, 1);
+    assert_int_equal(res.too_new, 1);
+    assert_int_equal(res.invalid_series, 1);
+    assert_non_null(strstr(res.first_invalid, "hostname"));
+
+    struct got g;
+    select_all(db, "{hostname=\"gpu071\"}", t0, now, &g);
+    assert_int_equal(g.series, 2);
+    /* Prometheus order: by labels: DCGM... < node_load1 */
+    assert_non_null(strstr(g.labels[0], "__name__=DCGM_FI_DEV_GPU_TEMP,gpu=0,hostname=gpu071,"));
+    assert_int_equal(g.n[0], 11);
+    assert_int_equal(g.t[0][10], t0 + 150000);
+    assert_true(bits(g.v[0][10]) == 50.0);
+    assert_int_equal(g.n[1], 3);
+    assert_int_equal(g.v[1][0], 0x7ff0000000000002ull);
+    assert_int_equal(g.v[1][1], 0x8000000000000000ull);
+    assert_true(isinf(bits(g.v[1][2])));
+    gw_db_close(db);
+}
+
+static void test_db_crash_replay_and_flush(void **state)
+{
+    (void)state;
+    int64_t now = gw_now_ms();
+    int64_t t0 = now - 5 * HOUR_MS;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct gw_db *db = open_db(0);
+        for (int k = 0; k < 4; k++) {
+            struct req q;
+            req_init(&q);
+            for (int s = 0; s < 4; s++) {
+                char gpu[4];
+                snprintf(gpu, sizeof gpu, "%d", s);
+                struct gw_rw_series *x = req_series(&q, "DCGM_FI_DEV_POWER_USAGE", "gpu001", NULL);
+                x->labels[x->n_labels++] = (struct gw_label){"gpu", 3, strdup(gpu), 1};
+                /* 5 hours of 5-minute samples: crosses 2 h windows */
+                for (int i = 0; i < 15; i++) add(&q, x, t0 + (k * 15 + i) * 5 * MIN_MS, 700.125 + s + i);
+            }
+            struct gw_append_result res;
+            struct gw_error err = {0};
+            if (gw_db_append(db, &q.r, now, &res, &err) != GW_OK || res.accepted != 60) _exit(3);
+        }
+        _exit(0);   /* no close, no flush: a crash */
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+
+    struct gw_db *db = open_db(0);
+    struct got g;
+    select_all(db, "DCGM_FI_DEV_POWER_USAGE", t0, now, &g);
+    assert_int_equal(g.series, 4);
+    for (size_t s = 0; s < 4; s++) {
+        assert_int_equal(g.n[s], 60);
+        for (size_t i = 1; i < 60; i++) assert_true(g.t[s][i] > g.t[s][i - 1]);
+    }
+    /* flush to the store, read again: the same */
+    struct gw_error err = {0};
+    assert_int_equal(gw_db_flush(db, &err), GW_OK);
+    struct got g2;
+    select_all(db, "DCGM_FI_DEV_POWER_USAGE", t0, now, &g2);
+    assert_int_equal(g2.series, 4);
+    for (size_t s = 0; s < 4; s++) {
+        assert_int_equal(g2.n[s], 60);
+        assert_memory_equal(g.t[s], g2.t[s], 60 * sizeof(int64_t));
+        assert_memory_equal(g.v[s], g2.v[s], 60 * sizeof(uint64_t));
+    }
+    struct gw_db_stats dst;
+    assert_int_equal(gw_db_stats(db, &dst, &err), GW_OK);
+    assert_int_equal(dst.stored_samples, 240);
+    assert_int_equal(dst.series, 4);
+    /* a retry of stored data after restart is still a no-op */
+    gw_db_close(db);
+    db = open_db(0);
+    struct req q;
+    req_init(&q);
+    struct gw_rw_series *x = req_series(&q, "DCGM_FI_DEV_POWER_USAGE", "gpu001", "0");
+    add(&q, x, g2.t[0][59], bits(g2.v[0][59]));
+    add(&q, x, g2.t[0][59] + 1000, 1.0);
+    struct gw_append_result res;
+    assert_int_equal(gw_db_append(db, &q.r, now, &res, &err), GW_OK);
+    assert_int_equal(res.duplicates, 1);
+    assert_int_equal(res.accepted, 1);
+    select_all(db, "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\"}", t0, now, &g);
+    assert_int_equal(g.series, 1);
+    assert_int_equal(g.n[0], 61);
+    gw_db_close(db);
+}
+
+static void test_db_matchers_and_labels(void **state)
+{
+    (void)state;
+    struct gw_db *db = open_db(0);
+    int64_t now = gw_now_ms(), t0 = now - HOUR_MS;
+    struct req q;
+    req_init(&q);
+    const char *hosts[] = {"gpu001", "gpu002", "gpu003"};
+    for (int h = 0; h < 3; h++) {
+        struct gw_rw_series *s = req_series(&q, "up", hosts[h], NULL);
+        add(&q, s, t0, h);
+        s = req_series(&q, "temp", hosts[h], h == 2 ? NULL : "1");
+        add(&q, s, t0, 50 + h);
+    }
+    struct gw_append_result res;
+    struct gw_error err = {0};
+    assert_int_equal(gw_db_append(db, &q.r, now, &res, &err), GW_OK);
+    assert_int_equal(res.accepted, 6);
+    struct got g;
+    select_all(db, "up", t0, now, &g);
+    assert_int_equal(g.series, 3);
+    select_all(db, "up{hostname!=\"gpu002\"}", t0, now, &g);
+    assert_int_equal(g.series, 2);
+    select_all(db, "{hostname=~\"gpu00[12]\"}", t0, now, &g);
+    assert_int_equal(g.series, 4);
+    select_all(db, "{__name__=~\".+\",hostname!~\"gpu00[12]\"}", t0, now, &g);
+    assert_int_equal(g.series, 2);
+    /* gpu="" selects series without the label */
+    select_all(db, "temp{gpu=\"\"}", t0, now, &g);
+    assert_int_equal(g.series, 1);
+    assert_non_null(strstr(g.labels[0], "gpu003"));
+    select_all(db, "temp{gpu!=\"\"}", t0, now, &g);
+    assert_int_equal(g.series, 2);
+    /* nothing in another time range */
+    select_all(db, "up", t0 - 2 * HOUR_MS, t0 - HOUR_MS, &g);
+    assert_int_equal(g.series, 0);
+    gw_db_close(db);
+}
+
+static void test_db_retention_drops_old_days(void **state)
+{
+    (void)state;
+    struct gw_db *db = open_db(60LL * 24 * HOUR_MS);
+    int64_t now = gw_now_ms();
+    struct req q;
+    req_init(&q);
+    struct gw_rw_series *s = req_series(&q, "m", "h1", NULL);
+    for (int d = 20; d >= 1; d--) add(&q, s, now - d * 24 * HOUR_MS, d);
+    struct gw_append_result res;
+    struct gw_error err = {0};
+    assert_int_equal(gw_db_append(db, &q.r, now, &res, &err), GW_OK);
+    assert_int_equal(res.accepted, 20);
+    assert_int_equal(gw_db_flush(db, &err), GW_OK);
+    unsigned dropped = 0;
+    assert_int_equal(gw_db_retention(db, 10LL * 24 * HOUR_MS, now, &dropped, &err), GW_OK);
+    assert_true(dropped >= 9 && dropped <= 11);
+    struct got g;
+    select_all(db, "m", now - 30 * 24 * HOUR_MS, now, &g);
+    assert_int_equal(g.series, 1);
+    assert_true(g.n[0] >= 9 && g.n[0] <= 11);
+    for (size_t i = 0; i < g.n[0]; i++) assert_true(g.t[0][i] >= now - 11 * 24 * HOUR_MS);
+    gw_db_close(db);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_db_ingest_semantics, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_db_crash_replay_and_flush, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_db_matchers_and_labels, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_db_retention_drops_old_days, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
