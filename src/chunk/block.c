@@ -1,0 +1,1075 @@
+/* src/chunk/block.c - the persisted sample block codec (one series, one window).
+ *
+ * FORMAT (all varints are LEB128; "zz" = zigzag-mapped signed value)
+ *
+ *   byte    flags: high nibble version (1); bit 0 set = body is zstd
+ *   uvarint n                  1 .. GW_BLOCK_MAX_SAMPLES
+ *   zz      mint               first timestamp (ms)
+ *   uvarint maxt - mint        (as unsigned 64-bit difference)
+ *   body                       to the end of the block; when bit 0 is set it
+ *                              is one magicless zstd frame (no checksum, no
+ *                              dictionary id) whose content is the body
+ *
+ * Body = timestamp section (only when n >= 2), then value section.
+ *
+ * Integer sequence ("seq") of a count known to the reader:
+ *   byte kind
+ *     0  all zeros, nothing follows
+ *     1  every element as a zz varint
+ *     2  zero runs: repeated (uvarint zeros, zz value) pairs; the last pair
+ *        may stop after its run when the count is reached
+ *     3  bit-packed: byte width w (0..64), zz base, then ceil(count*w/8)
+ *        bytes holding (element - base) as w-bit fields, MSB first
+ *     4  Rice: byte k (0..63), zz base (the median), then per element
+ *        z = zz(element - base) as q = z >> k ones, a zero, and the k low
+ *        bits of z; a run of 20 ones (no zero) escapes to 64 raw bits of z.
+ *        Bits MSB first, padded to a byte.
+ *   The encoder computes the size of every kind and writes the smallest.
+ *
+ * Timestamp section: with D = (maxt - mint) / (n - 1) (unsigned division),
+ *   the seq of n-1 elements r0 = (t1 - t0) - D, r_i = dod_i (delta of delta).
+ *   A perfectly regular series is all zeros: one byte for all timestamps.
+ *
+ * Value section: byte mode.
+ *   mode & 3 == 0: XOR - n values as Gorilla bits (first value raw 64 bits,
+ *     then '0' same | '10' + bits in the previous window | '11' + 5-bit lead
+ *     + 6-bit significant count (64 as 0) + bits), padded to a byte.
+ *   mode & 3 == 1: DECIMAL - every ordinary value is m / 10^k (m an int64
+ *     with |m| < 2^53, k = mode >> 4 in 0..15, value = (double)m when k = 0,
+ *     else (double)m / 1e{k}; the encoder checks that this division gives
+ *     back the exact bits, so decoding is exact). Order o = (mode >> 2) & 3:
+ *       uvarint nexc, then nexc exceptions, each a uvarint
+ *       (gap << 3 | class) where gap = index - previous exception index - 1
+ *       (first: index), class 0 stale NaN 0x7ff0000000000002, 1 NaN
+ *       0x7ff8000000000001, 2 +Inf, 3 -Inf, 4 -0.0, 5 raw: 8 bytes big-endian
+ *       follow. Exceptions are removed from the mantissa sequence.
+ *       The c = n - nexc mantissas: o = 0: seq of m_i; o = 1: zz m0 then seq of
+ *       the c-1 deltas; o = 2: zz m0, zz (m1 - m0), then seq of the c-2
+ *       deltas of deltas (heads only as far as c allows).
+ *   The encoder builds both forms and keeps the smaller.
+ *
+ * Flag bit 1 set = the timestamp section is the GRID form instead: zz (G - D)
+ * then the seq of n-1 offsets e_i = t_i - (t0 + i * G); the encoder uses the
+ * median interval as G and keeps whichever form is smaller.
+ *
+ * Stage 2: the body is compressed with zstd (level 3; bodies under 8 bytes are
+ * not tried); the compressed form is kept when it is smaller. The decoder
+ * bounds the frame's declared content size by 24 n + 64.
+ *
+ * Worked example (pinned in tests/test_block.c): t = 1000, 16000, 31000,
+ * v = 1.5, 2.5, 2.5:
+ *   10        version 1, raw body, dod timestamps
+ *   03        n = 3
+ *   d0 0f     zz(1000) = 2000
+ *   b0 ea 01  maxt - mint = 30000
+ *   00        timestamps: D = 15000, residuals 0, 0 -> all-zero seq
+ *             (the grid form would need one more byte for its interval)
+ *   11        values: decimal, order 0, k = 1 (mantissas 15, 25, 25)
+ *   00        no exceptions
+ *   01 1e 32 32  varint seq: zz(15) = 30, zz(25) = 50, 50 (order 1 and 2
+ *             cost the same 4 bytes; ties keep the lower order)
+ * 14 bytes; the body (7 bytes) is too small to try zstd. The XOR value
+ * section for the same values would take 13 bytes instead of 6.
+ */
+#define ZSTD_STATIC_LINKING_ONLY
+#include <zstd.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuwatch/block.h"
+#include "gpuwatch/codec.h"
+
+#define BLK_VERSION 1u
+#define BLK_FLAG_ZSTD 0x01u
+#define BLK_FLAG_GRID 0x02u
+#define BLK_ZSTD_LEVEL 3
+#define BLK_MAX_K 15
+
+enum { SEQ_ZERO = 0, SEQ_VARINT = 1, SEQ_RUNS = 2, SEQ_PACK = 3, SEQ_RICE = 4 };
+#define RICE_ESC 20u /* unary quotients this long escape to 64 raw bits */
+enum { VM_XOR = 0, VM_DEC = 1 };
+enum { EXC_STALE = 0, EXC_NAN = 1, EXC_PINF = 2, EXC_NINF = 3, EXC_NZERO = 4, EXC_RAW = 5 };
+
+#define STALE_BITS 0x7ff0000000000002ull
+#define NAN_BITS 0x7ff8000000000001ull
+#define PINF_BITS 0x7ff0000000000000ull
+#define NINF_BITS 0xfff0000000000000ull
+#define NZERO_BITS 0x8000000000000000ull
+
+static const double p10[BLK_MAX_K + 1] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7,
+                                          1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+
+static inline uint64_t dbits(double v) { uint64_t u; memcpy(&u, &v, sizeof u); return u; }
+static inline double bitsd(uint64_t u) { double v; memcpy(&v, &u, sizeof v); return v; }
+
+static inline size_t uvlen(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) { v >>= 7; n++; }
+    return n;
+}
+
+static inline unsigned bitwidth(uint64_t v) { return v ? 64u - (unsigned)__builtin_clzll(v) : 0u; }
+
+/* Upper bound of the body size for n samples; the encoder never exceeds it. */
+static size_t body_bound(size_t n) { return 24u * n + 64u; }
+
+/* ---- writer / reader ---------------------------------------------------- */
+
+struct wr {
+    uint8_t *p;
+    size_t len;
+    uint64_t acc; /* bit writer: pending bits */
+    unsigned nacc;
+};
+
+static inline void w_byte(struct wr *w, uint8_t b) { w->p[w->len++] = b; }
+static inline void w_uv(struct wr *w, uint64_t v) { w->len += gw_uvarint_put(w->p + w->len, v); }
+static inline void w_zz(struct wr *w, int64_t v) { w_uv(w, gw_zigzag(v)); }
+
+/* Appends the low nbits (0..64) of v to the bit writer. */
+static void w_bits(struct wr *w, uint64_t v, unsigned nbits)
+{
+    while (nbits > 0) {
+        unsigned take = nbits > 8 ? 8 : nbits;
+        uint64_t part = (v >> (nbits - take)) & ((1u << take) - 1u);
+        w->acc = (w->acc << take) | part;
+        w->nacc += take;
+        nbits -= take;
+        if (w->nacc >= 8) {
+            w->nacc -= 8;
+            w_byte(w, (uint8_t)(w->acc >> w->nacc));
+        }
+    }
+}
+
+static void w_flush(struct wr *w)
+{
+    if (w->nacc) {
+        w_byte(w, (uint8_t)(w->acc << (8 - w->nacc)));
+        w->nacc = 0;
+    }
+    w->acc = 0;
+}
+
+struct rd {
+    const uint8_t *p;
+    size_t len, pos;
+    size_t bitpos; /* bit reader position within p[pos..] */
+};
+
+static int r_byte(struct rd *r, uint8_t *b)
+{
+    if (r->pos >= r->len)
+        return 0;
+    *b = r->p[r->pos++];
+    return 1;
+}
+
+static int r_uv(struct rd *r, uint64_t *v)
+{
+    size_t k = gw_uvarint_get(r->p + r->pos, r->len - r->pos, v);
+    r->pos += k;
+    return k != 0;
+}
+
+static int r_zz(struct rd *r, int64_t *v)
+{
+    uint64_t u;
+    if (!r_uv(r, &u))
+        return 0;
+    *v = gw_unzigzag(u);
+    return 1;
+}
+
+/* Bit reads start at byte r->pos; r_bits_end() moves pos past the bytes used. */
+static int r_bits(struct rd *r, unsigned nbits, uint64_t *out)
+{
+    size_t avail = (r->len - r->pos) * 8u;
+    if (r->bitpos > avail || nbits > avail - r->bitpos)
+        return 0;
+    uint64_t u = 0;
+    size_t bp = r->bitpos;
+    const uint8_t *p = r->p + r->pos;
+    while (nbits > 0) {
+        unsigned used = (unsigned)(bp & 7u), room = 8u - used;
+        unsigned take = nbits < room ? nbits : room;
+        unsigned part = ((unsigned)p[bp >> 3] >> (room - take)) & ((1u << take) - 1u);
+        u = (u << take) | part;
+        bp += take;
+        nbits -= take;
+    }
+    r->bitpos = bp;
+    *out = u;
+    return 1;
+}
+
+static void r_bits_end(struct rd *r)
+{
+    r->pos += (r->bitpos + 7u) / 8u;
+    r->bitpos = 0;
+}
+
+/* ---- integer sequences -------------------------------------------------- */
+
+struct seqplan {
+    int kind;
+    size_t size;
+    unsigned width;
+    int64_t base;
+};
+
+/* Median of cnt values (cnt >= 1), by quickselect on a scratch copy. */
+static int64_t median(const int64_t *r, size_t cnt, int64_t *sel)
+{
+    memcpy(sel, r, cnt * sizeof *sel);
+    size_t lo = 0, hi = cnt - 1, k = cnt / 2;
+    while (lo < hi) {
+        int64_t piv = sel[lo + (hi - lo) / 2];
+        size_t i = lo, j = hi;
+        while (i <= j) {
+            while (sel[i] < piv) i++;
+            while (sel[j] > piv) j--;
+            if (i <= j) {
+                int64_t tmp = sel[i];
+                sel[i] = sel[j];
+                sel[j] = tmp;
+                i++;
+                if (j == 0)
+                    break;
+                j--;
+            }
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else break;
+    }
+    return sel[k];
+}
+
+static inline uint64_t rice_z(int64_t x, int64_t base) { return gw_zigzag((int64_t)((uint64_t)x - (uint64_t)base)); }
+
+/* Bits of the Rice code of z with parameter k. */
+static inline size_t rice_bits(uint64_t z, unsigned k)
+{
+    uint64_t q = z >> k;
+    return q < RICE_ESC ? (size_t)q + 1u + k : RICE_ESC + 64u;
+}
+
+static struct seqplan seq_plan(const int64_t *r, size_t cnt, int64_t *sel)
+{
+    size_t sv = 1, sr = 1, run = 0;
+    int64_t mn = r[0], mx = r[0];
+    int allzero = 1;
+    for (size_t i = 0; i < cnt; i++) {
+        int64_t x = r[i];
+        uint64_t z = gw_zigzag(x);
+        sv += uvlen(z);
+        if (x == 0) {
+            run++;
+        } else {
+            allzero = 0;
+            sr += uvlen(run) + uvlen(z);
+            run = 0;
+        }
+        if (x < mn) mn = x;
+        if (x > mx) mx = x;
+    }
+    if (run)
+        sr += uvlen(run);
+    struct seqplan p = {SEQ_ZERO, 1, 0, 0};
+    if (allzero)
+        return p;
+    unsigned w = bitwidth((uint64_t)mx - (uint64_t)mn);
+    size_t sp = 2 + uvlen(gw_zigzag(mn)) + (cnt * w + 7u) / 8u;
+    p.width = w;
+    p.base = mn;
+    p.kind = SEQ_VARINT;
+    p.size = sv;
+    if (sr < p.size) { p.kind = SEQ_RUNS; p.size = sr; }
+    if (sp < p.size) { p.kind = SEQ_PACK; p.size = sp; }
+    /* Rice around the median: try parameters near log2 of the mean. */
+    int64_t med = median(r, cnt, sel);
+    long double sum = 0;
+    for (size_t i = 0; i < cnt; i++)
+        sum += (long double)rice_z(r[i], med);
+    uint64_t mean = (uint64_t)(sum / (long double)cnt);
+    int k0 = (int)bitwidth(mean) - 1;
+    for (int k = k0 - 2; k <= k0 + 1; k++) {
+        if (k < 0 || k > 63)
+            continue;
+        size_t bits = 0;
+        for (size_t i = 0; i < cnt; i++)
+            bits += rice_bits(rice_z(r[i], med), (unsigned)k);
+        size_t sz = 2 + uvlen(gw_zigzag(med)) + (bits + 7u) / 8u;
+        if (sz < p.size) {
+            p.kind = SEQ_RICE;
+            p.size = sz;
+            p.width = (unsigned)k;
+            p.base = med;
+        }
+    }
+    return p;
+}
+
+static void seq_write(struct wr *w, const int64_t *r, size_t cnt, const struct seqplan *p)
+{
+    w_byte(w, (uint8_t)p->kind);
+    switch (p->kind) {
+    case SEQ_ZERO:
+        break;
+    case SEQ_VARINT:
+        for (size_t i = 0; i < cnt; i++)
+            w_zz(w, r[i]);
+        break;
+    case SEQ_RUNS: {
+        size_t run = 0;
+        for (size_t i = 0; i < cnt; i++) {
+            if (r[i] == 0) {
+                run++;
+                continue;
+            }
+            w_uv(w, run);
+            w_zz(w, r[i]);
+            run = 0;
+        }
+        if (run)
+            w_uv(w, run);
+        break;
+    }
+    case SEQ_RICE:
+        w_byte(w, (uint8_t)p->width);
+        w_zz(w, p->base);
+        for (size_t i = 0; i < cnt; i++) {
+            uint64_t z = rice_z(r[i], p->base), q = z >> p->width;
+            if (q < RICE_ESC) {
+                w_bits(w, ((1ull << q) - 1u) << 1, (unsigned)q + 1u);
+                if (p->width)
+                    w_bits(w, z & ((p->width == 64 ? 0 : (1ull << p->width)) - 1u), p->width);
+            } else {
+                w_bits(w, (1ull << RICE_ESC) - 1u, RICE_ESC);
+                w_bits(w, z, 64);
+            }
+        }
+        w_flush(w);
+        break;
+    default:
+        w_byte(w, (uint8_t)p->width);
+        w_zz(w, p->base);
+        if (p->width) {
+            for (size_t i = 0; i < cnt; i++)
+                w_bits(w, (uint64_t)r[i] - (uint64_t)p->base, p->width);
+            w_flush(w);
+        }
+        break;
+    }
+}
+
+/* 8-byte slots of a caller array, accessed through memcpy so the same
+ * storage can hold raw integers before it holds the final doubles. */
+static inline void put_u64(void *base, size_t i, uint64_t x) { memcpy((uint8_t *)base + i * 8u, &x, 8); }
+static inline uint64_t get_u64(const void *base, size_t i)
+{
+    uint64_t x;
+    memcpy(&x, (const uint8_t *)base + i * 8u, 8);
+    return x;
+}
+
+/* Reads cnt elements as two's-complement uint64 into 8-byte slots of out.
+ * 0 on malformed input. */
+static int seq_read(struct rd *r, size_t cnt, void *out)
+{
+    uint8_t kind;
+    if (!r_byte(r, &kind))
+        return 0;
+    switch (kind) {
+    case SEQ_ZERO:
+        memset(out, 0, cnt * 8u);
+        return 1;
+    case SEQ_VARINT:
+        for (size_t i = 0; i < cnt; i++) {
+            uint64_t z;
+            if (!r_uv(r, &z))
+                return 0;
+            put_u64(out, i, (uint64_t)gw_unzigzag(z));
+        }
+        return 1;
+    case SEQ_RUNS: {
+        size_t i = 0;
+        while (i < cnt) {
+            uint64_t run;
+            if (!r_uv(r, &run) || run > cnt - i)
+                return 0;
+            memset((uint8_t *)out + i * 8u, 0, (size_t)run * 8u);
+            i += (size_t)run;
+            if (i == cnt)
+                break;
+            uint64_t z;
+            if (!r_uv(r, &z))
+                return 0;
+            put_u64(out, i++, (uint64_t)gw_unzigzag(z));
+        }
+        return 1;
+    }
+    case SEQ_PACK: {
+        uint8_t wid;
+        int64_t base;
+        if (!r_byte(r, &wid) || wid > 64 || !r_zz(r, &base))
+            return 0;
+        if (wid == 0) {
+            for (size_t i = 0; i < cnt; i++)
+                put_u64(out, i, (uint64_t)base);
+            return 1;
+        }
+        if (cnt > (r->len - r->pos) * 8u / wid)
+            return 0;
+        for (size_t i = 0; i < cnt; i++) {
+            uint64_t u;
+            if (!r_bits(r, wid, &u))
+                return 0;
+            put_u64(out, i, u + (uint64_t)base);
+        }
+        r_bits_end(r);
+        return 1;
+    }
+    case SEQ_RICE: {
+        uint8_t k;
+        int64_t base;
+        if (!r_byte(r, &k) || k > 63 || !r_zz(r, &base))
+            return 0;
+        if (cnt > (r->len - r->pos) * 8u) /* every element takes a bit */
+            return 0;
+        for (size_t i = 0; i < cnt; i++) {
+            unsigned q = 0;
+            uint64_t bit = 1, z;
+            while (q < RICE_ESC) {
+                if (!r_bits(r, 1, &bit))
+                    return 0;
+                if (!bit)
+                    break;
+                q++;
+            }
+            if (q == RICE_ESC) {
+                if (!r_bits(r, 64, &z))
+                    return 0;
+            } else {
+                uint64_t low = 0;
+                if (k && !r_bits(r, k, &low))
+                    return 0;
+                z = ((uint64_t)q << k) | low;
+            }
+            put_u64(out, i, (uint64_t)gw_unzigzag(z) + (uint64_t)base);
+        }
+        r_bits_end(r);
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* ---- value classification ----------------------------------------------- */
+
+static inline double dec_value(int64_t m, unsigned k)
+{
+    return k == 0 ? (double)m : (double)m / p10[k];
+}
+
+/* Smallest k (0..15) with v == m / 10^k exactly; -1 if none. v finite. */
+static int dec_scale(double v)
+{
+    for (unsigned k = 0; k <= BLK_MAX_K; k++) {
+        double x = v * p10[k];
+        if (!(fabs(x) < 9007199254740992.0))
+            return -1;
+        double m = nearbyint(x);
+        if (dbits(dec_value((int64_t)m, k)) == dbits(v))
+            return (int)k;
+    }
+    return -1;
+}
+
+static int exc_class(uint64_t b)
+{
+    switch (b) {
+    case STALE_BITS: return EXC_STALE;
+    case NAN_BITS: return EXC_NAN;
+    case PINF_BITS: return EXC_PINF;
+    case NINF_BITS: return EXC_NINF;
+    case NZERO_BITS: return EXC_NZERO;
+    default: return -1;
+    }
+}
+
+/* ---- XOR value stream --------------------------------------------------- */
+
+static size_t xor_write(struct wr *w, const double *v, size_t n, int dry)
+{
+    uint64_t prev = dbits(v[0]);
+    unsigned lead = 0xff, trail = 0;
+    size_t bits = 64;
+    if (!dry)
+        w_bits(w, prev, 64);
+    for (size_t i = 1; i < n; i++) {
+        uint64_t cur = dbits(v[i]), x = cur ^ prev;
+        prev = cur;
+        if (x == 0) {
+            bits += 1;
+            if (!dry) w_bits(w, 0, 1);
+            continue;
+        }
+        unsigned l = (unsigned)__builtin_clzll(x), t = (unsigned)__builtin_ctzll(x);
+        if (l > 31)
+            l = 31;
+        if (lead != 0xff && l >= lead && t >= trail) {
+            unsigned sig = 64u - lead - trail;
+            bits += 2 + sig;
+            if (!dry) {
+                w_bits(w, 2, 2);
+                w_bits(w, x >> trail, sig);
+            }
+        } else {
+            lead = l;
+            trail = t;
+            unsigned sig = 64u - l - t;
+            bits += 13 + sig;
+            if (!dry) {
+                w_bits(w, 3, 2);
+                w_bits(w, l, 5);
+                w_bits(w, sig & 63u, 6);
+                w_bits(w, x >> t, sig);
+            }
+        }
+    }
+    if (!dry)
+        w_flush(w);
+    return (bits + 7u) / 8u;
+}
+
+static int xor_read(struct rd *r, size_t n, double *v)
+{
+    uint64_t cur;
+    if (!r_bits(r, 64, &cur))
+        return 0;
+    v[0] = bitsd(cur);
+    unsigned lead = 0, trail = 0;
+    for (size_t i = 1; i < n; i++) {
+        uint64_t bit;
+        if (!r_bits(r, 1, &bit))
+            return 0;
+        if (bit) {
+            if (!r_bits(r, 1, &bit))
+                return 0;
+            if (bit) {
+                uint64_t l, sig;
+                if (!r_bits(r, 5, &l) || !r_bits(r, 6, &sig))
+                    return 0;
+                if (sig == 0)
+                    sig = 64;
+                if (l + sig > 64)
+                    return 0;
+                lead = (unsigned)l;
+                trail = (unsigned)(64u - l - sig);
+            } /* else reuse the window (64 bits before any window was set) */
+            uint64_t x;
+            if (!r_bits(r, 64u - lead - trail, &x))
+                return 0;
+            cur ^= trail >= 64 ? 0 : x << trail;
+        }
+        v[i] = bitsd(cur);
+    }
+    r_bits_end(r);
+    return 1;
+}
+
+/* ---- encoder ------------------------------------------------------------ */
+
+struct scratch {
+    int64_t *res;   /* residuals */
+    int64_t *man;   /* mantissas of ordinary values */
+    int64_t *tmp;   /* per-order residuals */
+    int64_t *sel;   /* median selection scratch */
+    int8_t *scale;  /* per-value decimal scale, -1 not decimal, -2 exception */
+};
+
+/* Writes the DECIMAL value section into w when it is possible; returns its
+ * size, or 0 when the block has no usable decimal form. */
+static size_t dec_section(struct wr *w, const double *v, size_t n, struct scratch *s)
+{
+    unsigned K = 0;
+    size_t nraw = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t b = dbits(v[i]);
+        if (exc_class(b) >= 0 || !isfinite(v[i])) {
+            s->scale[i] = -2;
+            continue;
+        }
+        int k = dec_scale(v[i]);
+        s->scale[i] = (int8_t)k;
+        if (k < 0)
+            nraw++;
+        else if ((unsigned)k > K)
+            K = (unsigned)k;
+    }
+    if (nraw * 4 > n)
+        return 0;
+    /* Mantissas at the shared scale K; values that do not survive become
+     * raw exceptions. */
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s->scale[i] < 0)
+            continue;
+        double x = v[i] * p10[K];
+        int ok = fabs(x) < 9007199254740992.0;
+        int64_t m = ok ? (int64_t)nearbyint(x) : 0;
+        if (ok && dbits(dec_value(m, K)) == dbits(v[i])) {
+            s->man[c++] = m;
+        } else {
+            s->scale[i] = -1;
+        }
+    }
+    size_t start = w->len;
+    /* Pick the order with the smallest mantissa coding. */
+    int best_o = -1;
+    struct seqplan best_p = {0, 0, 0, 0};
+    size_t best_sz = SIZE_MAX;
+    for (int o = 0; o <= 2; o++) {
+        size_t heads = c < (size_t)o ? c : (size_t)o;
+        size_t sz = 0;
+        if (o >= 1 && c >= 1) sz += uvlen(gw_zigzag(s->man[0]));
+        if (o >= 2 && c >= 2) sz += uvlen(gw_zigzag((int64_t)((uint64_t)s->man[1] - (uint64_t)s->man[0])));
+        struct seqplan p = {SEQ_ZERO, 0, 0, 0};
+        size_t cnt = c - heads;
+        if (cnt) {
+            int64_t *r = s->tmp;
+            for (size_t i = heads; i < c; i++) {
+                uint64_t m0 = (uint64_t)s->man[i];
+                if (o == 0) r[i - heads] = (int64_t)m0;
+                else if (o == 1) r[i - heads] = (int64_t)(m0 - (uint64_t)s->man[i - 1]);
+                else r[i - heads] = (int64_t)(m0 - 2 * (uint64_t)s->man[i - 1] + (uint64_t)s->man[i - 2]);
+            }
+            p = seq_plan(r, cnt, s->sel);
+            sz += p.size;
+        }
+        if (sz < best_sz) {
+            best_sz = sz;
+            best_o = o;
+            best_p = p;
+        }
+    }
+    w_byte(w, (uint8_t)(VM_DEC | (unsigned)best_o << 2 | K << 4));
+    w_uv(w, n - c);
+    size_t last = 0;
+    int first = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (s->scale[i] >= 0)
+            continue;
+        uint64_t b = dbits(v[i]);
+        int cls = exc_class(b);
+        if (cls < 0)
+            cls = EXC_RAW;
+        size_t gap = first ? i : i - last - 1;
+        first = 0;
+        last = i;
+        w_uv(w, (uint64_t)gap << 3 | (unsigned)cls);
+        if (cls == EXC_RAW) {
+            gw_put_be64(w->p + w->len, b);
+            w->len += 8;
+        }
+    }
+    size_t heads = c < (size_t)best_o ? c : (size_t)best_o;
+    if (heads >= 1)
+        w_zz(w, s->man[0]);
+    if (heads >= 2)
+        w_zz(w, (int64_t)((uint64_t)s->man[1] - (uint64_t)s->man[0]));
+    if (c > heads) {
+        int64_t *r = s->tmp;
+        for (size_t i = heads; i < c; i++) {
+            uint64_t m0 = (uint64_t)s->man[i];
+            if (best_o == 0) r[i - heads] = (int64_t)m0;
+            else if (best_o == 1) r[i - heads] = (int64_t)(m0 - (uint64_t)s->man[i - 1]);
+            else r[i - heads] = (int64_t)(m0 - 2 * (uint64_t)s->man[i - 1] + (uint64_t)s->man[i - 2]);
+        }
+        seq_write(w, r, c - heads, &best_p);
+    }
+    return w->len - start;
+}
+
+static int zstd_compress(const uint8_t *src, size_t len, uint8_t *dst, size_t cap, size_t *out)
+{
+    ZSTD_CCtx *cc = ZSTD_createCCtx();
+    if (!cc)
+        return GW_ENOMEM;
+    size_t r = ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, BLK_ZSTD_LEVEL);
+    if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(cc, ZSTD_c_format, ZSTD_f_zstd1_magicless);
+    if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 0);
+    if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(cc, ZSTD_c_dictIDFlag, 0);
+    if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 1);
+    if (!ZSTD_isError(r)) r = ZSTD_compress2(cc, dst, cap, src, len);
+    ZSTD_freeCCtx(cc);
+    if (ZSTD_isError(r)) {
+        /* dstSize too small just means "not smaller": keep the raw body. */
+        *out = SIZE_MAX;
+        return GW_OK;
+    }
+    *out = r;
+    return GW_OK;
+}
+
+int gw_block_encode(const int64_t *t, const double *v, size_t n, struct gw_buf *out)
+{
+    if (!t || !v || !out || n == 0 || n > GW_BLOCK_MAX_SAMPLES)
+        return GW_EINVAL;
+    for (size_t i = 1; i < n; i++)
+        if (t[i] <= t[i - 1])
+            return GW_EINVAL;
+    int rc = GW_ENOMEM;
+    struct scratch s = {0};
+    size_t bound = body_bound(n);
+    uint8_t *body = malloc(bound);
+    uint8_t *alt = malloc(bound);
+    s.res = malloc(n * sizeof *s.res);
+    s.man = malloc(n * sizeof *s.man);
+    s.tmp = malloc(n * sizeof *s.tmp);
+    s.sel = malloc(n * sizeof *s.sel);
+    s.scale = malloc(n);
+    if (!body || !alt || !s.res || !s.man || !s.tmp || !s.sel || !s.scale)
+        goto out;
+
+    struct wr w = {body, 0, 0, 0};
+    uint64_t span = (uint64_t)t[n - 1] - (uint64_t)t[0];
+    int grid = 0;
+    if (n >= 2) {
+        /* Two forms: deltas of deltas, or offsets from the grid t0 + i * G
+         * with G the median interval. A late scrape costs one grid offset but
+         * two dods; a drifting interval favours dods. Keep the smaller. */
+        uint64_t D = span / (uint64_t)(n - 1);
+        uint64_t prevd = 0;
+        for (size_t i = 1; i < n; i++) {
+            uint64_t d = (uint64_t)t[i] - (uint64_t)t[i - 1];
+            s.res[i - 1] = (int64_t)(i == 1 ? d - D : d - prevd);
+            s.tmp[i - 1] = (int64_t)d;
+            prevd = d;
+        }
+        uint64_t G = (uint64_t)median(s.tmp, n - 1, s.sel);
+        int64_t gdiff = (int64_t)(G - D);
+        for (size_t i = 1; i < n; i++)
+            s.tmp[i - 1] = (int64_t)((uint64_t)t[i] - (uint64_t)t[0] - (uint64_t)i * G);
+        struct seqplan pd = seq_plan(s.res, n - 1, s.sel);
+        struct seqplan pg = seq_plan(s.tmp, n - 1, s.sel);
+        if (pg.size + uvlen(gw_zigzag(gdiff)) < pd.size) {
+            grid = 1;
+            w_zz(&w, gdiff);
+            seq_write(&w, s.tmp, n - 1, &pg);
+        } else {
+            seq_write(&w, s.res, n - 1, &pd);
+        }
+    }
+    /* Values: decimal form into alt, XOR size computed dry; keep the smaller. */
+    struct wr wa = {alt, 0, 0, 0};
+    size_t dsz = dec_section(&wa, v, n, &s);
+    size_t xsz = 1 + xor_write(NULL, v, n, 1);
+    if (dsz != 0 && dsz <= xsz) {
+        memcpy(body + w.len, alt, dsz);
+        w.len += dsz;
+    } else {
+        w_byte(&w, VM_XOR);
+        (void)xor_write(&w, v, n, 0);
+    }
+    if (GW_NEVER(w.len > bound))
+        goto out;
+
+    uint8_t hdr[32];
+    size_t hl = 1;
+    hl += gw_uvarint_put(hdr + hl, (uint64_t)n);
+    hl += gw_uvarint_put(hdr + hl, gw_zigzag(t[0]));
+    hl += gw_uvarint_put(hdr + hl, span);
+    size_t zsz = SIZE_MAX;
+    if (w.len >= 8) {
+        rc = zstd_compress(body, w.len, alt, w.len - 1, &zsz);
+        if (rc != GW_OK)
+            goto out;
+    }
+    const uint8_t *payload = body;
+    size_t plen = w.len;
+    hdr[0] = (uint8_t)(BLK_VERSION << 4 | (grid ? BLK_FLAG_GRID : 0u));
+    if (zsz < w.len) {
+        hdr[0] |= BLK_FLAG_ZSTD;
+        payload = alt;
+        plen = zsz;
+    }
+    rc = gw_buf_reserve(out, hl + plen);
+    if (rc != GW_OK)
+        goto out;
+    rc = gw_buf_append(out, hdr, hl);
+    if (rc == GW_OK)
+        rc = gw_buf_append(out, payload, plen);
+out:
+    free(body);
+    free(alt);
+    free(s.res);
+    free(s.man);
+    free(s.tmp);
+    free(s.sel);
+    free(s.scale);
+    return rc;
+}
+
+/* ---- decoder ------------------------------------------------------------ */
+
+struct hdr {
+    uint8_t flags;
+    uint32_t n;
+    int64_t mint, maxt;
+    uint64_t span;
+    size_t len; /* header bytes */
+};
+
+static int parse_header(const uint8_t *b, size_t len, struct hdr *h)
+{
+    if (!b || len < 4)
+        return GW_ECORRUPT;
+    struct rd r = {b, len, 0, 0};
+    uint64_t n, zmint, span;
+    if (!r_byte(&r, &h->flags) || (h->flags >> 4) != BLK_VERSION || (h->flags & 0x0c))
+        return GW_ECORRUPT;
+    if (!r_uv(&r, &n) || n == 0 || n > GW_BLOCK_MAX_SAMPLES)
+        return GW_ECORRUPT;
+    if (!r_uv(&r, &zmint) || !r_uv(&r, &span))
+        return GW_ECORRUPT;
+    int64_t mint = gw_unzigzag(zmint);
+    uint64_t maxt_u = (uint64_t)mint + span;
+    int64_t maxt = (int64_t)maxt_u;
+    /* maxt must not pass INT64_MAX and must leave room for n samples. */
+    if (span > (uint64_t)INT64_MAX - (uint64_t)mint)
+        return GW_ECORRUPT;
+    if (maxt < mint || (n == 1 && span != 0) || (n >= 2 && span < n - 1))
+        return GW_ECORRUPT;
+    h->n = (uint32_t)n;
+    h->mint = mint;
+    h->maxt = maxt;
+    h->span = span;
+    h->len = r.pos;
+    return GW_OK;
+}
+
+int gw_block_info(const uint8_t *b, size_t len, uint32_t *n, int64_t *mint, int64_t *maxt)
+{
+    struct hdr h;
+    int rc = parse_header(b, len, &h);
+    if (rc != GW_OK)
+        return rc;
+    if (n) *n = h.n;
+    if (mint) *mint = h.mint;
+    if (maxt) *maxt = h.maxt;
+    return GW_OK;
+}
+
+static int zstd_body(const uint8_t *src, size_t len, size_t bound, uint8_t **out, size_t *olen)
+{
+    ZSTD_frameHeader fh;
+    size_t r = ZSTD_getFrameHeader_advanced(&fh, src, len, ZSTD_f_zstd1_magicless);
+    if (r != 0 || fh.frameType != ZSTD_frame || fh.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN ||
+        fh.frameContentSize > bound || fh.frameContentSize == 0)
+        return GW_ECORRUPT;
+    size_t cap = (size_t)fh.frameContentSize;
+    uint8_t *buf = malloc(cap);
+    if (!buf)
+        return GW_ENOMEM;
+    ZSTD_DCtx *dc = ZSTD_createDCtx();
+    if (!dc) {
+        free(buf);
+        return GW_ENOMEM;
+    }
+    r = ZSTD_DCtx_setParameter(dc, ZSTD_d_format, ZSTD_f_zstd1_magicless);
+    if (!ZSTD_isError(r)) r = ZSTD_DCtx_setParameter(dc, ZSTD_d_windowLogMax, 27);
+    if (!ZSTD_isError(r)) r = ZSTD_decompressDCtx(dc, buf, cap, src, len);
+    ZSTD_freeDCtx(dc);
+    if (ZSTD_isError(r) || r != cap) {
+        free(buf);
+        return GW_ECORRUPT;
+    }
+    *out = buf;
+    *olen = cap;
+    return GW_OK;
+}
+
+static int decode_ts(struct rd *r, const struct hdr *h, int64_t *t)
+{
+    size_t n = h->n;
+    t[0] = h->mint;
+    if (n == 1)
+        return 1;
+    uint64_t D = h->span / (uint64_t)(n - 1), G = 0;
+    int grid = (h->flags & BLK_FLAG_GRID) != 0;
+    if (grid) {
+        int64_t gdiff;
+        if (!r_zz(r, &gdiff))
+            return 0;
+        G = D + (uint64_t)gdiff;
+    }
+    /* Residuals land in t[1..n-1] as raw uint64, then become timestamps. */
+    if (!seq_read(r, n - 1, t + 1))
+        return 0;
+    uint64_t d = 0;
+    for (size_t i = 1; i < n; i++) {
+        uint64_t x;
+        memcpy(&x, &t[i], sizeof x);
+        if (grid)
+            d = (uint64_t)h->mint + (uint64_t)i * G + x - (uint64_t)t[i - 1];
+        else
+            d = (i == 1) ? D + x : d + x;
+        /* 0 < d <= maxt - t[i-1]: strictly increasing, never past maxt. */
+        if (d == 0 || d > (uint64_t)h->maxt - (uint64_t)t[i - 1])
+            return 0;
+        t[i] = (int64_t)((uint64_t)t[i - 1] + d);
+    }
+    return t[n - 1] == h->maxt;
+}
+
+static int exc_value(struct rd *r, int cls, uint64_t *b)
+{
+    switch (cls) {
+    case EXC_STALE: *b = STALE_BITS; return 1;
+    case EXC_NAN: *b = NAN_BITS; return 1;
+    case EXC_PINF: *b = PINF_BITS; return 1;
+    case EXC_NINF: *b = NINF_BITS; return 1;
+    case EXC_NZERO: *b = NZERO_BITS; return 1;
+    case EXC_RAW:
+        if (r->len - r->pos < 8)
+            return 0;
+        *b = gw_get_be64(r->p + r->pos);
+        r->pos += 8;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int decode_dec(struct rd *r, uint8_t mode, size_t n, double *v)
+{
+    unsigned o = (mode >> 2) & 3u, K = mode >> 4;
+    if (o > 2)
+        return 0;
+    uint64_t nexc;
+    if (!r_uv(r, &nexc) || nexc > n)
+        return 0;
+    /* First pass: validate the exception list and remember where it is. */
+    struct rd exc = *r;
+    size_t idx = 0;
+    for (uint64_t j = 0; j < nexc; j++) {
+        uint64_t x, b;
+        if (!r_uv(r, &x))
+            return 0;
+        uint64_t gap = x >> 3;
+        if (gap > n || idx + gap >= n)
+            return 0;
+        idx += (size_t)gap + 1;
+        if (!exc_value(r, (int)(x & 7u), &b))
+            return 0;
+    }
+    size_t c = n - (size_t)nexc;
+    size_t heads = c < o ? c : o;
+    /* Mantissas go to the tail v[nexc..n-1] as raw uint64 (memcpy access). */
+    double *m = v + nexc;
+    int64_t h0 = 0, h1 = 0;
+    if (heads >= 1 && !r_zz(r, &h0))
+        return 0;
+    if (heads >= 2 && !r_zz(r, &h1))
+        return 0;
+    if (c > heads && !seq_read(r, c - heads, m + heads))
+        return 0;
+    if (heads >= 1) put_u64(m, 0, (uint64_t)h0);
+    if (heads >= 2) put_u64(m, 1, (uint64_t)h0 + (uint64_t)h1);
+    if (o == 1) {
+        uint64_t prev = c ? get_u64(m, 0) : 0;
+        for (size_t i = 1; i < c; i++) {
+            prev += get_u64(m, i);
+            put_u64(m, i, prev);
+        }
+    } else if (o == 2 && c > 2) {
+        uint64_t a = get_u64(m, 0), bb = get_u64(m, 1);
+        for (size_t i = 2; i < c; i++) {
+            uint64_t x = get_u64(m, i) + 2 * bb - a;
+            put_u64(m, i, x);
+            a = bb;
+            bb = x;
+        }
+    }
+    /* Merge forward: reads from index >= the write index, so in place works.
+     * The exception list was validated above, so re-reading it cannot fail. */
+    size_t mi = 0, next_exc = SIZE_MAX;
+    int cls = 0;
+    uint64_t left = nexc;
+    if (left) {
+        uint64_t x = 0;
+        (void)r_uv(&exc, &x);
+        next_exc = (size_t)(x >> 3);
+        cls = (int)(x & 7u);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (i == next_exc) {
+            uint64_t b = 0;
+            (void)exc_value(&exc, cls, &b);
+            put_u64(v, i, b);
+            next_exc = SIZE_MAX;
+            if (--left) {
+                uint64_t x = 0;
+                (void)r_uv(&exc, &x);
+                next_exc = i + 1 + (size_t)(x >> 3);
+                cls = (int)(x & 7u);
+            }
+            continue;
+        }
+        int64_t sm = (int64_t)get_u64(v, nexc + mi);
+        if (sm <= -9007199254740992ll || sm >= 9007199254740992ll)
+            return 0;
+        v[i] = dec_value(sm, K);
+        mi++;
+    }
+    return 1;
+}
+
+int gw_block_decode(const uint8_t *b, size_t len, int64_t *t, double *v, size_t cap, size_t *n)
+{
+    struct hdr h;
+    int rc = parse_header(b, len, &h);
+    if (rc != GW_OK)
+        return rc;
+    if (!t || !v || cap < h.n)
+        return GW_ELIMIT;
+    uint8_t *zbody = NULL;
+    const uint8_t *body = b + h.len;
+    size_t blen = len - h.len;
+    if (h.flags & BLK_FLAG_ZSTD) {
+        rc = zstd_body(body, blen, body_bound(h.n), &zbody, &blen);
+        if (rc != GW_OK)
+            return rc;
+        body = zbody;
+    }
+    rc = GW_ECORRUPT;
+    struct rd r = {body, blen, 0, 0};
+    if (!decode_ts(&r, &h, t))
+        goto out;
+    uint8_t mode;
+    if (!r_byte(&r, &mode))
+        goto out;
+    if ((mode & 3u) == VM_XOR) {
+        if (mode != VM_XOR || !xor_read(&r, h.n, v))
+            goto out;
+    } else if ((mode & 3u) == VM_DEC) {
+        if ((mode >> 4) > BLK_MAX_K || !decode_dec(&r, mode, h.n, v))
+            goto out;
+    } else {
+        goto out;
+    }
+    if (r.pos != r.len)
+        goto out;
+    *n = h.n;
+    rc = GW_OK;
+out:
+    free(zbody);
+    return rc;
+}

@@ -1,0 +1,396 @@
+/* tests/test_block.c - unit tests for the persisted block codec (src/chunk/block.c).
+ *
+ * Bit-exact round trips on random doubles, decimal-looking gauges, counters,
+ * constants and special values; golden bytes for one small block (derived in
+ * the comment of test_block_golden_small and at the top of block.c); every
+ * truncation and random corruption must be rejected or decode safely. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuwatch/block.h"
+#include "gpuwatch/buf.h"
+#include "gpuwatch/chunk.h"
+
+static uint64_t rng_state = 0x2545f4914f6cdd1dull;
+static uint64_t rnd(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 2685821657736338717ull;
+}
+static uint64_t dbits(double v) { uint64_t u; memcpy(&u, &v, 8); return u; }
+static double bitsd(uint64_t u) { double v; memcpy(&v, &u, 8); return v; }
+
+#define STALE 0x7ff0000000000002ull
+
+/* Encodes, checks info, decodes into exact-size heap arrays, compares bits.
+ * Returns the encoded size. */
+static size_t roundtrip(const int64_t *t, const double *v, size_t n)
+{
+    struct gw_buf b;
+    gw_buf_init(&b, 0);
+    assert_int_equal(gw_block_encode(t, v, n, &b), GW_OK);
+    uint32_t in;
+    int64_t mint, maxt;
+    assert_int_equal(gw_block_info(b.data, b.len, &in, &mint, &maxt), GW_OK);
+    assert_int_equal(in, n);
+    assert_true(mint == t[0]);
+    assert_true(maxt == t[n - 1]);
+    int64_t *dt = malloc(n * sizeof *dt);
+    double *dv = malloc(n * sizeof *dv);
+    assert_non_null(dt);
+    assert_non_null(dv);
+    size_t got = 0;
+    assert_int_equal(gw_block_decode(b.data, b.len, dt, dv, n, &got), GW_OK);
+    assert_int_equal(got, n);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(dt[i] == t[i]);
+        if (dbits(dv[i]) != dbits(v[i]))
+            fail_msg("value %zu: got %016llx want %016llx", i, (unsigned long long)dbits(dv[i]),
+                     (unsigned long long)dbits(v[i]));
+    }
+    size_t len = b.len;
+    free(dt);
+    free(dv);
+    gw_buf_free(&b);
+    return len;
+}
+
+static void regular_ts(int64_t *t, size_t n, int64_t start, int64_t step)
+{
+    for (size_t i = 0; i < n; i++)
+        t[i] = start + (int64_t)i * step;
+}
+
+static void test_block_golden_small(void **state)
+{
+    (void)state;
+    /* See the worked example atop src/chunk/block.c:
+     *   10 | 03 | d0 0f (zz 1000) | b0 ea 01 (span 30000)
+     *   00 (timestamps: residuals vs D = 15000 all zero)
+     *   11 (decimal, order 0, k = 1) 00 (no exceptions)
+     *   01 1e 32 32 (varint seq 15, 25, 25) */
+    static const uint8_t want[] = {0x10, 0x03, 0xd0, 0x0f, 0xb0, 0xea, 0x01, 0x00,
+                                   0x11, 0x00, 0x01, 0x1e, 0x32, 0x32};
+    int64_t t[3] = {1000, 16000, 31000};
+    double v[3] = {1.5, 2.5, 2.5};
+    struct gw_buf b;
+    gw_buf_init(&b, 0);
+    assert_int_equal(gw_block_encode(t, v, 3, &b), GW_OK);
+    assert_int_equal(b.len, sizeof want);
+    assert_memory_equal(b.data, want, sizeof want);
+    gw_buf_free(&b);
+    assert_int_equal(roundtrip(t, v, 3), sizeof want);
+}
+
+static void test_block_golden_stale_exception(void **state)
+{
+    (void)state;
+    /* t = 0, 10, 20, 30 (D = 10, dod seq all zero), v = 7, stale, 7, 7:
+     *   10 04 00 1e 00 | 01 (decimal, order 0, k = 0)
+     *   01 (one exception) 08 (gap 1 << 3 | class 0 stale)
+     *   00 (mantissas 7, 7, 7 in order 0 cost 4 bytes; order 1: zz 7 = 0e
+     *   then zero seq 00 = 2 bytes) -> mode 05, 0e 00 */
+    static const uint8_t want[] = {0x10, 0x04, 0x00, 0x1e, 0x00, 0x05, 0x01, 0x08, 0x0e, 0x00};
+    int64_t t[4] = {0, 10, 20, 30};
+    double v[4] = {7, bitsd(STALE), 7, 7};
+    struct gw_buf b;
+    gw_buf_init(&b, 0);
+    assert_int_equal(gw_block_encode(t, v, 4, &b), GW_OK);
+    assert_int_equal(b.len, sizeof want);
+    assert_memory_equal(b.data, want, sizeof want);
+    gw_buf_free(&b);
+    roundtrip(t, v, 4);
+}
+
+static void test_block_roundtrip_random_doubles(void **state)
+{
+    (void)state;
+    enum { N = 3000 };
+    int64_t *t = malloc(N * sizeof *t);
+    double *v = malloc(N * sizeof *v);
+    assert_non_null(t);
+    assert_non_null(v);
+    for (int round = 0; round < 40; round++) {
+        size_t n = 1 + rnd() % N;
+        t[0] = (int64_t)rnd() >> 3;
+        for (size_t i = 1; i < n; i++)
+            t[i] = t[i - 1] + 1 + (int64_t)(rnd() % (round & 1 ? 100 : (1ull << 40)));
+        for (size_t i = 0; i < n; i++)
+            v[i] = bitsd(rnd());
+        roundtrip(t, v, n);
+    }
+    free(t);
+    free(v);
+}
+
+static void test_block_roundtrip_exporter_shapes(void **state)
+{
+    (void)state;
+    enum { N = 960 };
+    int64_t t[N];
+    double v[N];
+    regular_ts(t, N, 1700000000000ll, 15000);
+    /* integer temperatures */
+    double lvl = 55;
+    for (size_t i = 0; i < N; i++) {
+        if (rnd() % 10 == 0) lvl += (rnd() & 1) ? 1 : -1;
+        v[i] = lvl;
+    }
+    size_t temp = roundtrip(t, v, N);
+    assert_true(temp < N / 4);
+    /* power with 3 decimals, as a text parser yields them */
+    for (size_t i = 0; i < N; i++)
+        v[i] = (double)(250000 + (int64_t)(rnd() % 20000)) / 1000.0;
+    size_t pw = roundtrip(t, v, N);
+    assert_true(pw < N * 3);
+    /* growing byte counter */
+    double c = 1e12;
+    for (size_t i = 0; i < N; i++) {
+        c += (double)(rnd() % 100000);
+        v[i] = c;
+    }
+    roundtrip(t, v, N);
+    /* constant gauge: header + one byte of timestamps + a few value bytes */
+    for (size_t i = 0; i < N; i++)
+        v[i] = 1.0;
+    size_t cst = roundtrip(t, v, N);
+    assert_true(cst <= 20);
+    /* ratios 0..1 with two decimals */
+    for (size_t i = 0; i < N; i++)
+        v[i] = (double)(rnd() % 101) / 100.0;
+    size_t ratio = roundtrip(t, v, N);
+    assert_true(ratio < N);
+    /* decimals with many digits and values that are not decimal at all */
+    for (size_t i = 0; i < N; i++)
+        v[i] = (i % 3) ? 0.1 * (double)i : 1.0 / 3.0;
+    roundtrip(t, v, N);
+    for (size_t i = 0; i < N; i++)
+        v[i] = (double)(rnd() % 1000000000000000ull) / 1e15;
+    roundtrip(t, v, N);
+    /* near the 2^53 mantissa limit and beyond */
+    for (size_t i = 0; i < N; i++)
+        v[i] = 9007199254740992.0 + (double)(2 * (rnd() % 1000));
+    roundtrip(t, v, N);
+    for (size_t i = 0; i < N; i++)
+        v[i] = (i & 1) ? 1.7e308 : -1e300;
+    roundtrip(t, v, N);
+    /* jittered scrapes and a drifting interval */
+    for (size_t i = 1; i < N; i++)
+        t[i] = t[0] + (int64_t)i * 15000 + ((rnd() % 20 == 0) ? (int64_t)(rnd() % 50) - 25 : 0);
+    size_t jit = roundtrip(t, v, N);
+    (void)jit;
+    for (size_t i = 1; i < N; i++)
+        t[i] = t[i - 1] + 15000 + (int64_t)(i % 3);
+    roundtrip(t, v, N);
+}
+
+static void test_block_roundtrip_special_values(void **state)
+{
+    (void)state;
+    enum { N = 500 };
+    static const uint64_t specials[] = {STALE, 0x7ff8000000000001ull, 0x7ff8000000000000ull,
+                                        0xfff8000000000000ull, 0x7ff0000000000000ull,
+                                        0xfff0000000000000ull, 0x8000000000000000ull, 0,
+                                        1, 0x800fffffffffffffull, 0x7fefffffffffffffull,
+                                        0x7ff4000000000abcull};
+    int64_t t[N];
+    double v[N];
+    for (int round = 0; round < 60; round++) {
+        size_t n = 1 + rnd() % N;
+        t[0] = (round % 3 == 0) ? INT64_MIN + (int64_t)(rnd() % 1000) : -(int64_t)(rnd() % 100000000);
+        for (size_t i = 1; i < n; i++)
+            t[i] = t[i - 1] + ((round % 4 == 0) ? 1 + (int64_t)(rnd() % (1ull << 50)) : 15000);
+        for (size_t i = 0; i < n; i++) {
+            if (rnd() % 10 == 0)
+                v[i] = bitsd(specials[rnd() % (sizeof specials / sizeof specials[0])]);
+            else
+                v[i] = (double)(int64_t)(rnd() % 2000 - 1000) / 100.0;
+        }
+        roundtrip(t, v, n);
+    }
+    /* All special; one sample; two samples spanning the int64 range. */
+    for (size_t i = 0; i < 12; i++) {
+        t[i] = (int64_t)i;
+        v[i] = bitsd(specials[i]);
+    }
+    roundtrip(t, v, 12);
+    int64_t t1[1] = {INT64_MAX};
+    double v1[1] = {-0.0};
+    roundtrip(t1, v1, 1);
+    int64_t t2[2] = {INT64_MIN, INT64_MAX};
+    double v2[2] = {4.9e-324, -4.9e-324};
+    roundtrip(t2, v2, 2);
+}
+
+static void test_block_invalid_arguments(void **state)
+{
+    (void)state;
+    int64_t t[3] = {10, 20, 20};
+    double v[3] = {1, 2, 3};
+    struct gw_buf b;
+    gw_buf_init(&b, 0);
+    assert_int_equal(gw_block_encode(t, v, 0, &b), GW_EINVAL);
+    assert_int_equal(gw_block_encode(t, v, 3, &b), GW_EINVAL);
+    t[2] = 15;
+    assert_int_equal(gw_block_encode(t, v, 3, &b), GW_EINVAL);
+    assert_int_equal(gw_block_encode(t, v, (size_t)GW_BLOCK_MAX_SAMPLES + 1, &b), GW_EINVAL);
+    assert_int_equal(b.len, 0);
+    gw_buf_free(&b);
+    /* The output buffer's ceiling is honoured. */
+    t[2] = 30;
+    gw_buf_init(&b, 4);
+    assert_int_equal(gw_block_encode(t, v, 3, &b), GW_ETOOLARGE);
+    gw_buf_free(&b);
+    /* Decode into too small a caller array. */
+    gw_buf_init(&b, 0);
+    assert_int_equal(gw_block_encode(t, v, 3, &b), GW_OK);
+    int64_t dt[3];
+    double dv[3];
+    size_t n = 99;
+    assert_int_equal(gw_block_decode(b.data, b.len, dt, dv, 2, &n), GW_ELIMIT);
+    assert_int_equal(n, 99);
+    assert_int_equal(gw_block_info(b.data, 3, NULL, NULL, NULL), GW_ECORRUPT);
+    assert_int_equal(gw_block_info(NULL, 0, NULL, NULL, NULL), GW_ECORRUPT);
+    gw_buf_free(&b);
+}
+
+static void test_block_smaller_than_xor_chunks(void **state)
+{
+    (void)state;
+    /* A 480-sample window of a 3-decimal gauge must beat 4 XOR chunks. */
+    enum { N = 480 };
+    int64_t t[N];
+    double v[N];
+    regular_ts(t, N, 1700000000000ll, 15000);
+    double p = 300;
+    for (size_t i = 0; i < N; i++) {
+        p += (double)((int64_t)(rnd() % 2001) - 1000) / 1000.0;
+        v[i] = (double)(int64_t)(p * 1000) / 1000.0;
+    }
+    size_t blk = roundtrip(t, v, N);
+    size_t xor_total = 0;
+    for (size_t off = 0; off < N; off += 120) {
+        struct gw_xor_chunk c;
+        gw_xor_init(&c);
+        for (size_t i = off; i < off + 120; i++)
+            assert_int_equal(gw_xor_append(&c, t[i], v[i]), GW_OK);
+        size_t len;
+        (void)gw_xor_bytes(&c, &len);
+        xor_total += len;
+        gw_xor_free(&c);
+    }
+    assert_true(blk * 2 < xor_total);
+}
+
+/* Decodes untrusted bytes; returns the rc, checks the count on success. */
+static int try_decode(const uint8_t *b, size_t len, int64_t *t, double *v, size_t cap)
+{
+    size_t n = 0;
+    int rc = gw_block_decode(b, len, t, v, cap, &n);
+    if (rc == GW_OK)
+        assert_true(n >= 1 && n <= cap);
+    else
+        assert_true(rc == GW_ECORRUPT || rc == GW_ELIMIT || rc == GW_ENOMEM);
+    return rc;
+}
+
+static void fuzz_block(const uint8_t *blk, size_t len, int64_t *t, double *v, size_t cap, int flips)
+{
+    /* Every strict truncation, copied to an exact-size heap buffer. */
+    for (size_t l = 0; l < len; l++) {
+        uint8_t *cp = malloc(l ? l : 1);
+        assert_non_null(cp);
+        memcpy(cp, blk, l);
+        assert_int_not_equal(try_decode(cp, l, t, v, cap), GW_OK);
+        free(cp);
+    }
+    uint8_t *cp = malloc(len);
+    assert_non_null(cp);
+    for (int round = 0; round < flips; round++) {
+        memcpy(cp, blk, len);
+        int k = 1 + (int)(rnd() % 3);
+        for (int f = 0; f < k; f++) {
+            size_t bit = rnd() % (len * 8);
+            cp[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        }
+        (void)try_decode(cp, len, t, v, cap);
+    }
+    free(cp);
+}
+
+static void test_block_truncated_and_corrupt(void **state)
+{
+    (void)state;
+    enum { N = 300 };
+    int64_t t[N], dt[N];
+    double v[N], dv[N];
+    struct gw_buf b;
+    gw_buf_init(&b, 0);
+    for (int shape = 0; shape < 5; shape++) {
+        regular_ts(t, N, 1700000000000ll, 15000);
+        for (size_t i = 0; i < N; i++) {
+            switch (shape) {
+            case 0: v[i] = (double)(i % 17) / 4.0; break;                 /* decimal */
+            case 1: v[i] = bitsd(rnd()); break;                           /* XOR */
+            case 2: v[i] = (i % 7 == 0) ? bitsd(STALE) : (double)(rnd() % 1000); break;
+            case 3: v[i] = (double)(i / 10) * 1000003.0; break;          /* counter */
+            default: v[i] = bitsd(0x4059000000000000ull ^ ((i % 5) << 20)); break; /* repeats: zstd */
+            }
+            if (shape == 2 && i > 0 && rnd() % 9 == 0)
+                t[i] = t[i - 1] + 1 + (int64_t)(rnd() % 30000);
+            else if (i > 0)
+                t[i] = t[i - 1] + 15000;
+        }
+        gw_buf_reset(&b);
+        assert_int_equal(gw_block_encode(t, v, N, &b), GW_OK);
+        if (shape == 4)
+            assert_true(b.data[0] & 0x01); /* this one took the zstd path */
+        fuzz_block(b.data, b.len, dt, dv, N, 3000);
+    }
+    gw_buf_free(&b);
+    /* Pure garbage of every small length. */
+    uint8_t junk[64];
+    for (int round = 0; round < 20000; round++) {
+        size_t l = rnd() % sizeof junk;
+        for (size_t i = 0; i < l; i++)
+            junk[i] = (uint8_t)rnd();
+        if (l > 0 && (round & 1))
+            junk[0] = (uint8_t)(0x10 | (junk[0] & 3));
+        (void)try_decode(junk, l, dt, dv, N);
+    }
+    /* A header promising more samples than the caller holds. */
+    static const uint8_t big[] = {0x10, 0x80, 0x80, 0x40, 0x00, 0x80, 0x80, 0x40, 0x00};
+    size_t n;
+    assert_int_equal(gw_block_decode(big, sizeof big, dt, dv, N, &n), GW_ELIMIT);
+    /* n above GW_BLOCK_MAX_SAMPLES is corruption, not a limit. */
+    static const uint8_t huge[] = {0x10, 0xff, 0xff, 0xff, 0x0f, 0x00, 0x00, 0x00};
+    assert_int_equal(gw_block_info(huge, sizeof huge, NULL, NULL, NULL), GW_ECORRUPT);
+    /* maxt past INT64_MAX. */
+    static const uint8_t wrap[] = {0x10, 0x02, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
+                                   0x05, 0x00};
+    assert_int_equal(gw_block_info(wrap, sizeof wrap, NULL, NULL, NULL), GW_ECORRUPT);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_block_golden_small),
+        cmocka_unit_test(test_block_golden_stale_exception),
+        cmocka_unit_test(test_block_roundtrip_random_doubles),
+        cmocka_unit_test(test_block_roundtrip_exporter_shapes),
+        cmocka_unit_test(test_block_roundtrip_special_values),
+        cmocka_unit_test(test_block_invalid_arguments),
+        cmocka_unit_test(test_block_smaller_than_xor_chunks),
+        cmocka_unit_test(test_block_truncated_and_corrupt),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
