@@ -1,11 +1,12 @@
 /* gpuwatch/block.h - the persisted sample block: one series, one time window.
  *
  * Two stages. Stage 1 turns the samples into small integers: timestamps as
- * delta-of-delta zigzag varints; values, when every value in the block is an
- * exact decimal (v == m * 10^e for an int64 m and a shared exponent e, checked
- * by round trip so the doubles come back bit-exact), as mantissas coded
- * constant / delta / delta-of-delta (whichever is smallest), otherwise as
- * Gorilla XOR bits. Special values (stale NaN, other NaN payloads, +-Inf, -0)
+ * deltas of deltas or as offsets from a regular grid (whichever is smaller);
+ * values, when the block's values are exact decimals (v == m / 10^k for an
+ * int64 m and a shared k, checked by round trip so the doubles come back
+ * bit-exact), as mantissas of order 0 / 1 / 2 (raw, delta, delta-of-delta),
+ * otherwise as Gorilla XOR bits. Each integer sequence is written as zeros,
+ * zigzag varints, zero runs, bit-packed or Rice-coded, whichever is smallest. Special values (stale NaN, other NaN payloads, +-Inf, -0)
  * ride in an exception list so one odd sample does not spoil the block.
  * Stage 2 compresses the stage-1 bytes with zstd when that is smaller.
  * Format and a worked example: top of src/chunk/block.c.
