@@ -331,6 +331,7 @@ static struct MHD_Daemon *start_daemon(struct gw_http *h, unsigned flags, const 
     unsigned threads = h->opts.threads ? h->opts.threads : 1;
     return MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, h,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
         MHD_OPTION_SOCK_ADDR, sa,
         MHD_OPTION_THREAD_POOL_SIZE, threads,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)h->opts.conn_timeout_s,
@@ -338,7 +339,6 @@ static struct MHD_Daemon *start_daemon(struct gw_http *h, unsigned flags, const 
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
-        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
         MHD_OPTION_END);
 }
 

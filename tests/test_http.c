@@ -1,0 +1,728 @@
+/* tests/test_http.c - the HTTP server end to end: a real server on an
+ * ephemeral loopback port over a real database in a temp dir, driven by a
+ * tiny blocking HTTP/1.1 client (one request per connection). Covers the
+ * remote-write status codes (405/415/400/413/204/400 refused), the query
+ * API over written data, remote read in both response types, health,
+ * readiness, 404s, /metrics, and a stalled upload that must not hold up
+ * another client. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include "gpuwatch/codec.h"
+#include "gpuwatch/db.h"
+#include "gpuwatch/http.h"
+#include "gpuwatch/rw.h"
+
+#define BODY_CAP (256u * 1024u)
+
+struct fixture {
+    char dir[256];
+    struct gw_db *db;
+    struct gw_http *http;
+    uint16_t port;
+    int64_t base;           /* first sample timestamp */
+};
+
+struct resp {
+    int status;
+    char head[4096];        /* status line + headers */
+    char *body;             /* NUL-terminated */
+    size_t body_len;
+};
+
+static void resp_free(struct resp *r)
+{
+    free(r->body);
+    r->body = NULL;
+}
+
+static int connect_port(uint16_t port)
+{
+    struct sockaddr_in a;
+    struct timeval tv = {10, 0};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return fd;
+}
+
+static void send_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n > 0) {
+        ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;   /* the server may close early (e.g. after 413) */
+        c += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Reads the whole response (the server closes: Connection: close). */
+static void read_resp(int fd, struct resp *r)
+{
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    char *sep;
+    assert_non_null(buf);
+    for (;;) {
+        ssize_t n;
+        if (len + 1 >= cap) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            assert_non_null(buf);
+        }
+        n = recv(fd, buf + len, cap - len - 1, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    sep = strstr(buf, "\r\n\r\n");
+    assert_non_null(sep);
+    size_t hl = (size_t)(sep - buf);
+    assert_true(hl < sizeof r->head);
+    memcpy(r->head, buf, hl);
+    r->head[hl] = '\0';
+    r->status = (int)strtol(buf + 9, NULL, 10);
+    r->body_len = len - hl - 4;
+    r->body = malloc(r->body_len + 1);
+    assert_non_null(r->body);
+    memcpy(r->body, sep + 4, r->body_len);
+    r->body[r->body_len] = '\0';
+    free(buf);
+}
+
+static void http_do(uint16_t port, const char *method, const char *target, const char *headers,
+                    const void *body, size_t body_len, struct resp *r)
+{
+    char req[8192];
+    int fd = connect_port(port);
+    int n = snprintf(req, sizeof req,
+                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%sContent-Length: %zu\r\n\r\n",
+                     method, target, headers ? headers : "", body_len);
+    assert_true(n > 0 && (size_t)n < sizeof req);
+    send_all(fd, req, (size_t)n);
+    if (body_len)
+        send_all(fd, body, body_len);
+    read_resp(fd, r);
+    close(fd);
+}
+
+static const char *header_value(const struct resp *r, const char *name, char *out, size_t cap)
+{
+    const char *p = r->head;
+    size_t nl = strlen(name);
+    while ((p = strstr(p, "\r\n")) != NULL) {
+        p += 2;
+        if (strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
+            const char *v = p + nl + 1, *e;
+            while (*v == ' ')
+                v++;
+            e = strstr(v, "\r\n");
+            size_t l = e ? (size_t)(e - v) : strlen(v);
+            if (l >= cap)
+                l = cap - 1;
+            memcpy(out, v, l);
+            out[l] = '\0';
+            return out;
+        }
+    }
+    return NULL;
+}
+
+/* Percent-encodes a query value. */
+static void qenc(const char *in, char *out, size_t cap)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    for (; *in && o + 4 < cap; in++) {
+        unsigned char c = (unsigned char)*in;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+            c == '.' || c == '-') {
+            out[o++] = (char)c;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[c >> 4];
+            out[o++] = hex[c & 15];
+        }
+    }
+    out[o] = '\0';
+}
+
+/* ---- request bodies ---- */
+
+static void lbl(struct gw_label *l, const char *n, const char *v)
+{
+    l->name = n;
+    l->name_len = (uint32_t)strlen(n);
+    l->value = v;
+    l->value_len = (uint32_t)strlen(v);
+}
+
+/* snappy(v1 WriteRequest) with two series of n samples each (index i0..):
+ *   test_metric{job="a"} = i, test_metric{job="b"} = 10*i, every 15 s. */
+static void build_write(int64_t base, size_t i0, size_t n, double bias, struct gw_buf *out)
+{
+    struct gw_label la[2], lb[2];
+    struct gw_sample *sa = calloc(n, sizeof *sa), *sb = calloc(n, sizeof *sb);
+    struct gw_rw_series s[2];
+    struct gw_rw_request req;
+    struct gw_buf pb;
+    assert_non_null(sa);
+    assert_non_null(sb);
+    lbl(&la[0], "__name__", "test_metric");
+    lbl(&la[1], "job", "a");
+    lbl(&lb[0], "__name__", "test_metric");
+    lbl(&lb[1], "job", "b");
+    for (size_t k = 0; k < n; k++) {
+        size_t i = i0 + k;
+        sa[k].t = sb[k].t = base + (int64_t)i * 15000;
+        sa[k].v = (double)i + bias;
+        sb[k].v = 10.0 * (double)i + bias;
+    }
+    memset(s, 0, sizeof s);
+    s[0].labels = la;
+    s[0].n_labels = 2;
+    s[0].samples = sa;
+    s[0].n_samples = (uint32_t)n;
+    s[1].labels = lb;
+    s[1].n_labels = 2;
+    s[1].samples = sb;
+    s[1].n_samples = (uint32_t)n;
+    memset(&req, 0, sizeof req);
+    req.version = 1;
+    req.series = s;
+    req.n_series = 2;
+    req.n_samples = 2 * n;
+    gw_buf_init(&pb, 0);
+    assert_int_equal(gw_rw_encode_v1(&req, &pb), GW_OK);
+    gw_buf_init(out, 0);
+    assert_int_equal(gw_snappy_encode(pb.data, pb.len, out), GW_OK);
+    gw_buf_free(&pb);
+    free(sa);
+    free(sb);
+}
+
+#define RW_HEADERS "Content-Type: application/x-protobuf\r\nContent-Encoding: snappy\r\n" \
+                   "X-Prometheus-Remote-Write-Version: 0.1.0\r\n"
+#define N_SAMPLES 20
+
+static void post_write(struct fixture *f, const struct gw_buf *b, struct resp *r)
+{
+    http_do(f->port, "POST", "/api/v1/write", RW_HEADERS, b->data, b->len, r);
+}
+
+/* ---- fixture ---- */
+
+static int setup(void **state)
+{
+    struct fixture *f = calloc(1, sizeof *f);
+    const char *tmp = getenv("GW_TEST_TMP");
+    struct gw_db_opts dopts;
+    struct gw_http_opts hopts;
+    struct gw_error err;
+    struct gw_buf w;
+    struct resp r;
+    assert_non_null(f);
+    snprintf(f->dir, sizeof f->dir, "%s/gwhttp.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (tmp && *tmp) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s'", tmp);
+        if (system(cmd) != 0)
+            return -1;
+    }
+    assert_non_null(mkdtemp(f->dir));
+    gw_db_opts_default(&dopts);
+    dopts.dir = f->dir;
+    dopts.fsync = GW_FSYNC_OFF;
+    dopts.background = 0;
+    gw_error_clear(&err);
+    if (gw_db_open(&f->db, &dopts, &err) != GW_OK) {
+        print_error("gw_db_open: %s\n", err.msg);
+        return -1;
+    }
+    gw_http_opts_default(&hopts);
+    hopts.listen = "127.0.0.1:0";
+    hopts.threads = 2;
+    hopts.max_body_bytes = BODY_CAP;
+    hopts.conn_timeout_s = 5;
+    if (gw_http_start(&f->http, f->db, &hopts, &err) != GW_OK) {
+        print_error("gw_http_start: %s\n", err.msg);
+        return -1;
+    }
+    f->port = gw_http_port(f->http);
+    assert_true(f->port != 0);
+    /* Data every test can read: 20 samples per series ending ~1 min ago. */
+    f->base = (gw_now_ms() / 60000) * 60000 - 20 * 60000;
+    build_write(f->base, 0, N_SAMPLES, 0.0, &w);
+    post_write(f, &w, &r);
+    assert_int_equal(r.status, 204);
+    assert_int_equal(r.body_len, 0);
+    resp_free(&r);
+    gw_buf_free(&w);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fixture *f = *state;
+    char cmd[300];
+    gw_http_stop(f->http);
+    gw_db_close(f->db);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    if (system(cmd) != 0)
+        return -1;
+    free(f);
+    return 0;
+}
+
+/* ---- remote write ---- */
+
+static void test_http_write_method_not_allowed(void **state)
+{
+    struct fixture *f = *state;
+    struct resp r;
+    char v[64];
+    http_do(f->port, "GET", "/api/v1/write", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 405);
+    assert_non_null(header_value(&r, "Allow", v, sizeof v));
+    assert_string_equal(v, "POST");
+    resp_free(&r);
+}
+
+static void test_http_write_unsupported_media(void **state)
+{
+    struct fixture *f = *state;
+    struct resp r;
+    struct gw_buf w;
+    build_write(f->base, 0, 2, 0.0, &w);
+    http_do(f->port, "POST", "/api/v1/write", "Content-Type: application/x-protobuf\r\nContent-Encoding: gzip\r\n",
+            w.data, w.len, &r);
+    assert_int_equal(r.status, 415);
+    assert_non_null(strstr(r.body, "Content-Encoding"));
+    resp_free(&r);
+    http_do(f->port, "POST", "/api/v1/write", "Content-Type: application/json\r\nContent-Encoding: snappy\r\n",
+            w.data, w.len, &r);
+    assert_int_equal(r.status, 415);
+    resp_free(&r);
+    gw_buf_free(&w);
+}
+
+static void test_http_write_bad_bodies(void **state)
+{
+    struct fixture *f = *state;
+    struct resp r;
+    struct gw_buf w;
+    char v[64];
+    http_do(f->port, "POST", "/api/v1/write", RW_HEADERS, "garbage!", 8, &r);
+    assert_int_equal(r.status, 400);
+    assert_null(header_value(&r, "X-Prometheus-Remote-Write-Samples-Written", v, sizeof v));
+    resp_free(&r);
+    build_write(f->base, 0, N_SAMPLES, 0.0, &w);
+    http_do(f->port, "POST", "/api/v1/write", RW_HEADERS, w.data, w.len / 2, &r);
+    assert_int_equal(r.status, 400);
+    resp_free(&r);
+    /* v2 content type on a garbage body: 400 with the Written headers. */
+    http_do(f->port, "POST", "/api/v1/write",
+            "Content-Type: application/x-protobuf;proto=io.prometheus.write.v2.Request\r\n"
+            "Content-Encoding: snappy\r\n", "\xff\xff\xff\xff\x0f", 5, &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(header_value(&r, "X-Prometheus-Remote-Write-Samples-Written", v, sizeof v));
+    assert_string_equal(v, "0");
+    resp_free(&r);
+    gw_buf_free(&w);
+}
+
+static void test_http_write_too_large(void **state)
+{
+    struct fixture *f = *state;
+    struct resp r;
+    size_t n = BODY_CAP + 4096;
+    char *big = malloc(n);
+    assert_non_null(big);
+    memset(big, 'x', n);
+    http_do(f->port, "POST", "/api/v1/write", RW_HEADERS, big, n, &r);
+    assert_int_equal(r.status, 413);
+    resp_free(&r);
+    free(big);
+    /* The server still works afterwards. */
+    http_do(f->port, "GET", "/-/healthy", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+}
+
+static void test_http_write_refused_and_retry(void **state)
+{
+    struct fixture *f = *state;
+    struct resp r;
+    struct gw_buf w;
+    /* The newest samples again: idempotent, 204. */
+    build_write(f->base, N_SAMPLES - 1, 1, 0.0, &w);
+    post_write(f, &w, &r);
+    if (r.status != 204)
+        print_message("retry answered %d: %s\n", r.status, r.body);
+    assert_int_equal(r.status, 204);
+    resp_free(&r);
+    gw_buf_free(&w);
+    /* Same timestamp, other value: refused as duplicates with a reason. */
+    build_write(f->base, N_SAMPLES - 1, 1, 0.5, &w);
+    post_write(f, &w, &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "refused 2 of 2 samples"));
+    assert_non_null(strstr(r.body, "2 duplicate timestamp with different value"));
+    resp_free(&r);
+    gw_buf_free(&w);
+    /* Older samples: out of order; one new sample per series is kept. */
+    build_write(f->base, N_SAMPLES - 3, 4, 0.0, &w);
+    post_write(f, &w, &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "refused 4 of 8 samples: 4 out of order"));
+    resp_free(&r);
+    gw_buf_free(&w);
+}
+
+/* ---- query API ---- */
+
+static void get(struct fixture *f, const char *target, struct resp *r)
+{
+    http_do(f->port, "GET", target, NULL, NULL, 0, r);
+}
+
+static void test_http_series_labels_values(void **state)
+{
+    struct fixture *f = *state;
+    struct resp r;
+    char m[128], t[512];
+    qenc("test_metric", m, sizeof m);
+    snprintf(t, sizeof t, "/api/v1/series?match[]=%s", m);
+    get(f, t, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":[{\"__name__\":\"test_metric\",\"job\":\"a\"},"
+                                "{\"__name__\":\"test_metric\",\"job\":\"b\"}]}");
+    resp_free(&r);
+
+    qenc("{job=\"b\"}", m, sizeof m);
+    snprintf(t, sizeof t, "/api/v1/series?match[]=%s&limit=5", m);
+    get(f, t, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":[{\"__name__\":\"test_metric\",\"job\":\"b\"}]}");
+    resp_free(&r);
+
+    get(f, "/api/v1/series", &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "\"errorType\":\"bad_data\""));
+    resp_free(&r);
+
+    get(f, "/api/v1/labels", &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":[\"__name__\",\"job\"]}");
+    resp_free(&r);
+
+    /* POST form body works like GET. */
+    http_do(f->port, "POST", "/api/v1/labels", "Content-Type: application/x-www-form-urlencoded\r\n",
+            "match%5B%5D=test_metric", 23, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":[\"__name__\",\"job\"]}");
+    resp_free(&r);
+
+    get(f, "/api/v1/label/job/values", &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":[\"a\",\"b\"]}");
+    resp_free(&r);
+
+    get(f, "/api/v1/label/job/values?limit=1", &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":[\"a\"],"
+                                "\"warnings\":[\"results truncated due to limit\"]}");
+    resp_free(&r);
+
+    get(f, "/api/v1/label/nothere/values", &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":[]}");
+    resp_free(&r);
+}
+
+static void test_http_query_range(void **state)
+{
+    struct fixture *f = *state;
+    struct resp r;
+    char m[128], t[512], want[4096], ts[32];
+    size_t n = 0;
+    /* Steps every 60 s over the written data of job="a" (value i at base+15s*i). */
+    qenc("test_metric{job=\"a\"}", m, sizeof m);
+    int64_t start = f->base, end = f->base + 4 * 60000;
+    snprintf(t, sizeof t, "/api/v1/query_range?query=%s&start=%lld&end=%lld.000&step=60", m,
+             (long long)(start / 1000), (long long)(end / 1000));
+    get(f, t, &r);
+    assert_int_equal(r.status, 200);
+    n = (size_t)snprintf(want, sizeof want, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":"
+                                           "[{\"metric\":{\"__name__\":\"test_metric\",\"job\":\"a\"},\"values\":[");
+    for (int i = 0; i <= 4; i++) {
+        snprintf(ts, sizeof ts, "%lld", (long long)((start + i * 60000) / 1000));
+        n += (size_t)snprintf(want + n, sizeof want - n, "%s[%s,\"%d\"]", i ? "," : "", ts, i * 4);
+    }
+    snprintf(want + n, sizeof want - n, "]}]}}");
+    assert_string_equal(r.body, want);
+    resp_free(&r);
+
+    /* Instant query: a vector with the eval time, both series. */
+    qenc("test_metric", m, sizeof m);
+    snprintf(t, sizeof t, "/api/v1/query?query=%s&time=%lld.5", m, (long long)((f->base + 30000) / 1000));
+    get(f, t, &r);
+    assert_int_equal(r.status, 200);
+    snprintf(ts, sizeof ts, "%lld.5", (long long)((f->base + 30000) / 1000));
+    snprintf(want, sizeof want,
+             "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
+             "{\"metric\":{\"__name__\":\"test_metric\",\"job\":\"a\"},\"value\":[%s,\"2\"]},"
+             "{\"metric\":{\"__name__\":\"test_metric\",\"job\":\"b\"},\"value\":[%s,\"20\"]}]}}", ts, ts);
+    assert_string_equal(r.body, want);
+    resp_free(&r);
+
+    /* Range selector at an instant: raw samples in (t-30s, t]. */
+    qenc("test_metric{job=\"b\"}[30s]", m, sizeof m);
+    snprintf(t, sizeof t, "/api/v1/query?query=%s&time=%lld", m, (long long)((f->base + 45000) / 1000));
+    get(f, t, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"resultType\":\"matrix\""));
+    assert_non_null(strstr(r.body, ",\"20\"],["));
+    assert_non_null(strstr(r.body, ",\"30\"]]"));
+    assert_null(strstr(r.body, ",\"10\"]"));
+    resp_free(&r);
+
+    /* Parameter checks. */
+    snprintf(t, sizeof t, "/api/v1/query_range?query=up&start=100&end=50&step=10");
+    get(f, t, &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "end timestamp must not be before start time"));
+    resp_free(&r);
+    get(f, "/api/v1/query_range?query=up&start=0&end=50&step=0", &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "zero or negative query resolution step widths are not accepted"));
+    resp_free(&r);
+    get(f, "/api/v1/query_range?query=up&start=0&end=11001&step=1", &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "exceeded maximum resolution of 11,000 points"));
+    resp_free(&r);
+    get(f, "/api/v1/query?query=1%2B1&time=4", &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "unsupported expression: only series selectors are supported"));
+    resp_free(&r);
+    get(f, "/api/v1/query?query=up&time=yesterday", &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "invalid parameter \\\"time\\\""));
+    resp_free(&r);
+}
+
+static void test_http_misc_endpoints(void **state)
+{
+    struct fixture *f = *state;
+    struct resp r;
+    get(f, "/-/ready", &r);
+    assert_int_equal(r.status, 503);
+    resp_free(&r);
+    gw_http_set_ready(f->http, 1);
+    get(f, "/-/ready", &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "gpuwatch is Ready.\n");
+    resp_free(&r);
+    get(f, "/-/healthy", &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "gpuwatch is Healthy.\n");
+    resp_free(&r);
+    get(f, "/api/v1/status/buildinfo", &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"version\":\""));
+    assert_null(strstr(r.body, "features"));
+    resp_free(&r);
+    get(f, "/api/v1/query_exemplars?query=test&start=1&end=2", &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":[]}");
+    resp_free(&r);
+    get(f, "/api/v1/nope", &r);
+    assert_int_equal(r.status, 404);
+    assert_non_null(strstr(r.body, "\"errorType\":\"not_found\""));
+    resp_free(&r);
+    get(f, "/nope", &r);
+    assert_int_equal(r.status, 404);
+    assert_null(strstr(r.body, "{"));
+    resp_free(&r);
+    http_do(f->port, "DELETE", "/api/v1/query", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 405);
+    resp_free(&r);
+    get(f, "/api/v1/metadata", &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "{\"status\":\"success\",\"data\":{"));
+    resp_free(&r);
+    get(f, "/metrics", &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "gpuwatch_http_requests_total{route=\"/api/v1/write\",code=\"204\"} 1"));
+    assert_non_null(strstr(r.body, "gpuwatch_remote_write_samples_accepted_total 40"));
+    resp_free(&r);
+}
+
+/* ---- remote read ---- */
+
+struct read_seen {
+    size_t series, samples;
+    double last_b;
+};
+
+static int on_read_series(void *ud, size_t qi, const uint8_t *labels, size_t labels_len, const int64_t *t,
+                          const double *v, size_t n)
+{
+    struct read_seen *s = ud;
+    const char *job;
+    size_t jl;
+    (void)qi;
+    (void)t;
+    s->series++;
+    s->samples += n;
+    if (gw_labels_get(labels, labels_len, "job", 3, &job, &jl) && jl == 1 && job[0] == 'b' && n > 0)
+        s->last_b = v[n - 1];
+    return GW_OK;
+}
+
+static void remote_read(struct fixture *f, int streamed, struct read_seen *seen)
+{
+    struct gw_read_request rr;
+    struct gw_read_query q;
+    struct gw_buf pb, sn;
+    struct gw_error err;
+    struct resp r;
+    char ct[128];
+    memset(&q, 0, sizeof q);
+    q.start_ms = f->base;
+    q.end_ms = f->base + 3600000;
+    q.matchers = calloc(1, sizeof *q.matchers);
+    assert_non_null(q.matchers);
+    assert_int_equal(gw_matcher_init(&q.matchers[0], GW_MATCH_EQ, "__name__", 8, "test_metric", 11, NULL), GW_OK);
+    q.n_matchers = 1;
+    memset(&rr, 0, sizeof rr);
+    rr.queries = &q;
+    rr.n_queries = 1;
+    gw_buf_init(&pb, 0);
+    gw_buf_init(&sn, 0);
+    assert_int_equal(gw_read_request_encode(&rr, streamed, &pb), GW_OK);
+    assert_int_equal(gw_snappy_encode(pb.data, pb.len, &sn), GW_OK);
+    http_do(f->port, "POST", "/api/v1/read",
+            "Content-Type: application/x-protobuf\r\nContent-Encoding: snappy\r\n", sn.data, sn.len, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(header_value(&r, "Content-Type", ct, sizeof ct));
+    memset(seen, 0, sizeof *seen);
+    gw_error_clear(&err);
+    if (streamed) {
+        assert_string_equal(ct, "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse");
+        assert_int_equal(gw_read_chunked_decode((const uint8_t *)r.body, r.body_len, on_read_series, seen, &err),
+                         GW_OK);
+    } else {
+        assert_string_equal(ct, "application/x-protobuf");
+        assert_int_equal(gw_read_response_decode((const uint8_t *)r.body, r.body_len, on_read_series, seen, &err),
+                         GW_OK);
+    }
+    resp_free(&r);
+    gw_matcher_free(&q.matchers[0]);
+    free(q.matchers);
+    gw_buf_free(&pb);
+    gw_buf_free(&sn);
+}
+
+static void test_http_remote_read(void **state)
+{
+    struct fixture *f = *state;
+    struct read_seen seen;
+    struct resp r;
+    remote_read(f, 0, &seen);
+    assert_int_equal(seen.series, 2);
+    assert_int_equal(seen.samples, 2 * N_SAMPLES);
+    assert_true(seen.last_b == 10.0 * (N_SAMPLES - 1));
+    remote_read(f, 1, &seen);
+    assert_int_equal(seen.series, 2);
+    assert_int_equal(seen.samples, 2 * N_SAMPLES);
+    assert_true(seen.last_b == 10.0 * (N_SAMPLES - 1));
+    http_do(f->port, "POST", "/api/v1/read", "Content-Encoding: snappy\r\n", "junk", 4, &r);
+    assert_int_equal(r.status, 400);
+    resp_free(&r);
+}
+
+/* ---- slow clients ---- */
+
+static uint64_t now_ms_mono(void)
+{
+    return gw_mono_ns() / 1000000u;
+}
+
+static void test_http_stalled_upload_does_not_block(void **state)
+{
+    struct fixture *f = *state;
+    struct resp r;
+    char hdr[512];
+    int slow[4];
+    uint64_t t0;
+    /* More stalled uploads than worker threads. */
+    for (int i = 0; i < 4; i++) {
+        slow[i] = connect_port(f->port);
+        int n = snprintf(hdr, sizeof hdr,
+                         "POST /api/v1/write HTTP/1.1\r\nHost: x\r\n" RW_HEADERS "Content-Length: 1000\r\n\r\n");
+        send_all(slow[i], hdr, (size_t)n);
+        send_all(slow[i], "0123456789012345678901234567890123456789", 40);
+    }
+    usleep(100 * 1000);
+    t0 = now_ms_mono();
+    http_do(f->port, "GET", "/-/healthy", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    assert_true(now_ms_mono() - t0 < 1000);
+    resp_free(&r);
+    {
+        char m[64], t[256];
+        qenc("test_metric", m, sizeof m);
+        snprintf(t, sizeof t, "/api/v1/series?match[]=%s", m);
+        t0 = now_ms_mono();
+        get(f, t, &r);
+        assert_int_equal(r.status, 200);
+        assert_true(now_ms_mono() - t0 < 1000);
+        resp_free(&r);
+    }
+    for (int i = 0; i < 4; i++)
+        close(slow[i]);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_http_write_method_not_allowed, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_write_unsupported_media, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_write_bad_bodies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_write_too_large, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_write_refused_and_retry, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_series_labels_values, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_query_range, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_misc_endpoints, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_remote_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_stalled_upload_does_not_block, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
