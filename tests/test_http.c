@@ -184,7 +184,8 @@ static void lbl(struct gw_label *l, const char *n, const char *v)
 
 /* snappy(v1 WriteRequest) with two series of n samples each (index i0..):
  *   test_metric{job="a"} = i, test_metric{job="b"} = 10*i, every 15 s. */
-static void build_write(int64_t base, size_t i0, size_t n, double bias, struct gw_buf *out)
+static void build_write_step(int64_t base, int64_t step_ms, const char *name, size_t i0, size_t n, double bias,
+                             struct gw_buf *out)
 {
     struct gw_label la[2], lb[2];
     struct gw_sample *sa = calloc(n, sizeof *sa), *sb = calloc(n, sizeof *sb);
@@ -193,13 +194,13 @@ static void build_write(int64_t base, size_t i0, size_t n, double bias, struct g
     struct gw_buf pb;
     assert_non_null(sa);
     assert_non_null(sb);
-    lbl(&la[0], "__name__", "test_metric");
+    lbl(&la[0], "__name__", name);
     lbl(&la[1], "job", "a");
-    lbl(&lb[0], "__name__", "test_metric");
+    lbl(&lb[0], "__name__", name);
     lbl(&lb[1], "job", "b");
     for (size_t k = 0; k < n; k++) {
         size_t i = i0 + k;
-        sa[k].t = sb[k].t = base + (int64_t)i * 15000;
+        sa[k].t = sb[k].t = base + (int64_t)i * step_ms;
         sa[k].v = (double)i + bias;
         sb[k].v = 10.0 * (double)i + bias;
     }
@@ -224,6 +225,11 @@ static void build_write(int64_t base, size_t i0, size_t n, double bias, struct g
     gw_buf_free(&pb);
     free(sa);
     free(sb);
+}
+
+static void build_write(int64_t base, size_t i0, size_t n, double bias, struct gw_buf *out)
+{
+    build_write_step(base, 15000, "test_metric", i0, n, bias, out);
 }
 
 #define RW_HEADERS "Content-Type: application/x-protobuf\r\nContent-Encoding: snappy\r\n" \
@@ -606,7 +612,7 @@ static int on_read_series(void *ud, size_t qi, const uint8_t *labels, size_t lab
     return GW_OK;
 }
 
-static void remote_read(struct fixture *f, int streamed, struct read_seen *seen)
+static void remote_read(struct fixture *f, const char *metric, int streamed, struct read_seen *seen)
 {
     struct gw_read_request rr;
     struct gw_read_query q;
@@ -619,7 +625,7 @@ static void remote_read(struct fixture *f, int streamed, struct read_seen *seen)
     q.end_ms = f->base + 3600000;
     q.matchers = calloc(1, sizeof *q.matchers);
     assert_non_null(q.matchers);
-    assert_int_equal(gw_matcher_init(&q.matchers[0], GW_MATCH_EQ, "__name__", 8, "test_metric", 11, NULL), GW_OK);
+    assert_int_equal(gw_matcher_init(&q.matchers[0], GW_MATCH_EQ, "__name__", 8, metric, strlen(metric), NULL), GW_OK);
     q.n_matchers = 1;
     memset(&rr, 0, sizeof rr);
     rr.queries = &q;
@@ -655,14 +661,28 @@ static void test_http_remote_read(void **state)
     struct fixture *f = *state;
     struct read_seen seen;
     struct resp r;
-    remote_read(f, 0, &seen);
+    struct gw_buf w;
+    remote_read(f, "test_metric", 0, &seen);
     assert_int_equal(seen.series, 2);
     assert_int_equal(seen.samples, 2 * N_SAMPLES);
     assert_true(seen.last_b == 10.0 * (N_SAMPLES - 1));
-    remote_read(f, 1, &seen);
+    remote_read(f, "test_metric", 1, &seen);
     assert_int_equal(seen.series, 2);
     assert_int_equal(seen.samples, 2 * N_SAMPLES);
     assert_true(seen.last_b == 10.0 * (N_SAMPLES - 1));
+    /* 1000 samples per series: several 120-sample XOR chunks each. */
+    build_write_step(f->base, 1000, "dense_metric", 0, 1000, 0.0, &w);
+    post_write(f, &w, &r);
+    assert_int_equal(r.status, 204);
+    resp_free(&r);
+    gw_buf_free(&w);
+    remote_read(f, "dense_metric", 1, &seen);
+    assert_int_equal(seen.samples, 2000);
+    assert_true(seen.series >= 2);
+    assert_true(seen.last_b == 9990.0);
+    remote_read(f, "dense_metric", 0, &seen);
+    assert_int_equal(seen.series, 2);
+    assert_int_equal(seen.samples, 2000);
     http_do(f->port, "POST", "/api/v1/read", "Content-Encoding: snappy\r\n", "junk", 4, &r);
     assert_int_equal(r.status, 400);
     resp_free(&r);
@@ -710,6 +730,40 @@ static void test_http_stalled_upload_does_not_block(void **state)
         close(slow[i]);
 }
 
+static void test_http_listen_addresses(void **state)
+{
+    static const char *good[] = {"127.0.0.1:0", "localhost:0", ":0"};
+    static const char *bad[] = {"nonsense", "127.0.0.1:99999", "127.0.0.1:", "::1:0", "[::1]9201",
+                                "127.0.0.1:12ab"};
+    struct gw_http_opts o;
+    struct gw_http *h = NULL;
+    struct gw_error err;
+    struct resp r;
+    (void)state;
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        gw_http_opts_default(&o);
+        o.listen = good[i];
+        o.threads = 1;
+        gw_error_clear(&err);
+        assert_int_equal(gw_http_start(&h, NULL, &o, &err), GW_OK);
+        assert_true(gw_http_port(h) != 0);
+        http_do(gw_http_port(h), "GET", "/-/healthy", NULL, NULL, 0, &r);
+        assert_int_equal(r.status, 200);
+        resp_free(&r);
+        gw_http_stop(h);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gw_http_opts_default(&o);
+        o.listen = bad[i];
+        h = NULL;
+        gw_error_clear(&err);
+        assert_int_equal(gw_http_start(&h, NULL, &o, &err), GW_EINVAL);
+        assert_null(h);
+        assert_true(err.msg[0] != '\0');
+    }
+    gw_http_stop(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -723,6 +777,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_http_misc_endpoints, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_remote_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_stalled_upload_does_not_block, setup, teardown),
+        cmocka_unit_test(test_http_listen_addresses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
