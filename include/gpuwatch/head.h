@@ -62,7 +62,9 @@ enum gw_head_append_result {
     GW_HEAD_ACCEPTED = 0,
     GW_HEAD_DUPLICATE = 1,      /* same t, same bits: no-op */
     GW_HEAD_CONFLICT = 2,       /* same t, other value */
-    GW_HEAD_OUT_OF_ORDER = 3
+    GW_HEAD_OUT_OF_ORDER = 3    /* older than the newest sample, or equal to a
+                                   newest sample held only in the store: the
+                                   caller may look it up (gw_head_lookup, store) */
 };
 /* Checks and appends one sample. *res tells the outcome. GW_OK or
  * GW_ENOMEM. wal_pos is recorded when the sample opens a chunk. */
@@ -70,6 +72,10 @@ int gw_head_append(struct gw_head *h, struct gw_head_series *s, int64_t t, doubl
                    enum gw_head_append_result *res);
 /* Only checks (no change): the outcome gw_head_append would have. */
 enum gw_head_append_result gw_head_check(const struct gw_head_series *s, int64_t t, double v);
+
+/* Looks for a sample at exactly t in the series' open and pending chunks;
+ * 1 and *bits = its value bits when found, else 0. O(samples held). */
+int gw_head_lookup(const struct gw_head_series *s, int64_t t, uint64_t *bits);
 
 /* Moves the open chunk (if any) to the pending list. GW_OK or GW_ENOMEM. */
 int gw_head_cut(struct gw_head *h, struct gw_head_series *s);

@@ -392,6 +392,57 @@ static struct gw_head_series *lookup_store(struct gw_db *db, struct gw_store_txn
     return NULL;
 }
 
+struct old_ctx {
+    int64_t t;
+    int found;
+    uint64_t bits;
+};
+
+static int old_block_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t len)
+{
+    struct old_ctx *c = ud;
+    (void)block_mint;
+    uint32_t n;
+    int64_t mi, ma;
+    if (gw_block_info(b, len, &n, &mi, &ma) != GW_OK || c->t < mi || c->t > ma) return GW_OK;
+    int64_t *tb = malloc((size_t)n * sizeof *tb);
+    double *vb = malloc((size_t)n * sizeof *vb);
+    size_t got = 0;
+    if (tb && vb && gw_block_decode(b, len, tb, vb, n, &got) == GW_OK) {
+        for (size_t i = 0; i < got; i++)
+            if (tb[i] == c->t) {
+                c->found = 1;
+                memcpy(&c->bits, &vb[i], 8);
+                break;
+            }
+    }
+    free(tb);
+    free(vb);
+    return c->found ? 1 : GW_OK;
+}
+
+/* A sample older than the newest of its series: an exact copy of a stored
+ * one (a retried batch) is a duplicate, another value at a stored timestamp
+ * a conflict, anything else out of order. Runs only on that path. */
+static enum gw_head_append_result classify_old(struct gw_db *db, struct gw_head_series *s, int64_t t, double v)
+{
+    uint64_t bits, vb;
+    memcpy(&vb, &v, 8);
+    int found = gw_head_lookup(s, t, &bits);
+    if (!found && t <= s->persisted_maxt) {
+        struct gw_store_txn *rt = NULL;
+        if (gw_store_read_begin(db->store, &rt, NULL) == GW_OK) {
+            struct old_ctx c = {.t = t};
+            gw_store_blocks_get(rt, s->node_id, s->gpu, s->sid, t - db->o.block_window_ms, t, old_block_cb, &c);
+            gw_store_read_end(rt);
+            found = c.found;
+            bits = c.bits;
+        }
+    }
+    if (!found) return GW_HEAD_OUT_OF_ORDER;
+    return bits == vb ? GW_HEAD_DUPLICATE : GW_HEAD_CONFLICT;
+}
+
 struct md_ctx {
     const struct gw_rw_request *req;
 };
@@ -527,6 +578,7 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
                 gw_error_set(err, rc, "out of memory appending to the head");
                 break;
             }
+            if (r == GW_HEAD_OUT_OF_ORDER) r = classify_old(db, s, t, v);
             if (r == GW_HEAD_DUPLICATE) { res->duplicates++; continue; }
             if (r == GW_HEAD_CONFLICT) { res->conflicts++; continue; }
             if (r == GW_HEAD_OUT_OF_ORDER) { res->out_of_order++; continue; }

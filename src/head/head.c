@@ -160,11 +160,38 @@ enum gw_head_append_result gw_head_check(const struct gw_head_series *s, int64_t
 {
     if (s->last_t == INT64_MIN || t > s->last_t) return GW_HEAD_ACCEPTED;
     if (t < s->last_t) return GW_HEAD_OUT_OF_ORDER;
-    /* Same timestamp as the newest sample. When that sample is already in
-     * the store its value is not at hand; a replay of stored data is the
-     * only way to get here, so treat it as the duplicate it is. */
-    if (t == s->persisted_maxt && s->open.n == 0 && !s->pending) return GW_HEAD_DUPLICATE;
+    /* Same timestamp as the newest sample, which is only in the store: its
+     * value is not at hand here, so let the caller look it up. */
+    if (t == s->persisted_maxt && s->open.n == 0 && !s->pending) return GW_HEAD_OUT_OF_ORDER;
     return dbits(v) == s->last_v ? GW_HEAD_DUPLICATE : GW_HEAD_CONFLICT;
+}
+
+static int chunk_lookup(const struct gw_xor_chunk *c, int64_t t, uint64_t *bits)
+{
+    if (c->n == 0 || t > c->t) return 0;
+    struct gw_xor_chunk tmp = *c;
+    size_t len;
+    const uint8_t *b = gw_xor_bytes(&tmp, &len);
+    struct gw_xor_iter it;
+    if (gw_xor_iter_init(&it, b, len) != GW_OK) return 0;
+    int64_t ts;
+    double v;
+    while (gw_xor_iter_next(&it, &ts, &v)) {
+        if (ts > t) return 0;
+        if (ts == t) {
+            memcpy(bits, &v, sizeof *bits);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int gw_head_lookup(const struct gw_head_series *s, int64_t t, uint64_t *bits)
+{
+    if (s->open.n && t >= s->open_mint) return chunk_lookup(&s->open, t, bits);
+    for (const struct gw_head_chunk *c = s->pending; c; c = c->next)
+        if (t >= c->mint && t <= c->maxt) return chunk_lookup(&c->x, t, bits);
+    return 0;
 }
 
 static void list_dirty(struct gw_head *h, struct gw_head_series *s)
