@@ -1,0 +1,277 @@
+/* keys.c - byte layouts of every key and value the LMDB store writes, and the
+ * helpers that build and parse them. All integers in keys are fixed-width
+ * big-endian so memcmp order equals numeric order. Timestamps in keys and
+ * values are "biased": (uint64_t)t ^ (1 << 63), so signed order = byte order.
+ *
+ * Databases (one LMDB environment, named DBIs):
+ *   meta         key: ascii name (no NUL)       value: be64 for counters
+ *                  "format_version" = 1, "next_node_id" (first free id, >= 1)
+ *   series       key: sid be64                  value: node_id be32 | gpu be16 |
+ *                                                      canonical labels
+ *   series_maxt  key: sid be64                  value: be64 biased maxt
+ *   shash        key: labels hash be64          data:  sid be64 (DUPSORT|DUPFIXED)
+ *   postings     key: name \0 value             data:  sid be64 (DUPSORT|DUPFIXED)
+ *                long form: when name_len + 1 + value_len > 480 the key is
+ *                  name \0 value[0..P) 0xff be64 XXH3-64(value)
+ *                with P = min(400, 470 - name_len) (always < value_len).
+ *                Label names longer than 469 bytes and values containing a
+ *                0xff byte (never valid UTF-8) are refused, so a value part
+ *                of exactly P + 9 bytes with 0xff at offset P is the long
+ *                form. Its full value is read from the labels of the first
+ *                series in its list.
+ *   nodes        key: node name bytes           value: node_id be32
+ *   node_ids     key: node_id be32              value: node name bytes
+ *   mmeta        key: metric family name        value: u8 type | uvarint help_len |
+ *                                                      help | unit (rest)
+ *   p<day>       one DBI per UTC day, name printf("p%08lld", day) with
+ *                day = floor(mint / 86400000):
+ *                key: node_id be32 | gpu be16 | sid be64 | mint be64 biased
+ *                value: the encoded block (see block.h), opaque here.
+ *
+ * Canonical labels (labels.h): repeated { uvarint name_len | name |
+ * uvarint value_len | value } sorted by name.
+ *
+ * Worked example: series sid 5 on node "n1" (node_id 1), GPU 3, labels
+ * {__name__="up", gpu="3"}, labels hash H, one block starting at
+ * t = 1700000000000 ms (2023-11-14T22:13:20Z, day 19675):
+ *   canonical labels (18 bytes):
+ *     08 5f 5f 6e 61 6d 65 5f 5f 02 75 70 03 67 70 75 01 33
+ *     (8 "__name__" 2 "up" 3 "gpu" 1 "3")
+ *   series:   00 00 00 00 00 00 00 05 -> 00 00 00 01 | 00 03 | <18 bytes above>
+ *   shash:    be64(H) -> 00 00 00 00 00 00 00 05
+ *   postings: 5f 5f 6e 61 6d 65 5f 5f 00 75 70 ("__name__\0up") -> ..05
+ *             67 70 75 00 33 ("gpu\0" "3")                     -> ..05
+ *   nodes:    6e 31 ("n1") -> 00 00 00 01;  node_ids: 00 00 00 01 -> 6e 31
+ *   p00019675: 00 00 00 01 | 00 03 | 00 00 00 00 00 00 00 05 |
+ *              80 00 01 8b cf e5 68 00  -> block bytes
+ *   (t = -1 would be biased to 7f ff ff ff ff ff ff ff, sorting before 0.)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <xxhash.h>
+
+#include "gpuwatch/err.h"
+#include "gpuwatch/store.h"
+#include "store/store_int.h"
+
+void gw_store_put_be64(uint8_t *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--) {
+        p[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+uint64_t gw_store_get_be64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+void gw_store_put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+uint32_t gw_store_get_be32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+void gw_store_put_be16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+uint16_t gw_store_get_be16(const uint8_t *p)
+{
+    return (uint16_t)(((unsigned)p[0] << 8) | p[1]);
+}
+
+uint64_t gw_store_bias(int64_t t)
+{
+    return (uint64_t)t ^ (UINT64_C(1) << 63);
+}
+
+int64_t gw_store_unbias(uint64_t u)
+{
+    u ^= UINT64_C(1) << 63;
+    int64_t t;
+    memcpy(&t, &u, sizeof t);
+    return t;
+}
+
+int64_t gw_store_day_of(int64_t t_ms)
+{
+    int64_t d = t_ms / GW_DAY_MS;
+    if (t_ms % GW_DAY_MS < 0)
+        d--;
+    return d;
+}
+
+size_t gw_store_uvarint_put(uint8_t *buf, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        buf[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    buf[n++] = (uint8_t)v;
+    return n;
+}
+
+size_t gw_store_uvarint_get(const uint8_t *p, size_t len, uint64_t *v)
+{
+    uint64_t x = 0;
+    unsigned shift = 0;
+    for (size_t i = 0; i < len && i < 10; i++) {
+        uint8_t b = p[i];
+        if (i == 9 && b > 1)
+            return 0;
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *v = x;
+            return i + 1;
+        }
+        shift += 7;
+    }
+    return 0;
+}
+
+void gw_store_lab_iter_init(struct gw_store_lab_iter *it, const uint8_t *b, size_t len)
+{
+    it->p = b;
+    it->len = b ? len : 0;
+    it->off = 0;
+}
+
+/* One length-prefixed string; 1 ok, 0 malformed. */
+static int lab_str(struct gw_store_lab_iter *it, const char **s, size_t *n)
+{
+    uint64_t v;
+    size_t k = gw_store_uvarint_get(it->p + it->off, it->len - it->off, &v);
+    if (k == 0)
+        return 0;
+    it->off += k;
+    if (v == 0 || v > it->len - it->off)
+        return 0;
+    *s = (const char *)it->p + it->off;
+    *n = (size_t)v;
+    it->off += (size_t)v;
+    return 1;
+}
+
+int gw_store_lab_iter_next(struct gw_store_lab_iter *it, const char **name, size_t *name_len,
+                           const char **value, size_t *value_len)
+{
+    if (it->off >= it->len)
+        return 0;
+    if (!lab_str(it, name, name_len) || !lab_str(it, value, value_len))
+        return GW_ECORRUPT;
+    return 1;
+}
+
+int gw_store_labels_find(const uint8_t *b, size_t len, const char *name, size_t name_len,
+                         const char **value, size_t *value_len)
+{
+    struct gw_store_lab_iter it;
+    gw_store_lab_iter_init(&it, b, len);
+    const char *n, *v;
+    size_t nl, vl;
+    int rc;
+    while ((rc = gw_store_lab_iter_next(&it, &n, &nl, &v, &vl)) == 1) {
+        if (nl == name_len && memcmp(n, name, nl) == 0) {
+            *value = v;
+            *value_len = vl;
+            return 1;
+        }
+    }
+    return rc;
+}
+
+uint64_t gw_store_hash(const void *p, size_t len)
+{
+    return (uint64_t)XXH3_64bits(p, len);
+}
+
+size_t gw_store_value_prefix(size_t name_len)
+{
+    size_t room = GW_KEY_MAX - 1 - GW_TRUNC_TAIL - name_len; /* name_len <= GW_NAME_MAX_KEY */
+    return room < GW_VALUE_PREFIX ? room : GW_VALUE_PREFIX;
+}
+
+int gw_store_postings_key(uint8_t *key, size_t *klen, const char *name, size_t name_len,
+                          const char *value, size_t value_len)
+{
+    if (name_len == 0 || memchr(name, 0, name_len))
+        return GW_EINVAL;
+    if (name_len > GW_NAME_MAX_KEY)
+        return GW_ETOOLARGE;
+    if (value_len && memchr(value, 0xff, value_len))
+        return GW_EINVAL;
+    memcpy(key, name, name_len);
+    key[name_len] = 0;
+    size_t o = name_len + 1;
+    if (value_len <= GW_KEY_MAX - o) {
+        if (value_len)
+            memcpy(key + o, value, value_len);
+        *klen = o + value_len;
+        return GW_OK;
+    }
+    /* value_len > GW_KEY_MAX - 1 - name_len >= p + 9, so p bytes exist. */
+    size_t p = gw_store_value_prefix(name_len);
+    memcpy(key + o, value, p);
+    o += p;
+    key[o++] = 0xff;
+    gw_store_put_be64(key + o, gw_store_hash(value, value_len));
+    *klen = o + 8;
+    return GW_OK;
+}
+
+int gw_store_value_is_truncated(size_t name_len, const uint8_t *vpart, size_t vlen, uint64_t *hash)
+{
+    size_t p = gw_store_value_prefix(name_len);
+    if (vlen != p + GW_TRUNC_TAIL || vpart[p] != 0xff)
+        return 0;
+    *hash = gw_store_get_be64(vpart + p + 1);
+    return 1;
+}
+
+void gw_store_block_key(uint8_t *key, uint32_t node_id, uint16_t gpu, uint64_t sid, int64_t mint)
+{
+    gw_store_put_be32(key, node_id);
+    gw_store_put_be16(key + 4, gpu);
+    gw_store_put_be64(key + 6, sid);
+    gw_store_put_be64(key + 14, gw_store_bias(mint));
+}
+
+void gw_store_part_name(char *buf, size_t cap, int64_t day)
+{
+    snprintf(buf, cap, "p%08lld", (long long)day);
+}
+
+int gw_store_part_parse(const char *name, size_t len, int64_t *day)
+{
+    if (len < 2 || len >= GW_PART_NAME_MAX || name[0] != 'p')
+        return 0;
+    char tmp[GW_PART_NAME_MAX], canon[GW_PART_NAME_MAX];
+    memcpy(tmp, name + 1, len - 1);
+    tmp[len - 1] = 0;
+    char *end = NULL;
+    long long v = strtoll(tmp, &end, 10);
+    if (end == tmp || *end != 0)
+        return 0;
+    gw_store_part_name(canon, sizeof canon, (int64_t)v);
+    if (strlen(canon) != len || memcmp(canon, name, len) != 0)
+        return 0;
+    *day = (int64_t)v;
+    return 1;
+}

@@ -1,0 +1,1879 @@
+/* store.c - the LMDB series store: environment, transactions, map growth,
+ * partition (per-day DBI) management and every store.h operation. Key and
+ * value layouts are documented at the top of keys.c.
+ *
+ * Locking (all process-local; LMDB's own writer lock serializes writers
+ * across processes):
+ *   write_mu  one gw_store_write() at a time in this process; also guards
+ *             every mdb_dbi_open in read-write mode (LMDB forbids concurrent
+ *             mdb_dbi_open from different transactions).
+ *   txn_lock  rwlock held shared by every transaction, exclusive while the
+ *             map is resized (LMDB requires no active transaction then).
+ *   gate      rwlock held shared by read transactions; a write transaction
+ *             that drops partitions takes it exclusive until it ends, since
+ *             mdb_drop(.., 1) closes the DBI handle process-wide at once.
+ *   part_mu   protects the partition cache (day -> DBI, sorted by day).
+ * Lock order: write_mu, txn_lock, gate, part_mu.
+ *
+ * Partition DBIs: opened at store open (all that exist); new ones are created
+ * inside write transactions and enter the cache only after commit (a handle
+ * opened in an aborted transaction is invalid). Read transactions use cached
+ * handles only, after checking with mdb_dbi_flags() that the handle is valid
+ * in their snapshot. In read-only mode the cache is refreshed at the start
+ * of each read transaction when another process has committed since.
+ *
+ * Invariant: a pointer into the map never outlives its transaction. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <lmdb.h>
+
+#include "gpuwatch/store.h"
+#include "store/store_int.h"
+
+#define GW_STORE_MAXDBS 1100          /* three years of days + fixed DBs */
+#define GW_STORE_MAXREADERS 512
+#define GW_STORE_DEFAULT_MAP (UINT64_C(1) << 30)
+#define GW_STORE_DEFAULT_MAX (UINT64_C(4) << 40)
+#define GW_STORE_MIN_MAP (UINT64_C(128) << 10)
+#define GW_STORE_FORMAT 1
+
+enum {
+    DB_META,
+    DB_SERIES,
+    DB_SERIES_MAXT,
+    DB_SHASH,
+    DB_POSTINGS,
+    DB_NODES,
+    DB_NODE_IDS,
+    DB_MMETA,
+    DB_COUNT
+};
+
+static const struct {
+    const char *name;
+    unsigned flags;
+} fixed_dbs[DB_COUNT] = {
+    [DB_META] = {"meta", 0},
+    [DB_SERIES] = {"series", 0},
+    [DB_SERIES_MAXT] = {"series_maxt", 0},
+    [DB_SHASH] = {"shash", MDB_DUPSORT | MDB_DUPFIXED},
+    [DB_POSTINGS] = {"postings", MDB_DUPSORT | MDB_DUPFIXED},
+    [DB_NODES] = {"nodes", 0},
+    [DB_NODE_IDS] = {"node_ids", 0},
+    [DB_MMETA] = {"mmeta", 0},
+};
+
+struct part {
+    int64_t day;
+    MDB_dbi dbi;
+};
+
+struct part_vec {
+    struct part *v;
+    size_t n, cap;
+};
+
+struct gw_store {
+    MDB_env *env;
+    MDB_dbi dbi[DB_COUNT];
+    int have[DB_COUNT];
+    int read_only;
+    uint64_t max_map_bytes;
+    char *dir;
+    pthread_mutex_t write_mu;
+    pthread_rwlock_t txn_lock;
+    pthread_rwlock_t gate;
+    pthread_mutex_t part_mu;
+    struct part_vec parts;        /* sorted by day, unique days */
+    size_t ro_seen_txnid;         /* read-only: last txn id the cache reflects */
+};
+
+struct gw_store_txn {
+    struct gw_store *s;
+    MDB_txn *txn;
+    int write;
+    int map_full;                 /* an operation hit MDB_MAP_FULL */
+    int gate_held;
+    int dropped;                  /* partitions were dropped in this txn */
+    struct part_vec pending;      /* partitions opened in this write txn */
+    int mdb_rc;
+    char msg[200];
+};
+
+/* ---------------------------------------------------------------- errors */
+
+static int map_mdb(int mrc)
+{
+    switch (mrc) {
+    case MDB_SUCCESS:
+        return GW_OK;
+    case MDB_NOTFOUND:
+        return GW_ENOTFOUND;
+    case MDB_MAP_FULL:
+    case ENOSPC:
+        return GW_EFULL;
+    case MDB_CORRUPTED:
+    case MDB_PAGE_NOTFOUND:
+    case MDB_INVALID:
+        return GW_ECORRUPT;
+    case ENOMEM:
+        return GW_ENOMEM;
+    case EIO:
+        return GW_EIO;
+    default:
+        return GW_ESTORE;
+    }
+}
+
+/* Records an LMDB failure in the txn (first one wins) and maps it. */
+static int terr(struct gw_store_txn *t, int mrc, const char *what)
+{
+    if (mrc == MDB_MAP_FULL)
+        t->map_full = 1;
+    if (mrc != MDB_NOTFOUND && t->mdb_rc == 0) {
+        t->mdb_rc = mrc;
+        snprintf(t->msg, sizeof t->msg, "%s: %s", what, mdb_strerror(mrc));
+    }
+    return map_mdb(mrc);
+}
+
+/* ------------------------------------------------------- partition cache */
+
+static int pv_push(struct part_vec *pv, int64_t day, MDB_dbi dbi)
+{
+    if (pv->n == pv->cap) {
+        size_t cap = pv->cap ? pv->cap * 2 : 32;
+        struct part *v = realloc(pv->v, cap * sizeof *v);
+        if (!v)
+            return GW_ENOMEM;
+        pv->v = v;
+        pv->cap = cap;
+    }
+    pv->v[pv->n].day = day;
+    pv->v[pv->n].dbi = dbi;
+    pv->n++;
+    return GW_OK;
+}
+
+/* Index of the first entry with day >= d. */
+static size_t pv_lower(const struct part_vec *pv, int64_t d)
+{
+    size_t lo = 0, hi = pv->n;
+    while (lo < hi) {
+        size_t m = lo + (hi - lo) / 2;
+        if (pv->v[m].day < d)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+/* Inserts or replaces into a sorted vec. */
+static int pv_insert_sorted(struct part_vec *pv, int64_t day, MDB_dbi dbi)
+{
+    size_t i = pv_lower(pv, day);
+    if (i < pv->n && pv->v[i].day == day) {
+        pv->v[i].dbi = dbi;
+        return GW_OK;
+    }
+    int rc = pv_push(pv, day, dbi);
+    if (rc != GW_OK)
+        return rc;
+    memmove(pv->v + i + 1, pv->v + i, (pv->n - 1 - i) * sizeof *pv->v);
+    pv->v[i].day = day;
+    pv->v[i].dbi = dbi;
+    return GW_OK;
+}
+
+static void pv_remove_at(struct part_vec *pv, size_t i)
+{
+    memmove(pv->v + i, pv->v + i + 1, (pv->n - i - 1) * sizeof *pv->v);
+    pv->n--;
+}
+
+static int pv_find(const struct part_vec *pv, int64_t day, MDB_dbi *dbi)
+{
+    for (size_t i = 0; i < pv->n; i++) {
+        if (pv->v[i].day == day) {
+            *dbi = pv->v[i].dbi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int cmp_part(const void *a, const void *b)
+{
+    const struct part *x = a, *y = b;
+    return (x->day > y->day) - (x->day < y->day);
+}
+
+static void parts_publish_locked(struct gw_store *s, const struct part_vec *pv)
+{
+    for (size_t i = 0; i < pv->n; i++) {
+        /* On ENOMEM the partition stays unknown to readers until reopen;
+         * its data is intact. */
+        (void)pv_insert_sorted(&s->parts, pv->v[i].day, pv->v[i].dbi);
+    }
+}
+
+static void parts_publish(struct gw_store *s, const struct part_vec *pv)
+{
+    if (pv->n == 0)
+        return;
+    pthread_mutex_lock(&s->part_mu);
+    parts_publish_locked(s, pv);
+    pthread_mutex_unlock(&s->part_mu);
+}
+
+/* Opens every partition DBI that exists in txn's snapshot into pv. The
+ * caller guarantees no concurrent mdb_dbi_open in this process. */
+static int parts_scan(MDB_txn *txn, struct part_vec *pv, char *msg, size_t msg_cap)
+{
+    MDB_dbi main_dbi;
+    MDB_cursor *c = NULL;
+    int mrc = mdb_dbi_open(txn, NULL, 0, &main_dbi);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_cursor_open(txn, main_dbi, &c);
+    if (mrc != MDB_SUCCESS) {
+        snprintf(msg, msg_cap, "cannot list partitions: %s", mdb_strerror(mrc));
+        return map_mdb(mrc);
+    }
+    MDB_val k, d;
+    int rc = GW_OK;
+    for (mrc = mdb_cursor_get(c, &k, &d, MDB_FIRST); mrc == MDB_SUCCESS;
+         mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
+        int64_t day;
+        if (!gw_store_part_parse(k.mv_data, k.mv_size, &day))
+            continue;
+        char name[GW_PART_NAME_MAX];
+        memcpy(name, k.mv_data, k.mv_size);
+        name[k.mv_size] = 0;
+        MDB_dbi dbi;
+        int orc = mdb_dbi_open(txn, name, 0, &dbi);
+        if (orc == MDB_INCOMPATIBLE || orc == MDB_NOTFOUND)
+            continue;
+        if (orc != MDB_SUCCESS) {
+            snprintf(msg, msg_cap, "cannot open partition %s: %s", name, mdb_strerror(orc));
+            rc = map_mdb(orc);
+            break;
+        }
+        rc = pv_push(pv, day, dbi);
+        if (rc != GW_OK)
+            break;
+    }
+    if (rc == GW_OK && mrc != MDB_NOTFOUND && mrc != MDB_SUCCESS) {
+        snprintf(msg, msg_cap, "cannot list partitions: %s", mdb_strerror(mrc));
+        rc = map_mdb(mrc);
+    }
+    mdb_cursor_close(c);
+    return rc;
+}
+
+/* --------------------------------------------------------- transactions */
+
+/* Begins an LMDB txn holding txn_lock shared (and gate shared when
+ * with_gate). Handles MDB_MAP_RESIZED (another process grew the map). */
+static int txn_begin_locked(struct gw_store *s, unsigned flags, int with_gate, MDB_txn **out,
+                            struct gw_error *err)
+{
+    for (int tries = 0;; tries++) {
+        pthread_rwlock_rdlock(&s->txn_lock);
+        if (with_gate)
+            pthread_rwlock_rdlock(&s->gate);
+        MDB_txn *txn = NULL;
+        int mrc = mdb_txn_begin(s->env, NULL, flags, &txn);
+        if (mrc == MDB_SUCCESS) {
+            *out = txn;
+            return GW_OK;
+        }
+        if (with_gate)
+            pthread_rwlock_unlock(&s->gate);
+        pthread_rwlock_unlock(&s->txn_lock);
+        if (mrc == MDB_MAP_RESIZED && tries < 8) {
+            pthread_rwlock_wrlock(&s->txn_lock);
+            mrc = mdb_env_set_mapsize(s->env, 0);
+            pthread_rwlock_unlock(&s->txn_lock);
+            if (mrc == MDB_SUCCESS)
+                continue;
+        }
+        return gw_error_set(err, map_mdb(mrc), "cannot begin transaction in %s: %s", s->dir,
+                            mdb_strerror(mrc));
+    }
+}
+
+/* Grows the map (double, capped). Called with no transaction of this
+ * process active except those blocked on txn_lock. */
+static int grow_map(struct gw_store *s, struct gw_error *err)
+{
+    pthread_rwlock_wrlock(&s->txn_lock);
+    MDB_envinfo info;
+    MDB_stat st;
+    int rc = GW_OK;
+    int mrc = mdb_env_info(s->env, &info);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_env_stat(s->env, &st);
+    if (mrc != MDB_SUCCESS) {
+        rc = gw_error_set(err, map_mdb(mrc), "cannot read map size: %s", mdb_strerror(mrc));
+        goto out;
+    }
+    uint64_t cur = info.me_mapsize, psize = st.ms_psize ? st.ms_psize : 4096;
+    if (cur >= s->max_map_bytes) {
+        rc = gw_error_set(err, GW_EFULL, "store map full at %llu bytes (limit %llu)",
+                          (unsigned long long)cur, (unsigned long long)s->max_map_bytes);
+        goto out;
+    }
+    uint64_t next = cur > s->max_map_bytes / 2 ? s->max_map_bytes : cur * 2;
+    next -= next % psize;
+    if (next <= cur) {
+        rc = gw_error_set(err, GW_EFULL, "store map full at %llu bytes (limit %llu)",
+                          (unsigned long long)cur, (unsigned long long)s->max_map_bytes);
+        goto out;
+    }
+    mrc = mdb_env_set_mapsize(s->env, (size_t)next);
+    if (mrc != MDB_SUCCESS)
+        rc = gw_error_set(err, GW_EFULL, "cannot grow store map to %llu bytes: %s",
+                          (unsigned long long)next, mdb_strerror(mrc));
+out:
+    pthread_rwlock_unlock(&s->txn_lock);
+    return rc;
+}
+
+/* After an aborted write txn that dropped partitions, the dropped handles
+ * are closed although the databases still exist: reopen them. Called with
+ * write_mu, txn_lock (shared) and gate (exclusive) held. */
+static void parts_reopen_after_abort(struct gw_store *s)
+{
+    MDB_txn *txn = NULL;
+    if (mdb_txn_begin(s->env, NULL, MDB_RDONLY, &txn) != MDB_SUCCESS)
+        return;
+    struct part_vec pv = {0};
+    char msg[128];
+    if (parts_scan(txn, &pv, msg, sizeof msg) == GW_OK && mdb_txn_commit(txn) == MDB_SUCCESS) {
+        parts_publish(s, &pv);
+    } else {
+        mdb_txn_abort(txn);
+    }
+    free(pv.v);
+}
+
+int gw_store_write(struct gw_store *s, gw_store_write_fn fn, void *ud, struct gw_error *err)
+{
+    if (!s || !fn)
+        return gw_error_set(err, GW_EINVAL, "gw_store_write: missing store or callback");
+    if (s->read_only)
+        return gw_error_set(err, GW_EINVAL, "store %s is open read-only", s->dir);
+    pthread_mutex_lock(&s->write_mu);
+    int rc;
+    for (;;) {
+        struct gw_store_txn t;
+        memset(&t, 0, sizeof t);
+        t.s = s;
+        t.write = 1;
+        rc = txn_begin_locked(s, 0, 0, &t.txn, err);
+        if (rc != GW_OK)
+            break;
+        rc = fn(&t, ud);
+        int committed = 0;
+        if (rc == GW_OK && !t.map_full) {
+            int mrc = mdb_txn_commit(t.txn);
+            if (mrc == MDB_SUCCESS)
+                committed = 1;
+            else
+                rc = terr(&t, mrc, "commit");
+        } else {
+            mdb_txn_abort(t.txn);
+        }
+        t.txn = NULL;
+        if (committed)
+            parts_publish(s, &t.pending);
+        else if (t.dropped)
+            parts_reopen_after_abort(s);
+        free(t.pending.v);
+        if (t.gate_held)
+            pthread_rwlock_unlock(&s->gate);
+        pthread_rwlock_unlock(&s->txn_lock);
+        if (committed) {
+            rc = GW_OK;
+            break;
+        }
+        if (t.map_full) {
+            rc = grow_map(s, err);
+            if (rc != GW_OK)
+                break;
+            continue;
+        }
+        if (t.mdb_rc)
+            gw_error_set(err, rc, "store %s: %s", s->dir, t.msg);
+        else
+            gw_error_set(err, rc, "store write aborted: %s", gw_strerror(rc));
+        break;
+    }
+    pthread_mutex_unlock(&s->write_mu);
+    return rc;
+}
+
+/* Read-only mode: pick up partitions created by the writing process. */
+static int ro_refresh(struct gw_store *s, struct gw_error *err)
+{
+    MDB_envinfo info;
+    if (mdb_env_info(s->env, &info) == MDB_SUCCESS) {
+        pthread_mutex_lock(&s->part_mu);
+        int same = info.me_last_txnid == s->ro_seen_txnid;
+        pthread_mutex_unlock(&s->part_mu);
+        if (same)
+            return GW_OK;
+    }
+    MDB_txn *txn;
+    int rc = txn_begin_locked(s, MDB_RDONLY, 0, &txn, err);
+    if (rc != GW_OK)
+        return rc;
+    struct part_vec pv = {0};
+    char msg[128];
+    pthread_mutex_lock(&s->part_mu);
+    size_t txnid = mdb_txn_id(txn);
+    rc = parts_scan(txn, &pv, msg, sizeof msg);
+    if (rc == GW_OK) {
+        int mrc = mdb_txn_commit(txn);
+        if (mrc == MDB_SUCCESS) {
+            parts_publish_locked(s, &pv);
+            s->ro_seen_txnid = txnid;
+        } else {
+            rc = gw_error_set(err, map_mdb(mrc), "cannot refresh partitions: %s", mdb_strerror(mrc));
+        }
+    } else {
+        mdb_txn_abort(txn);
+        gw_error_set(err, rc, "%s", msg);
+    }
+    pthread_mutex_unlock(&s->part_mu);
+    pthread_rwlock_unlock(&s->txn_lock);
+    free(pv.v);
+    return rc;
+}
+
+int gw_store_read_begin(struct gw_store *s, struct gw_store_txn **out, struct gw_error *err)
+{
+    if (!s || !out)
+        return gw_error_set(err, GW_EINVAL, "gw_store_read_begin: missing argument");
+    if (s->read_only) {
+        int rc = ro_refresh(s, err);
+        if (rc != GW_OK)
+            return rc;
+    }
+    struct gw_store_txn *t = calloc(1, sizeof *t);
+    if (!t)
+        return gw_error_set(err, GW_ENOMEM, "out of memory");
+    t->s = s;
+    int rc = txn_begin_locked(s, MDB_RDONLY, 1, &t->txn, err);
+    if (rc != GW_OK) {
+        free(t);
+        return rc;
+    }
+    *out = t;
+    return GW_OK;
+}
+
+void gw_store_read_end(struct gw_store_txn *t)
+{
+    if (!t || t->write)
+        return;
+    struct gw_store *s = t->s;
+    mdb_txn_abort(t->txn);
+    pthread_rwlock_unlock(&s->gate);
+    pthread_rwlock_unlock(&s->txn_lock);
+    free(t);
+}
+
+/* ------------------------------------------------------------ open/close */
+
+static int mkdir_p(const char *dir, struct gw_error *err)
+{
+    size_t n = strlen(dir);
+    char *p = malloc(n + 1);
+    if (!p)
+        return gw_error_set(err, GW_ENOMEM, "out of memory");
+    memcpy(p, dir, n + 1);
+    int rc = GW_OK;
+    for (size_t i = 1; i <= n; i++) {
+        if (p[i] != '/' && p[i] != 0)
+            continue;
+        char c = p[i];
+        p[i] = 0;
+        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            char eb[128];
+            const char *m = strerror_r(errno, eb, sizeof eb);
+            rc = gw_error_set(err, GW_EIO, "cannot create directory %s: %s", p, m);
+            break;
+        }
+        p[i] = c;
+    }
+    free(p);
+    return rc;
+}
+
+/* First write txn of a read-write open: creates fixed DBIs, checks the
+ * format version and opens every existing partition. */
+static int open_init_fn(struct gw_store_txn *t, void *ud)
+{
+    (void)ud;
+    struct gw_store *s = t->s;
+    for (int i = 0; i < DB_COUNT; i++) {
+        int mrc = mdb_dbi_open(t->txn, fixed_dbs[i].name, fixed_dbs[i].flags | MDB_CREATE, &s->dbi[i]);
+        if (mrc != MDB_SUCCESS)
+            return terr(t, mrc, fixed_dbs[i].name);
+        s->have[i] = 1;
+    }
+    uint64_t ver;
+    int rc = gw_store_meta_get_u64(t, "format_version", &ver);
+    if (rc == GW_ENOTFOUND) {
+        rc = gw_store_meta_put_u64(t, "format_version", GW_STORE_FORMAT);
+        if (rc == GW_OK)
+            rc = gw_store_meta_put_u64(t, "next_node_id", 1);
+    } else if (rc == GW_OK && ver != GW_STORE_FORMAT) {
+        snprintf(t->msg, sizeof t->msg, "unsupported store format version %llu", (unsigned long long)ver);
+        t->mdb_rc = -1;
+        rc = GW_ECORRUPT;
+    }
+    if (rc != GW_OK)
+        return rc;
+    rc = parts_scan(t->txn, &t->pending, t->msg, sizeof t->msg);
+    if (rc != GW_OK && t->mdb_rc == 0)
+        t->mdb_rc = -1;
+    return rc;
+}
+
+static int open_read_only(struct gw_store *s, struct gw_error *err)
+{
+    MDB_txn *txn;
+    int rc = txn_begin_locked(s, MDB_RDONLY, 0, &txn, err);
+    if (rc != GW_OK)
+        return rc;
+    for (int i = 0; i < DB_COUNT; i++) {
+        int mrc = mdb_dbi_open(txn, fixed_dbs[i].name, 0, &s->dbi[i]);
+        if (mrc == MDB_SUCCESS) {
+            s->have[i] = 1;
+        } else if (mrc != MDB_NOTFOUND) {
+            mdb_txn_abort(txn);
+            pthread_rwlock_unlock(&s->txn_lock);
+            return gw_error_set(err, map_mdb(mrc), "cannot open database %s in %s: %s", fixed_dbs[i].name,
+                                s->dir, mdb_strerror(mrc));
+        }
+    }
+    size_t txnid = mdb_txn_id(txn);
+    char msg[128];
+    struct part_vec pv = {0};
+    rc = parts_scan(txn, &pv, msg, sizeof msg);
+    if (rc == GW_OK) {
+        int mrc = mdb_txn_commit(txn);
+        if (mrc != MDB_SUCCESS)
+            rc = gw_error_set(err, map_mdb(mrc), "cannot open store %s: %s", s->dir, mdb_strerror(mrc));
+    } else {
+        mdb_txn_abort(txn);
+        gw_error_set(err, rc, "cannot open store %s: %s", s->dir, msg);
+    }
+    pthread_rwlock_unlock(&s->txn_lock);
+    if (rc == GW_OK) {
+        parts_publish(s, &pv);
+        s->ro_seen_txnid = txnid;
+    }
+    free(pv.v);
+    return rc;
+}
+
+int gw_store_open(struct gw_store **out, const struct gw_store_opts *o, struct gw_error *err)
+{
+    if (!out || !o || !o->dir || !o->dir[0])
+        return gw_error_set(err, GW_EINVAL, "gw_store_open: missing directory");
+    struct gw_store *s = calloc(1, sizeof *s);
+    if (!s)
+        return gw_error_set(err, GW_ENOMEM, "out of memory");
+    int rc = GW_OK, locks = 0;
+    size_t dl = strlen(o->dir);
+    s->dir = malloc(dl + 1);
+    if (!s->dir) {
+        rc = gw_error_set(err, GW_ENOMEM, "out of memory");
+        goto fail;
+    }
+    memcpy(s->dir, o->dir, dl + 1);
+    s->read_only = o->read_only != 0;
+    s->max_map_bytes = o->max_map_bytes ? o->max_map_bytes : GW_STORE_DEFAULT_MAX;
+    uint64_t map = o->initial_map_bytes ? o->initial_map_bytes : GW_STORE_DEFAULT_MAP;
+    if (map < GW_STORE_MIN_MAP)
+        map = GW_STORE_MIN_MAP;
+    if (s->max_map_bytes < map)
+        s->max_map_bytes = map;
+    if (map > SIZE_MAX || s->max_map_bytes > SIZE_MAX) {
+        rc = gw_error_set(err, GW_EINVAL, "map size too large for this platform");
+        goto fail;
+    }
+    map -= map % 4096;
+
+    pthread_rwlockattr_t ra;
+    pthread_rwlockattr_init(&ra);
+    /* Writer preference so a resize or drop is not starved by readers. */
+    pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_mutex_init(&s->write_mu, NULL);
+    pthread_mutex_init(&s->part_mu, NULL);
+    pthread_rwlock_init(&s->txn_lock, &ra);
+    pthread_rwlock_init(&s->gate, &ra);
+    pthread_rwlockattr_destroy(&ra);
+    locks = 1;
+
+    if (!s->read_only && (rc = mkdir_p(s->dir, err)) != GW_OK)
+        goto fail;
+    int mrc = mdb_env_create(&s->env);
+    if (mrc != MDB_SUCCESS) {
+        s->env = NULL;
+        rc = gw_error_set(err, map_mdb(mrc), "cannot create store env: %s", mdb_strerror(mrc));
+        goto fail;
+    }
+    mrc = mdb_env_set_maxdbs(s->env, GW_STORE_MAXDBS);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_env_set_maxreaders(s->env, GW_STORE_MAXREADERS);
+    /* Read-only without an explicit size: map what the file's meta says. */
+    if (mrc == MDB_SUCCESS && (!s->read_only || o->initial_map_bytes))
+        mrc = mdb_env_set_mapsize(s->env, (size_t)map);
+    if (mrc != MDB_SUCCESS) {
+        rc = gw_error_set(err, map_mdb(mrc), "cannot configure store env: %s", mdb_strerror(mrc));
+        goto fail;
+    }
+    unsigned flags = MDB_NOTLS;
+    if (s->read_only)
+        flags |= MDB_RDONLY;
+    else if (!o->durable)
+        flags |= MDB_NOSYNC;
+    mrc = mdb_env_open(s->env, s->dir, flags, 0644);
+    if (mrc != MDB_SUCCESS) {
+        rc = gw_error_set(err, mrc == ENOENT ? GW_ENOTFOUND : map_mdb(mrc), "cannot open store %s: %s",
+                          s->dir, mdb_strerror(mrc));
+        goto fail;
+    }
+    if (s->read_only) {
+        rc = open_read_only(s, err);
+    } else {
+        rc = gw_store_write(s, open_init_fn, NULL, err);
+    }
+    if (rc != GW_OK)
+        goto fail;
+    *out = s;
+    return GW_OK;
+fail:
+    if (s->env)
+        mdb_env_close(s->env);
+    if (locks) {
+        pthread_mutex_destroy(&s->write_mu);
+        pthread_mutex_destroy(&s->part_mu);
+        pthread_rwlock_destroy(&s->txn_lock);
+        pthread_rwlock_destroy(&s->gate);
+    }
+    free(s->parts.v);
+    free(s->dir);
+    free(s);
+    return rc;
+}
+
+void gw_store_close(struct gw_store *s)
+{
+    if (!s)
+        return;
+    mdb_env_close(s->env);
+    pthread_mutex_destroy(&s->write_mu);
+    pthread_mutex_destroy(&s->part_mu);
+    pthread_rwlock_destroy(&s->txn_lock);
+    pthread_rwlock_destroy(&s->gate);
+    free(s->parts.v);
+    free(s->dir);
+    free(s);
+}
+
+int gw_store_sync(struct gw_store *s, struct gw_error *err)
+{
+    if (!s)
+        return gw_error_set(err, GW_EINVAL, "gw_store_sync: no store");
+    if (s->read_only)
+        return GW_OK;
+    int mrc = mdb_env_sync(s->env, 1);
+    if (mrc != MDB_SUCCESS)
+        return gw_error_set(err, mrc == EIO ? GW_EIO : map_mdb(mrc), "cannot sync store %s: %s", s->dir,
+                            mdb_strerror(mrc));
+    return GW_OK;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static int fixed(struct gw_store_txn *t, int which, MDB_dbi *dbi)
+{
+    if (!t || !t->txn)
+        return GW_EINVAL;
+    if (!t->s->have[which])
+        return GW_ENOTFOUND;
+    *dbi = t->s->dbi[which];
+    return GW_OK;
+}
+
+static int need_write(struct gw_store_txn *t)
+{
+    return (t && t->txn && t->write) ? GW_OK : GW_EINVAL;
+}
+
+static int cursor_open(struct gw_store_txn *t, MDB_dbi dbi, MDB_cursor **c)
+{
+    int mrc = mdb_cursor_open(t->txn, dbi, c);
+    return mrc == MDB_SUCCESS ? GW_OK : terr(t, mrc, "cursor open");
+}
+
+/* ------------------------------------------------------------------ meta */
+
+int gw_store_meta_get_u64(struct gw_store_txn *t, const char *key, uint64_t *v)
+{
+    MDB_dbi dbi;
+    int rc = fixed(t, DB_META, &dbi);
+    if (rc != GW_OK)
+        return rc;
+    if (!key || !key[0] || strlen(key) > GW_KEY_MAX)
+        return GW_EINVAL;
+    MDB_val k = {strlen(key), (void *)key}, d;
+    int mrc = mdb_get(t->txn, dbi, &k, &d);
+    if (mrc != MDB_SUCCESS)
+        return terr(t, mrc, "meta get");
+    if (d.mv_size != 8)
+        return GW_ECORRUPT;
+    *v = gw_store_get_be64(d.mv_data);
+    return GW_OK;
+}
+
+int gw_store_meta_put_u64(struct gw_store_txn *t, const char *key, uint64_t v)
+{
+    MDB_dbi dbi;
+    int rc = need_write(t);
+    if (rc == GW_OK)
+        rc = fixed(t, DB_META, &dbi);
+    if (rc != GW_OK)
+        return rc;
+    if (!key || !key[0] || strlen(key) > GW_KEY_MAX)
+        return GW_EINVAL;
+    uint8_t b[8];
+    gw_store_put_be64(b, v);
+    MDB_val k = {strlen(key), (void *)key}, d = {8, b};
+    int mrc = mdb_put(t->txn, dbi, &k, &d, 0);
+    return mrc == MDB_SUCCESS ? GW_OK : terr(t, mrc, "meta put");
+}
+
+/* ---------------------------------------------------------------- series */
+
+/* Checks canonical labels are well formed and indexable. */
+static int labels_check(const uint8_t *labels, size_t len)
+{
+    struct gw_store_lab_iter it;
+    gw_store_lab_iter_init(&it, labels, len);
+    const char *n, *v;
+    size_t nl, vl;
+    int rc, count = 0;
+    uint8_t key[GW_KEY_MAX];
+    size_t kl;
+    while ((rc = gw_store_lab_iter_next(&it, &n, &nl, &v, &vl)) == 1) {
+        int krc = gw_store_postings_key(key, &kl, n, nl, v, vl);
+        if (krc != GW_OK)
+            return krc;
+        count++;
+    }
+    if (rc != 0 || count == 0)
+        return GW_EINVAL;
+    return GW_OK;
+}
+
+int gw_store_series_put(struct gw_store_txn *t, uint64_t sid, uint64_t hash, uint32_t node_id,
+                        uint16_t gpu, const uint8_t *labels, size_t labels_len)
+{
+    MDB_dbi ds, dh, dp;
+    int rc = need_write(t);
+    if (rc == GW_OK)
+        rc = fixed(t, DB_SERIES, &ds);
+    if (rc == GW_OK)
+        rc = fixed(t, DB_SHASH, &dh);
+    if (rc == GW_OK)
+        rc = fixed(t, DB_POSTINGS, &dp);
+    if (rc != GW_OK)
+        return rc;
+    if (!labels || labels_len == 0 || labels_len > SIZE_MAX - GW_SERIES_HDR)
+        return GW_EINVAL;
+    if ((rc = labels_check(labels, labels_len)) != GW_OK)
+        return rc;
+
+    uint8_t kb[8];
+    gw_store_put_be64(kb, sid);
+    MDB_val k = {8, kb}, d = {GW_SERIES_HDR + labels_len, NULL};
+    int mrc = mdb_put(t->txn, ds, &k, &d, MDB_NOOVERWRITE | MDB_RESERVE);
+    if (mrc == MDB_KEYEXIST) {
+        const uint8_t *e = d.mv_data;
+        if (d.mv_size == GW_SERIES_HDR + labels_len && gw_store_get_be32(e) == node_id &&
+            gw_store_get_be16(e + 4) == gpu && memcmp(e + GW_SERIES_HDR, labels, labels_len) == 0)
+            return GW_OK;
+        return GW_EINVAL;
+    }
+    if (mrc != MDB_SUCCESS)
+        return terr(t, mrc, "series put");
+    uint8_t *w = d.mv_data;
+    gw_store_put_be32(w, node_id);
+    gw_store_put_be16(w + 4, gpu);
+    memcpy(w + GW_SERIES_HDR, labels, labels_len);
+
+    uint8_t hb[8];
+    gw_store_put_be64(hb, hash);
+    MDB_val hk = {8, hb}, sv = {8, kb};
+    mrc = mdb_put(t->txn, dh, &hk, &sv, MDB_NODUPDATA);
+    if (mrc != MDB_SUCCESS && mrc != MDB_KEYEXIST)
+        return terr(t, mrc, "series hash put");
+
+    struct gw_store_lab_iter it;
+    gw_store_lab_iter_init(&it, labels, labels_len);
+    const char *n, *v;
+    size_t nl, vl;
+    uint8_t key[GW_KEY_MAX];
+    size_t kl;
+    while (gw_store_lab_iter_next(&it, &n, &nl, &v, &vl) == 1) {
+        if (gw_store_postings_key(key, &kl, n, nl, v, vl) != GW_OK)
+            return GW_EINVAL;
+        MDB_val pk = {kl, key}, pv = {8, kb};
+        mrc = mdb_put(t->txn, dp, &pk, &pv, MDB_NODUPDATA);
+        if (mrc != MDB_SUCCESS && mrc != MDB_KEYEXIST)
+            return terr(t, mrc, "postings put");
+    }
+    return GW_OK;
+}
+
+static int series_decode(uint64_t sid, const MDB_val *d, struct gw_store_series *out)
+{
+    if (d->mv_size < GW_SERIES_HDR)
+        return GW_ECORRUPT;
+    const uint8_t *p = d->mv_data;
+    out->sid = sid;
+    out->node_id = gw_store_get_be32(p);
+    out->gpu = gw_store_get_be16(p + 4);
+    out->labels = p + GW_SERIES_HDR;
+    out->labels_len = d->mv_size - GW_SERIES_HDR;
+    return GW_OK;
+}
+
+int gw_store_series_get(struct gw_store_txn *t, uint64_t sid, struct gw_store_series *out)
+{
+    MDB_dbi ds;
+    int rc = fixed(t, DB_SERIES, &ds);
+    if (rc != GW_OK)
+        return rc;
+    uint8_t kb[8];
+    gw_store_put_be64(kb, sid);
+    MDB_val k = {8, kb}, d;
+    int mrc = mdb_get(t->txn, ds, &k, &d);
+    if (mrc != MDB_SUCCESS)
+        return terr(t, mrc, "series get");
+    return series_decode(sid, &d, out);
+}
+
+/* Reads every 8-byte dup of the cursor's current key (after MDB_SET_KEY
+ * filled first) with MDB_GET_MULTIPLE / MDB_NEXT_MULTIPLE. visit gets a
+ * run of be64 values; returning nonzero stops. */
+typedef int (*dup_visit)(void *ud, const uint8_t *p, size_t n);
+
+static int dups_read(struct gw_store_txn *t, MDB_cursor *c, MDB_val *first, dup_visit visit, void *ud)
+{
+    MDB_val k, d = *first;
+    int mrc = mdb_cursor_get(c, &k, &d, MDB_GET_MULTIPLE);
+    if (mrc != MDB_SUCCESS)
+        return terr(t, mrc, "postings read");
+    for (;;) {
+        if (d.mv_size % 8 != 0)
+            return GW_ECORRUPT;
+        int rc = visit(ud, d.mv_data, d.mv_size / 8);
+        if (rc != 0)
+            return rc;
+        mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT_MULTIPLE);
+        if (mrc == MDB_NOTFOUND)
+            return GW_OK;
+        if (mrc != MDB_SUCCESS)
+            return terr(t, mrc, "postings read");
+    }
+}
+
+static int push_ids(void *ud, const uint8_t *p, size_t n)
+{
+    struct gw_postings *out = ud;
+    for (size_t i = 0; i < n; i++) {
+        int rc = gw_postings_push(out, gw_store_get_be64(p + 8 * i));
+        if (rc != GW_OK)
+            return rc;
+    }
+    return 0;
+}
+
+/* Appends the sids stored under key (any fixed dup DB) to out. */
+static int read_ids(struct gw_store_txn *t, MDB_cursor *c, const void *key, size_t klen, struct gw_postings *out)
+{
+    MDB_val k = {klen, (void *)key}, d;
+    int mrc = mdb_cursor_get(c, &k, &d, MDB_SET_KEY);
+    if (mrc == MDB_NOTFOUND)
+        return GW_OK;
+    if (mrc != MDB_SUCCESS)
+        return terr(t, mrc, "postings seek");
+    return dups_read(t, c, &d, push_ids, out);
+}
+
+int gw_store_series_by_hash(struct gw_store_txn *t, uint64_t hash, uint64_t *sids, size_t max, size_t *n)
+{
+    MDB_dbi dh;
+    int rc = fixed(t, DB_SHASH, &dh);
+    if (rc == GW_ENOTFOUND) {
+        *n = 0;
+        return GW_OK;
+    }
+    if (rc != GW_OK)
+        return rc;
+    MDB_cursor *c;
+    if ((rc = cursor_open(t, dh, &c)) != GW_OK)
+        return rc;
+    struct gw_postings p;
+    gw_postings_init(&p);
+    uint8_t hb[8];
+    gw_store_put_be64(hb, hash);
+    rc = read_ids(t, c, hb, 8, &p);
+    mdb_cursor_close(c);
+    if (rc == GW_OK) {
+        size_t m = p.n < max ? p.n : max;
+        if (m)
+            memcpy(sids, p.ids, m * sizeof(uint64_t));
+        *n = m;
+    }
+    gw_postings_free(&p);
+    return rc;
+}
+
+int gw_store_series_each(struct gw_store_txn *t, gw_store_series_cb cb, void *ud)
+{
+    MDB_dbi ds;
+    int rc = fixed(t, DB_SERIES, &ds);
+    if (rc == GW_ENOTFOUND)
+        return GW_OK;
+    if (rc != GW_OK)
+        return rc;
+    MDB_cursor *c;
+    if ((rc = cursor_open(t, ds, &c)) != GW_OK)
+        return rc;
+    MDB_val k, d;
+    int mrc;
+    for (mrc = mdb_cursor_get(c, &k, &d, MDB_FIRST); mrc == MDB_SUCCESS;
+         mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
+        if (k.mv_size != 8) {
+            rc = GW_ECORRUPT;
+            break;
+        }
+        struct gw_store_series se;
+        if ((rc = series_decode(gw_store_get_be64(k.mv_data), &d, &se)) != GW_OK)
+            break;
+        rc = cb(ud, &se);
+        if (rc != GW_OK)
+            break;
+    }
+    if (rc == GW_OK && mrc != MDB_NOTFOUND && mrc != MDB_SUCCESS)
+        rc = terr(t, mrc, "series scan");
+    mdb_cursor_close(c);
+    return rc < 0 ? rc : GW_OK;
+}
+
+int gw_store_series_maxt_get(struct gw_store_txn *t, uint64_t sid, int64_t *maxt)
+{
+    MDB_dbi dm;
+    int rc = fixed(t, DB_SERIES_MAXT, &dm);
+    if (rc == GW_ENOTFOUND) {
+        *maxt = INT64_MIN;
+        return GW_OK;
+    }
+    if (rc != GW_OK)
+        return rc;
+    uint8_t kb[8];
+    gw_store_put_be64(kb, sid);
+    MDB_val k = {8, kb}, d;
+    int mrc = mdb_get(t->txn, dm, &k, &d);
+    if (mrc == MDB_NOTFOUND) {
+        *maxt = INT64_MIN;
+        return GW_OK;
+    }
+    if (mrc != MDB_SUCCESS)
+        return terr(t, mrc, "series maxt get");
+    if (d.mv_size != 8)
+        return GW_ECORRUPT;
+    *maxt = gw_store_unbias(gw_store_get_be64(d.mv_data));
+    return GW_OK;
+}
+
+int gw_store_series_maxt_put(struct gw_store_txn *t, uint64_t sid, int64_t maxt)
+{
+    MDB_dbi dm;
+    int rc = need_write(t);
+    if (rc == GW_OK)
+        rc = fixed(t, DB_SERIES_MAXT, &dm);
+    if (rc != GW_OK)
+        return rc;
+    uint8_t kb[8], vb[8];
+    gw_store_put_be64(kb, sid);
+    gw_store_put_be64(vb, gw_store_bias(maxt));
+    MDB_val k = {8, kb}, d = {8, vb};
+    int mrc = mdb_put(t->txn, dm, &k, &d, 0);
+    return mrc == MDB_SUCCESS ? GW_OK : terr(t, mrc, "series maxt put");
+}
+
+/* Removes (hash, sid) from shash; when the stored hash differs from the
+ * recomputed one, finds the entry by scanning. */
+static int shash_delete(struct gw_store_txn *t, MDB_dbi dh, uint64_t hash, const uint8_t *sidb)
+{
+    uint8_t hb[8];
+    gw_store_put_be64(hb, hash);
+    MDB_val k = {8, hb}, d = {8, (void *)sidb};
+    int mrc = mdb_del(t->txn, dh, &k, &d);
+    if (mrc == MDB_SUCCESS)
+        return GW_OK;
+    if (mrc != MDB_NOTFOUND)
+        return terr(t, mrc, "series hash delete");
+    MDB_cursor *c;
+    int rc = cursor_open(t, dh, &c);
+    if (rc != GW_OK)
+        return rc;
+    for (mrc = mdb_cursor_get(c, &k, &d, MDB_FIRST); mrc == MDB_SUCCESS;
+         mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
+        if (d.mv_size == 8 && memcmp(d.mv_data, sidb, 8) == 0) {
+            mrc = mdb_cursor_del(c, 0);
+            break;
+        }
+    }
+    mdb_cursor_close(c);
+    if (mrc == MDB_SUCCESS || mrc == MDB_NOTFOUND)
+        return GW_OK;
+    return terr(t, mrc, "series hash delete");
+}
+
+int gw_store_series_delete(struct gw_store_txn *t, uint64_t sid)
+{
+    MDB_dbi ds, dh, dp, dm;
+    int rc = need_write(t);
+    if (rc == GW_OK)
+        rc = fixed(t, DB_SERIES, &ds);
+    if (rc == GW_OK)
+        rc = fixed(t, DB_SHASH, &dh);
+    if (rc == GW_OK)
+        rc = fixed(t, DB_POSTINGS, &dp);
+    if (rc == GW_OK)
+        rc = fixed(t, DB_SERIES_MAXT, &dm);
+    if (rc != GW_OK)
+        return rc;
+    uint8_t kb[8];
+    gw_store_put_be64(kb, sid);
+    MDB_val k = {8, kb}, d;
+    int mrc = mdb_get(t->txn, ds, &k, &d);
+    if (mrc != MDB_SUCCESS)
+        return terr(t, mrc, "series get");
+    if (d.mv_size < GW_SERIES_HDR)
+        return GW_ECORRUPT;
+    /* Copy: the page holding the labels changes as we delete. */
+    size_t ll = d.mv_size - GW_SERIES_HDR;
+    uint8_t *labels = malloc(ll ? ll : 1);
+    if (!labels)
+        return GW_ENOMEM;
+    memcpy(labels, (const uint8_t *)d.mv_data + GW_SERIES_HDR, ll);
+
+    rc = shash_delete(t, dh, gw_store_hash(labels, ll), kb);
+    struct gw_store_lab_iter it;
+    gw_store_lab_iter_init(&it, labels, ll);
+    const char *n, *v;
+    size_t nl, vl;
+    uint8_t key[GW_KEY_MAX];
+    size_t kl;
+    int lrc;
+    while (rc == GW_OK && (lrc = gw_store_lab_iter_next(&it, &n, &nl, &v, &vl)) == 1) {
+        if (gw_store_postings_key(key, &kl, n, nl, v, vl) != GW_OK)
+            continue;
+        MDB_val pk = {kl, key}, pv = {8, kb};
+        mrc = mdb_del(t->txn, dp, &pk, &pv);
+        if (mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
+            rc = terr(t, mrc, "postings delete");
+    }
+    if (rc == GW_OK) {
+        mrc = mdb_del(t->txn, dm, &k, NULL);
+        if (mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
+            rc = terr(t, mrc, "series maxt delete");
+    }
+    if (rc == GW_OK) {
+        mrc = mdb_del(t->txn, ds, &k, NULL);
+        if (mrc != MDB_SUCCESS)
+            rc = terr(t, mrc, "series delete");
+    }
+    free(labels);
+    return rc;
+}
+
+/* ----------------------------------------------------------------- nodes */
+
+int gw_store_node_id(struct gw_store_txn *t, const char *name, size_t len, int create, uint32_t *id)
+{
+    if (!t || !t->txn)
+        return GW_EINVAL;
+    if (len == 0) {
+        *id = 0;
+        return GW_OK;
+    }
+    if (len > GW_KEY_MAX)
+        return GW_ETOOLARGE;
+    MDB_dbi dn, di;
+    int rc = fixed(t, DB_NODES, &dn);
+    if (rc == GW_ENOTFOUND && !create)
+        return GW_ENOTFOUND;
+    if (rc != GW_OK)
+        return rc;
+    MDB_val k = {len, (void *)name}, d;
+    int mrc = mdb_get(t->txn, dn, &k, &d);
+    if (mrc == MDB_SUCCESS) {
+        if (d.mv_size != 4)
+            return GW_ECORRUPT;
+        *id = gw_store_get_be32(d.mv_data);
+        return GW_OK;
+    }
+    if (mrc != MDB_NOTFOUND)
+        return terr(t, mrc, "node get");
+    if (!create)
+        return GW_ENOTFOUND;
+    if ((rc = need_write(t)) != GW_OK)
+        return rc;
+    if ((rc = fixed(t, DB_NODE_IDS, &di)) != GW_OK)
+        return rc;
+    uint64_t next;
+    rc = gw_store_meta_get_u64(t, "next_node_id", &next);
+    if (rc == GW_ENOTFOUND) {
+        next = 1;
+    } else if (rc != GW_OK) {
+        return rc;
+    }
+    if (next == 0 || next > UINT32_MAX)
+        return GW_ELIMIT;
+    uint8_t ib[4];
+    gw_store_put_be32(ib, (uint32_t)next);
+    MDB_val iv = {4, ib};
+    mrc = mdb_put(t->txn, dn, &k, &iv, MDB_NOOVERWRITE);
+    if (mrc != MDB_SUCCESS)
+        return terr(t, mrc, "node put");
+    MDB_val nv = {len, (void *)name};
+    mrc = mdb_put(t->txn, di, &iv, &nv, 0);
+    if (mrc != MDB_SUCCESS)
+        return terr(t, mrc, "node id put");
+    if ((rc = gw_store_meta_put_u64(t, "next_node_id", next + 1)) != GW_OK)
+        return rc;
+    *id = (uint32_t)next;
+    return GW_OK;
+}
+
+int gw_store_node_name(struct gw_store_txn *t, uint32_t id, const char **name, size_t *len)
+{
+    if (!t || !t->txn)
+        return GW_EINVAL;
+    if (id == 0) {
+        *name = "";
+        *len = 0;
+        return GW_OK;
+    }
+    MDB_dbi di;
+    int rc = fixed(t, DB_NODE_IDS, &di);
+    if (rc != GW_OK)
+        return rc;
+    uint8_t ib[4];
+    gw_store_put_be32(ib, id);
+    MDB_val k = {4, ib}, d;
+    int mrc = mdb_get(t->txn, di, &k, &d);
+    if (mrc != MDB_SUCCESS)
+        return terr(t, mrc, "node name get");
+    *name = d.mv_data;
+    *len = d.mv_size;
+    return GW_OK;
+}
+
+/* ------------------------------------------------------ postings / index */
+
+int gw_store_postings_get(struct gw_store_txn *t, const char *name, size_t name_len, const char *value,
+                          size_t value_len, struct gw_postings *out)
+{
+    out->n = 0;
+    MDB_dbi dp;
+    int rc = fixed(t, DB_POSTINGS, &dp);
+    if (rc == GW_ENOTFOUND)
+        return GW_OK;
+    if (rc != GW_OK)
+        return rc;
+    uint8_t key[GW_KEY_MAX];
+    size_t kl;
+    if (gw_store_postings_key(key, &kl, name, name_len, value, value_len) != GW_OK)
+        return GW_OK; /* such a label can never be stored */
+    MDB_cursor *c;
+    if ((rc = cursor_open(t, dp, &c)) != GW_OK)
+        return rc;
+    rc = read_ids(t, c, key, kl, out);
+    mdb_cursor_close(c);
+    return rc;
+}
+
+/* One postings key of a label name while scanning its values. */
+struct vent {
+    MDB_val key;
+    const char *v;     /* full value (borrowed from the map) */
+    size_t len;
+    int trunc;
+};
+
+typedef int (*value_visit)(struct gw_store_txn *t, void *ud, const char *v, size_t len, const MDB_val *key);
+
+struct vscan {
+    struct gw_store_txn *t;
+    MDB_cursor *aux;   /* for resolving long values */
+    const char *name;
+    size_t name_len;
+    value_visit visit;
+    void *ud;
+    struct vent *g;    /* group of long keys sharing their first P bytes */
+    size_t gn, gcap;
+    int gtrunc;
+};
+
+/* Full value of a truncated key: from the labels of its first series. */
+static int resolve_long(struct vscan *vs, struct vent *e, uint64_t hash)
+{
+    MDB_val k = e->key, d;
+    int mrc = mdb_cursor_get(vs->aux, &k, &d, MDB_SET_KEY);
+    if (mrc != MDB_SUCCESS)
+        return mrc == MDB_NOTFOUND ? GW_ECORRUPT : terr(vs->t, mrc, "postings seek");
+    if (d.mv_size != 8)
+        return GW_ECORRUPT;
+    struct gw_store_series se;
+    int rc = gw_store_series_get(vs->t, gw_store_get_be64(d.mv_data), &se);
+    if (rc != GW_OK)
+        return rc == GW_ENOTFOUND ? GW_ECORRUPT : rc;
+    const char *v;
+    size_t vl;
+    if (gw_store_labels_find(se.labels, se.labels_len, vs->name, vs->name_len, &v, &vl) != 1)
+        return GW_ECORRUPT;
+    if (gw_store_hash(v, vl) != hash)
+        return GW_ECORRUPT;
+    e->v = v;
+    e->len = vl;
+    return GW_OK;
+}
+
+static int cmp_vent(const void *a, const void *b)
+{
+    const struct vent *x = a, *y = b;
+    size_t m = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->v, y->v, m);
+    if (c)
+        return c;
+    return (x->len > y->len) - (x->len < y->len);
+}
+
+static int group_flush(struct vscan *vs)
+{
+    int rc = GW_OK;
+    if (vs->gn == 0)
+        return GW_OK;
+    if (vs->gtrunc) {
+        for (size_t i = 0; i < vs->gn && rc == GW_OK; i++) {
+            struct vent *e = &vs->g[i];
+            uint64_t h;
+            const uint8_t *vp = (const uint8_t *)e->key.mv_data + vs->name_len + 1;
+            if (e->trunc && gw_store_value_is_truncated(vs->name_len, vp, e->key.mv_size - vs->name_len - 1, &h))
+                rc = resolve_long(vs, e, h);
+        }
+        if (rc == GW_OK)
+            qsort(vs->g, vs->gn, sizeof *vs->g, cmp_vent);
+    }
+    for (size_t i = 0; i < vs->gn && rc == GW_OK; i++)
+        rc = vs->visit(vs->t, vs->ud, vs->g[i].v, vs->g[i].len, &vs->g[i].key);
+    vs->gn = 0;
+    vs->gtrunc = 0;
+    return rc;
+}
+
+/* Visits every value of a label name in byte order. With resolve == 0
+ * values are not needed (v is NULL) and keys come in key order. visit
+ * returns 0 to go on, 1 to stop, or an error. */
+static int values_scan(struct gw_store_txn *t, const char *name, size_t name_len, int resolve, value_visit visit,
+                       void *ud)
+{
+    MDB_dbi dp;
+    int rc = fixed(t, DB_POSTINGS, &dp);
+    if (rc == GW_ENOTFOUND)
+        return GW_OK;
+    if (rc != GW_OK)
+        return rc;
+    if (name_len == 0 || name_len > GW_NAME_MAX_KEY || memchr(name, 0, name_len))
+        return GW_OK;
+    struct vscan vs = {.t = t, .name = name, .name_len = name_len, .visit = visit, .ud = ud};
+    MDB_cursor *c = NULL;
+    if ((rc = cursor_open(t, dp, &c)) != GW_OK)
+        return rc;
+    if ((rc = cursor_open(t, dp, &vs.aux)) != GW_OK) {
+        mdb_cursor_close(c);
+        return rc;
+    }
+    uint8_t prefix[GW_KEY_MAX];
+    memcpy(prefix, name, name_len);
+    prefix[name_len] = 0;
+    size_t pl = name_len + 1, P = gw_store_value_prefix(name_len);
+    MDB_val k = {pl, prefix}, d;
+    int mrc;
+    for (mrc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE); mrc == MDB_SUCCESS && rc == GW_OK;
+         mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT_NODUP)) {
+        if (k.mv_size < pl || memcmp(k.mv_data, prefix, pl) != 0)
+            break;
+        const uint8_t *vp = (const uint8_t *)k.mv_data + pl;
+        size_t vl = k.mv_size - pl;
+        uint64_t h;
+        int trunc = gw_store_value_is_truncated(name_len, vp, vl, &h);
+        if (!resolve) {
+            rc = visit(t, ud, NULL, 0, &k);
+            continue;
+        }
+        if (vl > P) {
+            /* May sort differently than its key: collect the run of long
+             * keys sharing the first P bytes, resolve, sort. */
+            if (vs.gn && memcmp((const uint8_t *)vs.g[0].key.mv_data + pl, vp, P) != 0)
+                rc = group_flush(&vs);
+            if (rc != GW_OK)
+                break;
+            if (vs.gn == vs.gcap) {
+                size_t cap = vs.gcap ? vs.gcap * 2 : 8;
+                struct vent *g = realloc(vs.g, cap * sizeof *g);
+                if (!g) {
+                    rc = GW_ENOMEM;
+                    break;
+                }
+                vs.g = g;
+                vs.gcap = cap;
+            }
+            struct vent *e = &vs.g[vs.gn++];
+            e->key = k;
+            e->v = (const char *)vp;
+            e->len = vl;
+            e->trunc = trunc;
+            vs.gtrunc |= trunc;
+            continue;
+        }
+        rc = group_flush(&vs);
+        if (rc == GW_OK)
+            rc = visit(t, ud, (const char *)vp, vl, &k);
+    }
+    if (rc == GW_OK && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
+        rc = terr(t, mrc, "postings scan");
+    if (rc == GW_OK)
+        rc = group_flush(&vs);
+    free(vs.g);
+    mdb_cursor_close(vs.aux);
+    mdb_cursor_close(c);
+    return rc < 0 ? rc : GW_OK;
+}
+
+struct values_ud {
+    gw_store_value_cb cb;
+    void *ud;
+};
+
+static int values_visit(struct gw_store_txn *t, void *ud, const char *v, size_t len, const MDB_val *key)
+{
+    (void)t;
+    (void)key;
+    struct values_ud *u = ud;
+    return u->cb(u->ud, v, len);
+}
+
+int gw_store_label_values(struct gw_store_txn *t, const char *name, size_t name_len, gw_store_value_cb cb,
+                          void *ud)
+{
+    struct values_ud u = {cb, ud};
+    return values_scan(t, name, name_len, 1, values_visit, &u);
+}
+
+struct match_ud {
+    gw_store_value_pred pred;
+    void *ud;
+    struct gw_postings *out;
+    MDB_cursor *c;
+    size_t lists;
+};
+
+static int match_visit(struct gw_store_txn *t, void *ud, const char *v, size_t len, const MDB_val *key)
+{
+    struct match_ud *m = ud;
+    if (m->pred) {
+        int p = m->pred(m->ud, v, len);
+        if (p < 0)
+            return p;
+        if (p != 1)
+            return 0;
+    }
+    m->lists++;
+    return read_ids(t, m->c, key->mv_data, key->mv_size, m->out);
+}
+
+static int postings_union(struct gw_store_txn *t, const char *name, size_t name_len, gw_store_value_pred pred,
+                          void *ud, struct gw_postings *out)
+{
+    out->n = 0;
+    MDB_dbi dp;
+    int rc = fixed(t, DB_POSTINGS, &dp);
+    if (rc == GW_ENOTFOUND)
+        return GW_OK;
+    if (rc != GW_OK)
+        return rc;
+    struct match_ud m = {pred, ud, out, NULL, 0};
+    if ((rc = cursor_open(t, dp, &m.c)) != GW_OK)
+        return rc;
+    rc = values_scan(t, name, name_len, pred != NULL, match_visit, &m);
+    mdb_cursor_close(m.c);
+    if (rc == GW_OK && m.lists > 1)
+        gw_postings_sort_unique(out);
+    if (rc != GW_OK)
+        out->n = 0;
+    return rc;
+}
+
+int gw_store_postings_any(struct gw_store_txn *t, const char *name, size_t name_len, struct gw_postings *out)
+{
+    return postings_union(t, name, name_len, NULL, NULL, out);
+}
+
+int gw_store_postings_matching(struct gw_store_txn *t, const char *name, size_t name_len, gw_store_value_pred pred,
+                               void *ud, struct gw_postings *out)
+{
+    if (!pred) {
+        out->n = 0;
+        return GW_EINVAL;
+    }
+    return postings_union(t, name, name_len, pred, ud, out);
+}
+
+int gw_store_label_names(struct gw_store_txn *t, gw_store_value_cb cb, void *ud)
+{
+    MDB_dbi dp;
+    int rc = fixed(t, DB_POSTINGS, &dp);
+    if (rc == GW_ENOTFOUND)
+        return GW_OK;
+    if (rc != GW_OK)
+        return rc;
+    MDB_cursor *c;
+    if ((rc = cursor_open(t, dp, &c)) != GW_OK)
+        return rc;
+    uint8_t seek[GW_KEY_MAX + 1];
+    MDB_val k, d;
+    int mrc = mdb_cursor_get(c, &k, &d, MDB_FIRST);
+    while (mrc == MDB_SUCCESS) {
+        const uint8_t *z = memchr(k.mv_data, 0, k.mv_size);
+        if (!z || z == k.mv_data) {
+            rc = GW_ECORRUPT;
+            break;
+        }
+        size_t nl = (size_t)(z - (const uint8_t *)k.mv_data);
+        if (nl >= sizeof seek) {
+            rc = GW_ECORRUPT;
+            break;
+        }
+        memcpy(seek, k.mv_data, nl);
+        rc = cb(ud, (const char *)seek, nl);
+        if (rc != GW_OK)
+            break;
+        /* Next name: the smallest key above every "name\0...". */
+        seek[nl] = 1;
+        k.mv_data = seek;
+        k.mv_size = nl + 1;
+        mrc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
+    }
+    if (rc == GW_OK && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
+        rc = terr(t, mrc, "label names scan");
+    mdb_cursor_close(c);
+    return rc < 0 ? rc : GW_OK;
+}
+
+int gw_store_postings_all(struct gw_store_txn *t, struct gw_postings *out)
+{
+    out->n = 0;
+    MDB_dbi ds;
+    int rc = fixed(t, DB_SERIES, &ds);
+    if (rc == GW_ENOTFOUND)
+        return GW_OK;
+    if (rc != GW_OK)
+        return rc;
+    MDB_cursor *c;
+    if ((rc = cursor_open(t, ds, &c)) != GW_OK)
+        return rc;
+    MDB_val k, d;
+    int mrc;
+    for (mrc = mdb_cursor_get(c, &k, &d, MDB_FIRST); mrc == MDB_SUCCESS;
+         mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
+        if (k.mv_size != 8) {
+            rc = GW_ECORRUPT;
+            break;
+        }
+        if ((rc = gw_postings_push(out, gw_store_get_be64(k.mv_data))) != GW_OK)
+            break;
+    }
+    if (rc == GW_OK && mrc != MDB_NOTFOUND && mrc != MDB_SUCCESS)
+        rc = terr(t, mrc, "series scan");
+    mdb_cursor_close(c);
+    if (rc != GW_OK)
+        out->n = 0;
+    return rc;
+}
+
+/* -------------------------------------------------------------- metadata */
+
+int gw_store_metadata_put(struct gw_store_txn *t, const char *metric, size_t metric_len, uint8_t type,
+                          const char *help, size_t help_len, const char *unit, size_t unit_len)
+{
+    MDB_dbi dm;
+    int rc = need_write(t);
+    if (rc == GW_OK)
+        rc = fixed(t, DB_MMETA, &dm);
+    if (rc != GW_OK)
+        return rc;
+    if (metric_len == 0)
+        return GW_EINVAL;
+    if (metric_len > GW_KEY_MAX)
+        return GW_ETOOLARGE;
+    if (help_len > SIZE_MAX / 4 || unit_len > SIZE_MAX / 4)
+        return GW_ETOOLARGE;
+    uint8_t vb[10];
+    size_t vn = gw_store_uvarint_put(vb, help_len);
+    MDB_val k = {metric_len, (void *)metric}, d = {1 + vn + help_len + unit_len, NULL};
+    int mrc = mdb_put(t->txn, dm, &k, &d, MDB_RESERVE);
+    if (mrc != MDB_SUCCESS)
+        return terr(t, mrc, "metadata put");
+    uint8_t *w = d.mv_data;
+    w[0] = type;
+    memcpy(w + 1, vb, vn);
+    if (help_len)
+        memcpy(w + 1 + vn, help, help_len);
+    if (unit_len)
+        memcpy(w + 1 + vn + help_len, unit, unit_len);
+    return GW_OK;
+}
+
+int gw_store_metadata_each(struct gw_store_txn *t, gw_store_metadata_cb cb, void *ud)
+{
+    MDB_dbi dm;
+    int rc = fixed(t, DB_MMETA, &dm);
+    if (rc == GW_ENOTFOUND)
+        return GW_OK;
+    if (rc != GW_OK)
+        return rc;
+    MDB_cursor *c;
+    if ((rc = cursor_open(t, dm, &c)) != GW_OK)
+        return rc;
+    MDB_val k, d;
+    int mrc;
+    for (mrc = mdb_cursor_get(c, &k, &d, MDB_FIRST); mrc == MDB_SUCCESS;
+         mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
+        const uint8_t *p = d.mv_data;
+        uint64_t hl;
+        size_t vn;
+        if (d.mv_size < 2 || (vn = gw_store_uvarint_get(p + 1, d.mv_size - 1, &hl)) == 0 ||
+            hl > d.mv_size - 1 - vn) {
+            rc = GW_ECORRUPT;
+            break;
+        }
+        const char *help = (const char *)p + 1 + vn;
+        const char *unit = help + hl;
+        size_t ul = d.mv_size - 1 - vn - (size_t)hl;
+        rc = cb(ud, k.mv_data, k.mv_size, p[0], help, (size_t)hl, unit, ul);
+        if (rc != GW_OK)
+            break;
+    }
+    if (rc == GW_OK && mrc != MDB_NOTFOUND && mrc != MDB_SUCCESS)
+        rc = terr(t, mrc, "metadata scan");
+    mdb_cursor_close(c);
+    return rc < 0 ? rc : GW_OK;
+}
+
+/* ---------------------------------------------------------------- blocks */
+
+/* Partition DBI for day in a write txn, created when missing. */
+static int part_for_write(struct gw_store_txn *t, int64_t day, MDB_dbi *dbi)
+{
+    struct gw_store *s = t->s;
+    if (pv_find(&t->pending, day, dbi))
+        return GW_OK;
+    pthread_mutex_lock(&s->part_mu);
+    size_t i = pv_lower(&s->parts, day);
+    int found = i < s->parts.n && s->parts.v[i].day == day;
+    if (found)
+        *dbi = s->parts.v[i].dbi;
+    pthread_mutex_unlock(&s->part_mu);
+    if (found)
+        return GW_OK;
+    char name[GW_PART_NAME_MAX];
+    gw_store_part_name(name, sizeof name, day);
+    int mrc = mdb_dbi_open(t->txn, name, MDB_CREATE, dbi);
+    if (mrc != MDB_SUCCESS)
+        return terr(t, mrc, "partition create");
+    return pv_push(&t->pending, day, *dbi);
+}
+
+/* Partitions with day in [dlo, dhi] valid in this txn, sorted by day. */
+static int parts_collect(struct gw_store_txn *t, int64_t dlo, int64_t dhi, struct part_vec *out)
+{
+    struct gw_store *s = t->s;
+    int rc = GW_OK;
+    pthread_mutex_lock(&s->part_mu);
+    for (size_t i = pv_lower(&s->parts, dlo); i < s->parts.n && s->parts.v[i].day <= dhi; i++) {
+        if ((rc = pv_push(out, s->parts.v[i].day, s->parts.v[i].dbi)) != GW_OK)
+            break;
+    }
+    pthread_mutex_unlock(&s->part_mu);
+    if (rc != GW_OK)
+        return rc;
+    int extra = 0;
+    for (size_t i = 0; i < t->pending.n; i++) {
+        if (t->pending.v[i].day >= dlo && t->pending.v[i].day <= dhi) {
+            if ((rc = pv_push(out, t->pending.v[i].day, t->pending.v[i].dbi)) != GW_OK)
+                return rc;
+            extra = 1;
+        }
+    }
+    if (extra)
+        qsort(out->v, out->n, sizeof *out->v, cmp_part);
+    /* Drop handles this snapshot does not know (created after it began). */
+    size_t w = 0;
+    for (size_t i = 0; i < out->n; i++) {
+        unsigned fl;
+        if (mdb_dbi_flags(t->txn, out->v[i].dbi, &fl) == MDB_SUCCESS)
+            out->v[w++] = out->v[i];
+    }
+    out->n = w;
+    return GW_OK;
+}
+
+int gw_store_block_put(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid, int64_t mint,
+                       const uint8_t *block, size_t len)
+{
+    int rc = need_write(t);
+    if (rc != GW_OK)
+        return rc;
+    if (!block && len)
+        return GW_EINVAL;
+    MDB_dbi dbi;
+    if ((rc = part_for_write(t, gw_store_day_of(mint), &dbi)) != GW_OK)
+        return rc;
+    uint8_t key[GW_BLOCK_KEY_LEN];
+    gw_store_block_key(key, node_id, gpu, sid, mint);
+    MDB_val k = {sizeof key, key}, d = {len, (void *)block};
+    int mrc = mdb_put(t->txn, dbi, &k, &d, 0);
+    return mrc == MDB_SUCCESS ? GW_OK : terr(t, mrc, "block put");
+}
+
+/* Shared by blocks_get and blocks_any: cb == NULL means "stop at the
+ * first block and return 1". */
+static int blocks_scan(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid, int64_t mint_lo,
+                       int64_t maxt, gw_store_block_cb cb, void *ud)
+{
+    if (!t || !t->txn)
+        return GW_EINVAL;
+    if (mint_lo > maxt)
+        return 0;
+    struct part_vec pv = {0};
+    int rc = parts_collect(t, gw_store_day_of(mint_lo), gw_store_day_of(maxt), &pv);
+    uint8_t seek[GW_BLOCK_KEY_LEN];
+    gw_store_block_key(seek, node_id, gpu, sid, mint_lo);
+    int found = 0;
+    for (size_t i = 0; rc == GW_OK && !found && i < pv.n; i++) {
+        MDB_cursor *c;
+        int mrc = mdb_cursor_open(t->txn, pv.v[i].dbi, &c);
+        if (mrc != MDB_SUCCESS) {
+            rc = terr(t, mrc, "partition cursor");
+            break;
+        }
+        MDB_val k = {sizeof seek, seek}, d;
+        for (mrc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE); mrc == MDB_SUCCESS;
+             mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
+            if (k.mv_size != GW_BLOCK_KEY_LEN || memcmp(k.mv_data, seek, 14) != 0)
+                break;
+            int64_t bm = gw_store_unbias(gw_store_get_be64((const uint8_t *)k.mv_data + 14));
+            if (bm > maxt)
+                break;
+            if (!cb) {
+                found = 1;
+                break;
+            }
+            int crc = cb(ud, bm, d.mv_data, d.mv_size);
+            if (crc != 0) {
+                rc = crc < 0 ? crc : GW_OK;
+                found = 1;
+                break;
+            }
+        }
+        /* NOTFOUND also covers a partition another process dropped. */
+        if (rc == GW_OK && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
+            rc = terr(t, mrc, "block scan");
+        mdb_cursor_close(c);
+    }
+    free(pv.v);
+    if (rc != GW_OK)
+        return rc;
+    return cb ? GW_OK : found;
+}
+
+int gw_store_blocks_get(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid, int64_t mint_lo,
+                        int64_t maxt, gw_store_block_cb cb, void *ud)
+{
+    if (!cb)
+        return GW_EINVAL;
+    return blocks_scan(t, node_id, gpu, sid, mint_lo, maxt, cb, ud);
+}
+
+int gw_store_blocks_any(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid, int64_t mint_lo,
+                        int64_t maxt)
+{
+    return blocks_scan(t, node_id, gpu, sid, mint_lo, maxt, NULL, NULL);
+}
+
+int gw_store_partitions(struct gw_store_txn *t, gw_store_partition_cb cb, void *ud)
+{
+    if (!t || !t->txn || !cb)
+        return GW_EINVAL;
+    struct part_vec pv = {0};
+    int rc = parts_collect(t, INT64_MIN, INT64_MAX, &pv);
+    for (size_t i = 0; rc == GW_OK && i < pv.n; i++) {
+        MDB_stat st;
+        int mrc = mdb_stat(t->txn, pv.v[i].dbi, &st);
+        if (mrc == MDB_NOTFOUND)
+            continue;
+        if (mrc != MDB_SUCCESS) {
+            rc = terr(t, mrc, "partition stat");
+            break;
+        }
+        struct gw_store_partition p = {
+            .day = pv.v[i].day,
+            .entries = st.ms_entries,
+            .bytes = ((uint64_t)st.ms_branch_pages + st.ms_leaf_pages + st.ms_overflow_pages) * st.ms_psize,
+        };
+        rc = cb(ud, &p);
+    }
+    free(pv.v);
+    return rc < 0 ? rc : GW_OK;
+}
+
+int gw_store_partitions_drop_before(struct gw_store_txn *t, int64_t before_day, unsigned *dropped)
+{
+    int rc = need_write(t);
+    if (rc != GW_OK)
+        return rc;
+    struct gw_store *s = t->s;
+    if (!t->gate_held) {
+        /* Readers must not hold a handle that mdb_drop closes. */
+        pthread_rwlock_wrlock(&s->gate);
+        t->gate_held = 1;
+    }
+    struct part_vec victims = {0};
+    for (size_t i = 0; i < t->pending.n;) {
+        if (t->pending.v[i].day < before_day) {
+            if ((rc = pv_push(&victims, t->pending.v[i].day, t->pending.v[i].dbi)) != GW_OK)
+                goto out;
+            pv_remove_at(&t->pending, i);
+        } else {
+            i++;
+        }
+    }
+    pthread_mutex_lock(&s->part_mu);
+    size_t cut = pv_lower(&s->parts, before_day);
+    for (size_t i = 0; i < cut && rc == GW_OK; i++)
+        rc = pv_push(&victims, s->parts.v[i].day, s->parts.v[i].dbi);
+    if (rc == GW_OK) {
+        memmove(s->parts.v, s->parts.v + cut, (s->parts.n - cut) * sizeof *s->parts.v);
+        s->parts.n -= cut;
+    }
+    pthread_mutex_unlock(&s->part_mu);
+    if (rc != GW_OK)
+        goto out;
+    t->dropped = victims.n > 0;
+    unsigned n = 0;
+    for (size_t i = 0; i < victims.n; i++) {
+        int mrc = mdb_drop(t->txn, victims.v[i].dbi, 1);
+        if (mrc != MDB_SUCCESS) {
+            rc = terr(t, mrc, "partition drop");
+            goto out;
+        }
+        n++;
+    }
+    if (dropped)
+        *dropped = n;
+out:
+    free(victims.v);
+    return rc;
+}
+
+/* ----------------------------------------------------------------- stats */
+
+static uint64_t pages_of(const MDB_stat *st)
+{
+    return ((uint64_t)st->ms_branch_pages + st->ms_leaf_pages + st->ms_overflow_pages) * st->ms_psize;
+}
+
+int gw_store_stats(struct gw_store *s, struct gw_store_stats *out, struct gw_error *err)
+{
+    if (!s || !out)
+        return gw_error_set(err, GW_EINVAL, "gw_store_stats: missing argument");
+    struct gw_store_txn *t;
+    int rc = gw_store_read_begin(s, &t, err);
+    if (rc != GW_OK)
+        return rc;
+    struct gw_store_stats st;
+    memset(&st, 0, sizeof st);
+    MDB_envinfo info;
+    MDB_stat es;
+    int mrc = mdb_env_info(s->env, &info);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_env_stat(s->env, &es);
+    if (mrc != MDB_SUCCESS) {
+        rc = gw_error_set(err, map_mdb(mrc), "cannot stat store %s: %s", s->dir, mdb_strerror(mrc));
+        goto out;
+    }
+    st.map_bytes = info.me_mapsize;
+    st.page_size = es.ms_psize;
+    st.used_bytes = ((uint64_t)info.me_last_pgno + 1) * es.ms_psize;
+    for (int i = 0; i < DB_COUNT; i++) {
+        if (!s->have[i])
+            continue;
+        MDB_stat ds;
+        mrc = mdb_stat(t->txn, s->dbi[i], &ds);
+        if (mrc != MDB_SUCCESS) {
+            rc = gw_error_set(err, map_mdb(mrc), "cannot stat %s: %s", fixed_dbs[i].name, mdb_strerror(mrc));
+            goto out;
+        }
+        if (i == DB_SERIES)
+            st.series = ds.ms_entries;
+        if (i != DB_META)
+            st.index_bytes += pages_of(&ds);
+    }
+    size_t dl = strlen(s->dir);
+    char *path = malloc(dl + sizeof "/data.mdb");
+    if (!path) {
+        rc = gw_error_set(err, GW_ENOMEM, "out of memory");
+        goto out;
+    }
+    memcpy(path, s->dir, dl);
+    memcpy(path + dl, "/data.mdb", sizeof "/data.mdb");
+    struct stat fst;
+    if (stat(path, &fst) == 0)
+        st.file_bytes = (uint64_t)fst.st_size;
+    free(path);
+    *out = st;
+out:
+    gw_store_read_end(t);
+    return rc;
+}

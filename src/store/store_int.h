@@ -1,0 +1,76 @@
+/* store_int.h - helpers shared by the files of the store module: key
+ * encoders/decoders (keys.c) and the limits that shape the keys. Nothing
+ * outside src/store/ includes this file. */
+#ifndef GW_STORE_INT_H
+#define GW_STORE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* LMDB's default maximum key size is 511 bytes; keys stay below this. */
+#define GW_KEY_MAX 480
+/* Postings keys: values are stored in full while name\0value fits in
+ * GW_KEY_MAX; otherwise the key keeps a prefix of the value
+ * (GW_VALUE_PREFIX bytes, less for long names), then 0xff, then the be64
+ * XXH3 of the whole value. Values never contain 0xff (refused). */
+#define GW_VALUE_PREFIX 400
+#define GW_TRUNC_TAIL 9                          /* 0xff + be64 hash */
+#define GW_NAME_MAX_KEY (GW_KEY_MAX - 1 - GW_TRUNC_TAIL - 1) /* longest label name: 469 */
+
+#define GW_BLOCK_KEY_LEN 22      /* node(4) gpu(2) sid(8) mint(8) */
+#define GW_SERIES_HDR 6          /* node(4) gpu(2) before the labels */
+#define GW_PART_NAME_MAX 32
+
+/* Big-endian helpers. */
+void gw_store_put_be64(uint8_t *p, uint64_t v);
+uint64_t gw_store_get_be64(const uint8_t *p);
+void gw_store_put_be32(uint8_t *p, uint32_t v);
+uint32_t gw_store_get_be32(const uint8_t *p);
+void gw_store_put_be16(uint8_t *p, uint16_t v);
+uint16_t gw_store_get_be16(const uint8_t *p);
+
+/* Timestamps biased so signed order equals byte order. */
+uint64_t gw_store_bias(int64_t t);
+int64_t gw_store_unbias(uint64_t u);
+
+/* floor(t_ms / GW_DAY_MS) also for negative t. */
+int64_t gw_store_day_of(int64_t t_ms);
+
+/* Unsigned LEB128; get returns bytes consumed or 0 when malformed. */
+size_t gw_store_uvarint_put(uint8_t *buf, uint64_t v);
+size_t gw_store_uvarint_get(const uint8_t *p, size_t len, uint64_t *v);
+
+/* Iterates canonical label bytes (uvarint name_len name uvarint value_len
+ * value ...). next() returns 1 with a label, 0 at the end, GW_ECORRUPT. */
+struct gw_store_lab_iter {
+    const uint8_t *p;
+    size_t len, off;
+};
+void gw_store_lab_iter_init(struct gw_store_lab_iter *it, const uint8_t *b, size_t len);
+int gw_store_lab_iter_next(struct gw_store_lab_iter *it, const char **name, size_t *name_len,
+                           const char **value, size_t *value_len);
+/* Finds name in canonical labels: 1 found, 0 absent, GW_ECORRUPT. */
+int gw_store_labels_find(const uint8_t *b, size_t len, const char *name, size_t name_len,
+                         const char **value, size_t *value_len);
+
+/* Postings key for name=value into key (GW_KEY_MAX bytes). GW_OK,
+ * GW_ETOOLARGE (name longer than GW_NAME_MAX_KEY), GW_EINVAL (empty name,
+ * a NUL byte in the name or a 0xff byte in the value). */
+int gw_store_postings_key(uint8_t *key, size_t *klen, const char *name, size_t name_len,
+                          const char *value, size_t value_len);
+/* Bytes of the value kept in a truncated key for a name of name_len. */
+size_t gw_store_value_prefix(size_t name_len);
+/* Given the value part of a postings key (after name\0): 1 if it is the
+ * truncated form (then *hash is set), 0 if it is the full value. */
+int gw_store_value_is_truncated(size_t name_len, const uint8_t *vpart, size_t vlen, uint64_t *hash);
+uint64_t gw_store_hash(const void *p, size_t len);
+
+/* Block key: node gpu sid mint. */
+void gw_store_block_key(uint8_t *key, uint32_t node_id, uint16_t gpu, uint64_t sid, int64_t mint);
+
+/* Partition database names "p%08lld". parse returns 1 and sets *day when
+ * name (not NUL-terminated) is exactly a canonical partition name. */
+void gw_store_part_name(char *buf, size_t cap, int64_t day);
+int gw_store_part_parse(const char *name, size_t len, int64_t *day);
+
+#endif /* GW_STORE_INT_H */
