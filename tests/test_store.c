@@ -203,6 +203,8 @@ static void test_store_open_close_reopen(void **state)
     assert_int_equal(gw_store_meta_get_u64(t, "missing", &got), GW_ENOTFOUND);
     /* writes in a read txn are refused */
     assert_int_equal(gw_store_meta_put_u64(t, "x", 1), GW_EINVAL);
+    /* a write while this thread holds a read txn is refused, not hung */
+    assert_int_equal(gw_store_write(s, meta_put_fn, &v, &err), GW_EINVAL);
     gw_store_read_end(t);
     gw_store_read_end(NULL);
 

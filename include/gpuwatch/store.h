@@ -21,6 +21,17 @@
  * callbacks must be re-runnable. Only when growth fails (disk full, limit)
  * does it return GW_EFULL.
  *
+ * Threading rules: end a read transaction on the thread that began it; a
+ * thread holds at most one read transaction at a time and none while it
+ * calls gw_store_write() (refused with GW_EINVAL) or gw_store_stats(); a
+ * map resize and gw_store_partitions_drop_before() wait until every open
+ * read transaction has ended, so keep them short (one per request). Write
+ * callbacks must not call gw_store_write() or gw_store_read_begin().
+ *
+ * Size limits (keys stay under LMDB's 511-byte maximum): label names up to
+ * 469 bytes and label values without 0xff bytes (GW_ETOOLARGE / GW_EINVAL
+ * from gw_store_series_put); node and metric names up to 480 bytes.
+ *
  * Borrowed data: every pointer handed out inside a transaction points into
  * the map and is valid only until the transaction ends. */
 #ifndef GW_STORE_H
@@ -73,7 +84,9 @@ struct gw_store_series {
     size_t labels_len;
 };
 /* Inserts a new series with its shash entry and one postings entry per
- * label. GW_OK (also when sid already exists with the same labels). */
+ * label. GW_OK (also when sid already exists with the same labels);
+ * GW_EINVAL for malformed labels or a sid already used by other labels;
+ * GW_ETOOLARGE for a label name over the key limit. Write txn only. */
 int gw_store_series_put(struct gw_store_txn *t, uint64_t sid, uint64_t hash, uint32_t node_id,
                         uint16_t gpu, const uint8_t *labels, size_t labels_len);
 int gw_store_series_get(struct gw_store_txn *t, uint64_t sid, struct gw_store_series *out); /* GW_ENOTFOUND */
@@ -85,7 +98,8 @@ int gw_store_series_each(struct gw_store_txn *t, gw_store_series_cb cb, void *ud
 /* Newest persisted timestamp of a series (INT64_MIN when none). */
 int gw_store_series_maxt_get(struct gw_store_txn *t, uint64_t sid, int64_t *maxt);
 int gw_store_series_maxt_put(struct gw_store_txn *t, uint64_t sid, int64_t maxt);
-/* Removes a series, its hash entry and postings (retention of dead series). */
+/* Removes a series, its hash entry, postings and maxt (retention of dead
+ * series); its blocks go with their day partitions. GW_ENOTFOUND if absent. */
 int gw_store_series_delete(struct gw_store_txn *t, uint64_t sid);
 
 /* ---- nodes ---- */
@@ -131,7 +145,8 @@ int gw_store_block_put(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, u
 typedef int (*gw_store_block_cb)(void *ud, int64_t block_mint, const uint8_t *block, size_t len);
 int gw_store_blocks_get(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
                         int64_t mint_lo, int64_t maxt, gw_store_block_cb cb, void *ud);
-/* 1 if the series has any block starting in [mint_lo, maxt], else 0. */
+/* 1 if the series has any block starting in [mint_lo, maxt], else 0, or a
+ * negative error. */
 int gw_store_blocks_any(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
                         int64_t mint_lo, int64_t maxt);
 

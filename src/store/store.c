@@ -94,6 +94,10 @@ struct gw_store {
     size_t ro_seen_txnid;         /* read-only: last txn id the cache reflects */
 };
 
+/* Read txns open on this thread: gw_store_write refuses to run while one is
+ * open, since a map resize or partition drop would wait for it forever. */
+static _Thread_local unsigned tl_read_txns;
+
 struct gw_store_txn {
     struct gw_store *s;
     MDB_txn *txn;
@@ -370,6 +374,8 @@ int gw_store_write(struct gw_store *s, gw_store_write_fn fn, void *ud, struct gw
         return gw_error_set(err, GW_EINVAL, "gw_store_write: missing store or callback");
     if (s->read_only)
         return gw_error_set(err, GW_EINVAL, "store %s is open read-only", s->dir);
+    if (tl_read_txns)
+        return gw_error_set(err, GW_EINVAL, "gw_store_write with a read transaction open on this thread");
     pthread_mutex_lock(&s->write_mu);
     int rc;
     for (;;) {
@@ -476,6 +482,7 @@ int gw_store_read_begin(struct gw_store *s, struct gw_store_txn **out, struct gw
         free(t);
         return rc;
     }
+    tl_read_txns++;
     *out = t;
     return GW_OK;
 }
@@ -488,6 +495,8 @@ void gw_store_read_end(struct gw_store_txn *t)
     mdb_txn_abort(t->txn);
     pthread_rwlock_unlock(&s->gate);
     pthread_rwlock_unlock(&s->txn_lock);
+    if (tl_read_txns)
+        tl_read_txns--;
     free(t);
 }
 
