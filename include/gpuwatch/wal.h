@@ -28,7 +28,10 @@ enum gw_fsync_mode { GW_FSYNC_ALWAYS = 0, GW_FSYNC_BATCH = 1, GW_FSYNC_OFF = 2 }
 
 struct gw_wal_opts {
     const char *dir;                 /* created if missing */
-    uint64_t segment_bytes;          /* cut a new segment past this; default 64 MiB */
+    uint64_t segment_bytes;          /* cut a new segment past this; default 64 MiB,
+                                        at most 1 GiB; a record that would take
+                                        a non-empty segment past it starts the
+                                        next segment */
     enum gw_fsync_mode fsync;
     uint32_t batch_interval_ms;      /* GW_FSYNC_BATCH period; default 100 */
 };
@@ -44,15 +47,18 @@ void gw_wal_close(struct gw_wal *w);
 
 /* Copies one record into the WAL buffer. *pos gets its position.
  * GW_OK, GW_ETOOLARGE (payload > GW_WAL_MAX_RECORD), GW_ENOMEM,
+ * GW_EINVAL (payload NULL with len > 0),
  * GW_EIO (an earlier write failed; the WAL stays failed until reopened). */
 int gw_wal_append(struct gw_wal *w, uint8_t type, const void *payload, size_t len, uint64_t *pos);
-/* Blocks until every record at or before pos is durable per the policy.
+/* Blocks until every record at or before pos is durable per the policy
+ * (a pos past the last appended record means everything appended so far).
  * GW_OK or GW_EIO (with detail). */
 int gw_wal_commit(struct gw_wal *w, uint64_t pos, struct gw_error *err);
 
 /* Closes the current segment and starts a new one; returns the position of
  * the new segment's first record. Everything before it is in older
- * segments. GW_OK or GW_EIO. */
+ * segments, written and synced. When the current segment holds no record
+ * yet, no new one is made. GW_OK, GW_ENOMEM or GW_EIO. */
 int gw_wal_cut(struct gw_wal *w, uint64_t *next_pos, struct gw_error *err);
 /* Deletes whole segments that end before pos (segment number < pos >> 32).
  * Never deletes the segment being written. GW_OK or GW_EIO. */
@@ -60,14 +66,20 @@ int gw_wal_truncate_before(struct gw_wal *w, uint64_t pos, struct gw_error *err)
 /* Bytes in all segments on disk (for stats). */
 uint64_t gw_wal_disk_bytes(const struct gw_wal *w);
 
-/* Replay, called before gw_wal_open() on the same dir. Calls cb for every
- * valid record at or after from_pos in position order; cb returns GW_OK to
- * go on or an error to stop (returned as is). A torn or checksum-failing
- * record ends the replay: that segment is truncated at the record and later
- * segments are removed (counts reported in *st). The payload pointer is
- * borrowed for the duration of the callback. */
+/* Replay, called before gw_wal_open() on the same dir (created if missing).
+ * Calls cb for every valid record at or after from_pos in position order; cb
+ * returns GW_OK to go on or an error to stop (returned as is). cb may be
+ * NULL to only verify and repair. Segments before from_pos's segment are not
+ * read; that segment is checked from its start. A torn or checksum-failing
+ * record ends the replay: that segment is truncated at the record (deleted
+ * if its magic is bad) and later segments are removed (counts in *st);
+ * zero-length segments are removed silently. Returns GW_OK (also after a
+ * repair), the callback's error, GW_EIO, GW_ENOMEM or GW_EINVAL. The payload
+ * pointer is borrowed for the duration of the callback. st may be NULL; it
+ * is filled on every return. */
 struct gw_wal_replay_stats {
-    uint64_t records, bytes, segments;
+    uint64_t records, bytes, segments;   /* records and payload bytes passed
+                                            to cb, non-empty segments read */
     uint64_t truncated_bytes;        /* bytes cut off by repair */
     uint64_t removed_segments;       /* later segments deleted by repair */
     int corrupt;                     /* 1 if repair happened */
