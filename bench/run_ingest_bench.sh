@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# run_ingest_bench.sh - remote-write ingest benchmark: gpuwatch vs
+# VictoriaMetrics vs Prometheus (each one that is installed), same data
+# from gw_rwload (default 63 nodes x 8 GPUs of dcgm-exporter +
+# node_exporter series, 15 s interval, 1 simulated hour ending 5 min ago,
+# sent in time order over 4 keep-alive connections).
+#
+# Per system, on a fresh data dir: wall time and samples/s of the send,
+# server CPU microseconds per sample (utime+stime from /proc/PID/stat over
+# the send), peak RSS (VmHWM), RSS after the send per active series, and
+# on-disk bytes per sample after flushing: gpuwatch SIGTERM (flushes the
+# head into the store); VictoriaMetrics /internal/force_flush, 5 s, then
+# SIGTERM; Prometheus SIGTERM (its head stays in the WAL, not compacted
+# blocks - its size is reported as is and flagged in the notes).
+#
+# Usage: bench/run_ingest_bench.sh [--build DIR] [--nodes 63] [--gpus 8]
+#          [--duration 1h] [--interval 15s] [--conns 4] [--batch 2000]
+#          [--systems gpuwatch,victoria-metrics,prometheus] [--out FILE]
+# Quick run: bench/run_ingest_bench.sh --duration 10m
+# Prints a markdown table and writes it to bench/results/ingest-<date>.md.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build="$root/build"
+nodes=63
+gpus=8
+duration=1h
+interval=15s
+conns=4
+batch=2000
+systems="gpuwatch,victoria-metrics,prometheus"
+out=""
+
+while (($#)); do
+    case "$1" in
+    --build) build=$2; shift 2 ;;
+    --nodes) nodes=$2; shift 2 ;;
+    --gpus) gpus=$2; shift 2 ;;
+    --duration) duration=$2; shift 2 ;;
+    --interval) interval=$2; shift 2 ;;
+    --conns) conns=$2; shift 2 ;;
+    --batch) batch=$2; shift 2 ;;
+    --systems) systems=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+
+build=$(cd "$build" && pwd)
+load="$build/gw_rwload"
+[[ -x "$load" ]] || { echo "gw_rwload not built in $build" >&2; exit 1; }
+[[ -n "$out" ]] || out="$root/bench/results/ingest-$(date +%Y-%m-%d).md"
+mkdir -p "$(dirname "$out")"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gw-ingest-bench.XXXXXX")
+server_pid=""
+cleanup() {
+    if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+        kill -KILL "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+clk_tck=$(getconf CLK_TCK)
+free_port() {
+    python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()'
+}
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
+wait_ready() { # URL SECS
+    local deadline=$((SECONDS + $2))
+    while ((SECONDS < deadline)); do
+        if [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1" || true)" == 200 ]]; then return 0; fi
+        kill -0 "$server_pid" 2>/dev/null || return 1
+        sleep 0.2
+    done
+    return 1
+}
+stop_server() { # SECS
+    kill -TERM "$server_pid" 2>/dev/null || true
+    local deadline=$((SECONDS + $1))
+    while kill -0 "$server_pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+    kill -KILL "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+    server_pid=""
+}
+field() { # KEY LINE -> value of key=value
+    tr ' ' '\n' <<<"$2" | awk -F= -v k="$1" '$1 == k {print $2}'
+}
+
+rows=()
+info=$("$load" info --nodes "$nodes" --gpus "$gpus" --duration "$duration" --interval "$interval" --start 0)
+n_series=$(field series "$info")
+n_samples=$(field samples "$info")
+echo "workload: $nodes nodes x $gpus GPUs, $n_series series, $n_samples samples ($duration at $interval)" >&2
+
+run_one() {
+    local sys=$1 bin port dir ready flush_note=""
+    port=$(free_port)
+    dir="$tmp/$sys"
+    mkdir -p "$dir"
+    local url="http://127.0.0.1:$port/api/v1/write"
+    case "$sys" in
+    gpuwatch)
+        bin="$build/gpuwatch"
+        [[ -x "$bin" ]] || { echo "skip gpuwatch: not built" >&2; return 0; }
+        "$bin" serve --listen "127.0.0.1:$port" --data-dir "$dir" >"$tmp/$sys.log" 2>&1 &
+        ready="http://127.0.0.1:$port/-/ready"
+        ;;
+    victoria-metrics)
+        bin=$(command -v victoria-metrics || true)
+        [[ -n "$bin" ]] || { echo "skip victoria-metrics: not installed" >&2; return 0; }
+        "$bin" -storageDataPath "$dir" -httpListenAddr "127.0.0.1:$port" -retentionPeriod 100y \
+            -search.disableCache >"$tmp/$sys.log" 2>&1 &
+        ready="http://127.0.0.1:$port/health"
+        ;;
+    prometheus)
+        bin=$(command -v prometheus || true)
+        [[ -n "$bin" ]] || { echo "skip prometheus: not installed" >&2; return 0; }
+        printf 'global:\n  scrape_interval: 1m\n' >"$tmp/prom.yml"
+        "$bin" --config.file="$tmp/prom.yml" --storage.tsdb.path="$dir" --web.listen-address="127.0.0.1:$port" \
+            --web.enable-remote-write-receiver --storage.tsdb.retention.time=100y >"$tmp/$sys.log" 2>&1 &
+        ready="http://127.0.0.1:$port/-/ready"
+        flush_note="head in WAL, not compacted"
+        ;;
+    *) echo "unknown system $sys" >&2; return 1 ;;
+    esac
+    server_pid=$!
+    if ! wait_ready "$ready" 60; then
+        echo "$sys did not become ready; log:" >&2
+        tail -20 "$tmp/$sys.log" >&2
+        stop_server 10
+        rows+=("| $sys | - | - | - | - | - | - | - | - | did not start |")
+        return 0
+    fi
+    local cpu0 cpu1 res start_ms
+    cpu0=$(cpu_ticks "$server_pid")
+    start_ms=$(( ($(date +%s) - 300) * 1000 ))
+    start_ms=$((start_ms - $("$load" info --duration "$duration" --interval "$interval" --nodes 1 --start 0 |
+        tr ' ' '\n' | awk -F= '$1 == "end" {print $2}')))
+    echo "== $sys: sending" >&2
+    res=$("$load" send --url "$url" --nodes "$nodes" --gpus "$gpus" --duration "$duration" --interval "$interval" \
+        --start "$start_ms" --conns "$conns" --batch "$batch" --retry-for 60s --quiet || true)
+    echo "$res" >&2
+    if [[ "$sys" == victoria-metrics ]]; then
+        # VictoriaMetrics acks before its in-memory parts are merged: count the flush too.
+        curl -s --max-time 60 "http://127.0.0.1:$port/internal/force_flush" >/dev/null || true
+        sleep 5
+    fi
+    cpu1=$(cpu_ticks "$server_pid")
+    local hwm rss
+    hwm=$(status_kb "$server_pid" VmHWM)
+    rss=$(status_kb "$server_pid" VmRSS)
+    local samples elapsed rate result
+    samples=$(field samples "$res")
+    elapsed=$(field elapsed_s "$res")
+    rate=$(field samples_per_s "$res")
+    result=$(field result "$res")
+    [[ -n "$samples" && "$samples" != 0 ]] || samples=1
+    stop_server 300
+    local bytes
+    bytes=$(du -sb "$dir" | awk '{print $1}')
+    local note="${result:-no result}"
+    [[ -z "$flush_note" ]] || note="$note; $flush_note"
+    rows+=("$(awk -v sys="$sys" -v s="$samples" -v el="$elapsed" -v rate="$rate" -v dt="$((cpu1 - cpu0))" \
+        -v tck="$clk_tck" -v hwm="$hwm" -v rss="$rss" -v ns="$n_series" -v b="$bytes" -v note="$note" 'BEGIN {
+        printf "| %s | %d | %.1f | %.0f | %.2f | %.0f | %.0f | %.0f | %.2f | %s |", sys, s, el, rate,
+            dt / tck * 1e6 / s, hwm / 1024, rss / 1024, rss * 1024 / ns, b / s, note }')")
+}
+
+IFS=',' read -r -a sys_list <<<"$systems"
+for s in "${sys_list[@]}"; do
+    run_one "$s"
+done
+
+{
+    echo "# Ingest benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo
+    echo "Machine: $(nproc) cores, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM; sender on the same machine."
+    echo "Workload: $nodes nodes x $gpus GPUs, $n_series series, $duration at $interval = $n_samples samples, gw_rwload --conns $conns --batch $batch (remote write 1.0, snappy)."
+    echo "Versions: $(prometheus --version 2>/dev/null | head -1 || true); victoria-metrics $(dpkg-query -W -f '${Version}' victoria-metrics 2>/dev/null || echo "?")."
+    echo
+    echo "| system | samples acked | wall s | samples/s | server CPU µs/sample | peak RSS MiB | RSS after send MiB | RSS bytes/series | disk bytes/sample | notes |"
+    echo "|---|---|---|---|---|---|---|---|---|---|"
+    printf '%s\n' "${rows[@]}"
+    echo
+    echo "CPU = utime+stime of the server process during the send (VictoriaMetrics: plus its force_flush) / samples acked; gpuwatch's flush at shutdown is not counted. Disk = data dir after flush and stop / samples acked (includes WAL, index and metadata)."
+} | tee "$out"
+echo "written to $out" >&2
