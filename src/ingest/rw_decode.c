@@ -140,7 +140,7 @@ static int skip_value(const struct pctx *c, const uint8_t **pp, const uint8_t *e
 {
     const uint8_t *p = *pp, *s;
     uint64_t v;
-    size_t n;
+    size_t n = 0;
     unsigned wt = (unsigned)(key & 7);
 
     switch (wt) {
@@ -203,7 +203,7 @@ static int walk_message(const struct pctx *c, const uint8_t *p, const uint8_t *e
 {
     while (p < end) {
         const uint8_t *at = p;
-        uint64_t key;
+        uint64_t key = 0;
         int rc = get_key(c, &p, end, &key, msg);
         if (rc != GW_OK)
             return rc;
@@ -225,9 +225,21 @@ static inline int parse_label(const struct pctx *c, const uint8_t *p, const uint
     const uint8_t *name = (const uint8_t *)empty_str, *value = (const uint8_t *)empty_str;
     size_t nl = 0, vl = 0;
 
+    /* Fast path for what every encoder emits: 0a <len> name 12 <len> value,
+     * both lengths < 128, nothing else. */
+    if (LIKELY(end - p >= 4 && p[0] == 0x0A && p[1] < 0x80 && (size_t)(end - p) >= 4u + p[1])) {
+        const uint8_t *q = p + 2 + p[1];
+        if (LIKELY(q[0] == 0x12 && q[1] < 0x80 && end - q == 2 + q[1])) {
+            l->name = (const char *)p + 2;
+            l->name_len = p[1];
+            l->value = (const char *)q + 2;
+            l->value_len = q[1];
+            return GW_OK;
+        }
+    }
     while (p < end) {
         const uint8_t *at = p;
-        uint64_t key;
+        uint64_t key = 0;
         int rc = get_key(c, &p, end, &key, "Label");
         if (UNLIKELY(rc != GW_OK))
             return rc;
@@ -256,9 +268,20 @@ static inline int parse_sample(const struct pctx *c, const uint8_t *p, const uin
 {
     uint64_t vbits = 0, ts = 0;
 
+    /* Fast path: 09 <8 bytes> 10 <varint> and nothing else. */
+    if (LIKELY(end - p >= 11 && p[0] == 0x09 && p[9] == 0x10)) {
+        const uint8_t *q = get_varint(p + 10, end, &ts);
+        if (LIKELY(q == end)) {
+            vbits = load_le64(p + 1);
+            memcpy(&s->v, &vbits, sizeof s->v);
+            s->t = (int64_t)ts;
+            return GW_OK;
+        }
+        ts = 0;
+    }
     while (p < end) {
         const uint8_t *at = p;
-        uint64_t key;
+        uint64_t key = 0;
         int rc = get_key(c, &p, end, &key, "Sample");
         if (UNLIKELY(rc != GW_OK))
             return rc;
@@ -321,9 +344,9 @@ static int v1_count_series(const struct pctx *c, const uint8_t *p, const uint8_t
                            struct counts *k)
 {
     while (p < end) {
-        const uint8_t *at = p, *s;
-        size_t n;
-        uint64_t key;
+        const uint8_t *at = p, *s = NULL;
+        size_t n = 0;
+        uint64_t key = 0;
         int rc = get_key(c, &p, end, &key, "TimeSeries");
         if (UNLIKELY(rc != GW_OK))
             return rc;
@@ -346,9 +369,9 @@ static int v1_count_series(const struct pctx *c, const uint8_t *p, const uint8_t
 static int v1_count(const struct pctx *c, const uint8_t *p, const uint8_t *end, struct counts *k)
 {
     while (p < end) {
-        const uint8_t *at = p, *s;
-        size_t n;
-        uint64_t key;
+        const uint8_t *at = p, *s = NULL;
+        size_t n = 0;
+        uint64_t key = 0;
         int rc = get_key(c, &p, end, &key, "WriteRequest");
         if (rc != GW_OK)
             return rc;
@@ -394,9 +417,9 @@ static int v1_fill_series(const struct pctx *c, const uint8_t *p, const uint8_t 
     ser->samples = f->smp;
     ser->n_labels = ser->n_samples = ser->n_histograms = ser->n_exemplars = 0;
     while (p < end) {
-        const uint8_t *at = p, *s;
-        size_t n;
-        uint64_t key;
+        const uint8_t *at = p, *s = NULL;
+        size_t n = 0;
+        uint64_t key = 0;
         int rc = get_key(c, &p, end, &key, "TimeSeries");
         if (UNLIKELY(rc != GW_OK))
             return rc;
@@ -450,7 +473,7 @@ static int v1_fill_metadata(const struct pctx *c, const uint8_t *p, const uint8_
 
     while (p < end) {
         const uint8_t *at = p;
-        uint64_t key;
+        uint64_t key = 0;
         int rc = get_key(c, &p, end, &key, "MetricMetadata");
         if (rc != GW_OK)
             return rc;
@@ -486,9 +509,9 @@ static int v1_fill_metadata(const struct pctx *c, const uint8_t *p, const uint8_
 static int v1_fill(const struct pctx *c, const uint8_t *p, const uint8_t *end, struct fill *f)
 {
     while (p < end) {
-        const uint8_t *at = p, *s;
-        size_t n;
-        uint64_t key;
+        const uint8_t *at = p, *s = NULL;
+        size_t n = 0;
+        uint64_t key = 0;
         int rc = get_key(c, &p, end, &key, "WriteRequest");
         if (rc != GW_OK)
             return rc;
@@ -542,7 +565,7 @@ static int v2_parse_metadata(const struct pctx *c, const uint8_t *p, const uint8
     md->at = p;
     while (p < end) {
         const uint8_t *at = p, *q;
-        uint64_t key, *dst;
+        uint64_t key = 0, *dst;
         int rc = get_key(c, &p, end, &key, "Metadata");
         if (rc != GW_OK)
             return rc;
@@ -619,8 +642,8 @@ static inline int v2_refs_field(const struct pctx *c, const uint8_t **pp, const 
         return GW_OK;
     }
     {                                       /* packed */
-        const uint8_t *s, *e;
-        size_t n;
+        const uint8_t *s = NULL, *e;
+        size_t n = 0;
         if ((rc = get_sub(c, &p, end, &s, &n, "labels_refs", "TimeSeries")) != GW_OK)
             return rc;
         e = s + n;
@@ -655,9 +678,9 @@ static int v2_series(const struct pctx *c, const uint8_t *p, const uint8_t *end,
         ser->samples = f->smp;
     }
     while (p < end) {
-        const uint8_t *at = p, *s;
-        size_t n;
-        uint64_t key;
+        const uint8_t *at = p, *s = NULL;
+        size_t n = 0;
+        uint64_t key = 0;
         int rc = get_key(c, &p, end, &key, "TimeSeries");
         if (UNLIKELY(rc != GW_OK))
             return rc;
@@ -765,9 +788,9 @@ static int v2_series(const struct pctx *c, const uint8_t *p, const uint8_t *end,
 static int v2_count(const struct pctx *c, const uint8_t *p, const uint8_t *end, struct counts *k)
 {
     while (p < end) {
-        const uint8_t *at = p, *s;
-        size_t n;
-        uint64_t key;
+        const uint8_t *at = p, *s = NULL;
+        size_t n = 0;
+        uint64_t key = 0;
         int rc = get_key(c, &p, end, &key, "Request");
         if (rc != GW_OK)
             return rc;
@@ -795,9 +818,9 @@ static int v2_fill_symbols(const struct pctx *c, const uint8_t *p, const uint8_t
 {
     size_t i = 0;
     while (p < end) {
-        const uint8_t *at = p, *s;
-        size_t n;
-        uint64_t key;
+        const uint8_t *at = p, *s = NULL;
+        size_t n = 0;
+        uint64_t key = 0;
         int rc = get_key(c, &p, end, &key, "Request");
         if (rc != GW_OK)
             return rc;
@@ -822,9 +845,9 @@ static int v2_fill(const struct pctx *c, const uint8_t *p, const uint8_t *end, s
                    const struct sym *syms, size_t n_syms)
 {
     while (p < end) {
-        const uint8_t *at = p, *s;
-        size_t n;
-        uint64_t key;
+        const uint8_t *at = p, *s = NULL;
+        size_t n = 0;
+        uint64_t key = 0;
         int rc = get_key(c, &p, end, &key, "Request");
         if (rc != GW_OK)
             return rc;
