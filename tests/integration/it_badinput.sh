@@ -133,7 +133,7 @@ code=$(GW_CURL_TIMEOUT=2 post "$GW_TMP/ok11.sn")
 expect "write while 20 clients stall" 204 "$code"
 code=$(GW_CURL_TIMEOUT=2 gw_http_code GET "$base/api/v1/query?query=badinput_ok&time=$((now_ms / 1000 + 1))")
 expect "query while 20 clients stall" 200 "$code"
-gw_stop slow 30 || gw_fail "slow client helper failed"
+gw_wait slow 30 || gw_fail "slow client helper failed"
 cat "$GW_TMP/slow.log" >&2
 expect "/-/ready after slow clients" 200 "$(gw_http_code GET "$base/-/ready")"
 

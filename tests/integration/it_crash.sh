@@ -12,12 +12,12 @@
 # (data now served from the flushed store).
 #
 # Usage: bash it_crash.sh <build_dir>
-# Env: GW_CRASH_KILLS (default 6), GW_CRASH_HOURS (default 4).
+# Env: GW_CRASH_KILLS (default 6), GW_CRASH_HOURS (default 8).
 source "$(dirname "$0")/lib.sh" "$@"
 gw_require_build
 
 kills_min=${GW_CRASH_KILLS:-6}
-hours=${GW_CRASH_HOURS:-4}
+hours=${GW_CRASH_HOURS:-8}
 port=$(gw_free_port)
 data="$GW_TMP/data"
 ack="$GW_TMP/ack.log"
@@ -48,8 +48,7 @@ while gw_alive sender || ((kills < kills_min)); do
 done
 
 sender_rc=0
-wait "$(gw_pid sender)" || sender_rc=$?
-unset "GW_PIDS[sender]"
+gw_wait sender 60 || sender_rc=$?
 cat "$GW_TMP/sender.log" >&2
 ((sender_rc == 0)) || gw_fail "sender failed (exit $sender_rc): see its output above"
 grep -q 'result=OK' "$GW_TMP/sender.log" || gw_fail "sender did not report result=OK"

@@ -12,6 +12,7 @@
 #   gw_pid NAME / gw_alive NAME  PID of NAME / is it running
 #   gw_wait_http NAME URL [SECS] poll URL until HTTP 200 (fails early if NAME died)
 #   gw_stop NAME [SECS]          SIGTERM, wait, then SIGKILL; returns the exit status
+#   gw_wait NAME [SECS]          wait for NAME to exit by itself; returns its status
 #   gw_kill9 NAME                SIGKILL and reap
 #   gw_start_gpuwatch NAME PORT DATA_DIR [serve flags...]   start + wait for /-/ready
 #   gw_http_code METHOD URL [curl args...]  prints the HTTP status code
@@ -145,6 +146,22 @@ gw_stop() {
     while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
     if kill -0 "$pid" 2>/dev/null; then
         gw_log "$name did not stop within ${secs}s, killing"
+        kill -KILL "$pid" 2>/dev/null || true
+    fi
+    local rc=0
+    wait "$pid" 2>/dev/null || rc=$?
+    unset "GW_PIDS[$name]"
+    return "$rc"
+}
+
+gw_wait() { # gw_wait NAME [SECS]: wait for NAME to exit by itself; its exit status (killed after SECS)
+    local name=$1 secs=${2:-60}
+    local pid=${GW_PIDS[$name]:-}
+    [[ -n "$pid" ]] || return 0
+    local deadline=$((SECONDS + secs))
+    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then
+        gw_log "$name still running after ${secs}s, killing"
         kill -KILL "$pid" 2>/dev/null || true
     fi
     local rc=0
