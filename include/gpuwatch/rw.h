@@ -66,12 +66,21 @@ int gw_rw_version_from_content_type(const char *content_type);
 
 /* Decodes a protobuf body of the given version. Labels are NOT validated
  * here (see gw_labels_normalize). GW_OK, GW_EPARSE (malformed, with the
- * offset and field in err), GW_ENOMEM (arena ceiling). */
+ * offset and field in err), GW_ENOMEM (arena ceiling), GW_EINVAL (version
+ * not 1 or 2), GW_ETOOLARGE (len > UINT32_MAX). Everything in *out lives in
+ * the arena and borrows strings from pb: keep both until done. Empty
+ * strings point at a static "". v2: one gw_rw_metadata per series whose
+ * Metadata is not all-default, name = the series' __name__ value ("" if
+ * none); samples' start_timestamp and the series created_timestamp are
+ * parsed and dropped. out->series / out->metadata are NULL when empty. */
 int gw_rw_decode(const uint8_t *pb, size_t len, int version, struct gw_arena *a,
                  struct gw_rw_request *out, struct gw_error *err);
 
-/* Encodes a v1 WriteRequest (protobuf, not compressed) - for tests, bench
- * and the simulator. Labels must be given sorted. */
+/* Encodes a v1 WriteRequest (protobuf, not compressed), appending to out -
+ * for tests, bench and the simulator. Labels must be given sorted. Encodes
+ * labels, samples and metadata (exemplars/histograms are not kept by the
+ * decoder, so not encoded). Doubles are written unless all bits are zero
+ * (-0.0 survives). GW_OK, GW_EINVAL, GW_ETOOLARGE/GW_ENOMEM from out. */
 int gw_rw_encode_v1(const struct gw_rw_request *req, struct gw_buf *out);
 
 /* ---- remote read ---- */
@@ -92,7 +101,10 @@ int gw_read_request_decode(const uint8_t *pb, size_t len, struct gw_read_request
 void gw_read_request_free(struct gw_read_request *r);
 
 /* SAMPLES response: add series per query (queries in order, series sorted
- * by the caller), then finish to get the snappy-compressed ReadResponse. */
+ * by the caller), then finish to get the snappy-compressed ReadResponse
+ * (appended to out). new() returns NULL on ENOMEM. add(): labels are
+ * canonical bytes (labels.h); GW_EINVAL (bad query_index), GW_ECORRUPT /
+ * GW_ELIMIT (labels), GW_ETOOLARGE (response over 1 GiB uncompressed). */
 struct gw_read_samples;
 struct gw_read_samples *gw_read_samples_new(size_t n_queries);
 int gw_read_samples_add(struct gw_read_samples *w, size_t query_index,
@@ -102,7 +114,8 @@ int gw_read_samples_finish(struct gw_read_samples *w, struct gw_buf *out);
 void gw_read_samples_free(struct gw_read_samples *w);
 
 /* STREAMED_XOR_CHUNKS: appends one frame (uvarint len | crc32c BE | msg)
- * holding one ChunkedSeries with the given XOR chunks. */
+ * holding one ChunkedSeries with the given XOR chunks. Layout and a worked
+ * example: top of src/ingest/remote_read.c. GW_ETOOLARGE above 32 MiB. */
 struct gw_read_chunk {
     int64_t mint, maxt;
     const uint8_t *data; size_t len;       /* XOR chunk bytes (gw_xor_bytes) */
@@ -111,7 +124,10 @@ int gw_read_chunked_frame(struct gw_buf *out, int64_t query_index,
                           const uint8_t *labels, size_t labels_len,
                           const struct gw_read_chunk *chunks, size_t n_chunks);
 
-/* Test/bench helpers: the client side of remote read. */
+/* Test/bench helpers: the client side of remote read. request_encode
+ * appends the protobuf ReadRequest (not compressed) accepting
+ * [STREAMED_XOR_CHUNKS, SAMPLES] like Prometheus when accept_streamed, else
+ * [SAMPLES]. The decoders return the callback's first non-GW_OK result. */
 int gw_read_request_encode(const struct gw_read_request *r, int accept_streamed, struct gw_buf *out);
 /* Decodes a SAMPLES ReadResponse body (snappy-compressed, as served) and
  * calls cb per series with canonical labels and samples (borrowed). */
@@ -120,7 +136,9 @@ typedef int (*gw_read_series_cb)(void *ud, size_t query_index, const uint8_t *la
 int gw_read_response_decode(const uint8_t *body, size_t len, gw_read_series_cb cb, void *ud,
                             struct gw_error *err);
 /* Decodes a STREAMED_XOR_CHUNKS body (all frames) and calls cb per
- * ChunkedSeries frame with its chunks decoded into samples. */
+ * ChunkedSeries frame with its chunks decoded into samples. GW_ECORRUPT on
+ * a CRC mismatch or a bad XOR chunk, GW_EPARSE on a truncated frame or bad
+ * protobuf, GW_EUNSUPPORTED for non-XOR chunks. */
 int gw_read_chunked_decode(const uint8_t *body, size_t len, gw_read_series_cb cb, void *ud,
                            struct gw_error *err);
 
