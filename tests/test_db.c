@@ -177,7 +177,7 @@ static void test_db_ingest_semantics(void **state)
     req_init(&q3);
     a = req_series(&q3, "DCGM_FI_DEV_GPU_TEMP", "gpu071", "0");
     add(&q3, a, t0 + 9 * 15000, 99);                  /* same t, other value */
-    add(&q3, a, t0 + 5 * 15000, 45);                  /* out of order */
+    add(&q3, a, t0 + 5 * 15000 + 1, 45);              /* out of order */
     add(&q3, a, now - 56LL * 24 * HOUR_MS, 1);        /* older than retention */
     add(&q3, a, now + 11 * MIN_MS, 1);                /* too far ahead */
     add(&q3, a, t0 + 10 * 15000, 50);                 /* fine */

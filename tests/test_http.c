@@ -402,11 +402,25 @@ static void test_http_write_refused_and_retry(void **state)
     assert_non_null(strstr(r.body, "2 duplicate timestamp with different value"));
     resp_free(&r);
     gw_buf_free(&w);
-    /* Older samples: out of order; one new sample per series is kept. */
+    /* A retried batch overlapping stored samples with the same values is
+     * idempotent: the copies are no-ops, the one new sample per series is kept. */
     build_write(f->base, N_SAMPLES - 3, 4, 0.0, &w);
     post_write(f, &w, &r);
+    assert_int_equal(r.status, 204);
+    resp_free(&r);
+    gw_buf_free(&w);
+    /* Older timestamps stored with other values are conflicts; timestamps
+     * between stored ones are out of order. */
+    build_write(f->base, N_SAMPLES - 3, 2, 0.25, &w);
+    post_write(f, &w, &r);
     assert_int_equal(r.status, 400);
-    assert_non_null(strstr(r.body, "refused 4 of 8 samples: 4 out of order"));
+    assert_non_null(strstr(r.body, "refused 4 of 4 samples: 4 duplicate timestamp with different value"));
+    resp_free(&r);
+    gw_buf_free(&w);
+    build_write_step(f->base + 1, 15000, "test_metric", N_SAMPLES - 3, 2, 0.0, &w);
+    post_write(f, &w, &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "refused 4 of 4 samples: 4 out of order"));
     resp_free(&r);
     gw_buf_free(&w);
 }
