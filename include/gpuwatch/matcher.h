@@ -22,10 +22,26 @@ struct gw_matcher {
     /* Regex shortcuts computed at compile time (never change results): */
     int re_literal;      /* pattern is a plain literal: compare bytes */
     int re_match_all;    /* pattern is ".*" */
+    int re_non_empty;    /* pattern is ".+" */
+    void *mctx;          /* owned match contexts (limits), NULL for = != */
 };
 
+/* Regex engine limits: a hostile pattern cannot hang a query. The
+ * backtracking matcher stops after GW_MATCHER_MATCH_LIMIT steps and the
+ * match is then retried with PCRE2's non-backtracking automaton matcher
+ * under its own step budget; if that gives up too the value counts as not
+ * matching (for both =~ and !~). Patterns longer than GW_MATCHER_PATTERN_MAX bytes
+ * are refused with GW_EPARSE. */
+#define GW_MATCHER_MATCH_LIMIT 1000000u
+#define GW_MATCHER_PATTERN_MAX (1u << 20)
+/* Selector text longer than this is refused with GW_ETOOLARGE. */
+#define GW_SELECTOR_MAX_BYTES (1u << 20)
+
 /* Builds a matcher; copies name and value. GW_OK, GW_EPARSE (bad regex, with
- * the PCRE2 message and offset in err), GW_ENOMEM. */
+ * the PCRE2 message and offset in err; also PCRE-only syntax that RE2 lacks:
+ * backreferences, lookaround, recursion, atomic groups, possessive
+ * quantifiers, verbs), GW_EINVAL (unknown type), GW_ENOMEM. On failure m is
+ * left zeroed (gw_matcher_free on it is a no-op). */
 int gw_matcher_init(struct gw_matcher *m, enum gw_match_type type,
                     const char *name, size_t name_len,
                     const char *value, size_t value_len, struct gw_error *err);
@@ -44,9 +60,15 @@ int gw_matchers_match_labels(const struct gw_matcher *ms, size_t n,
 
 /* Parses a series selector like `up`, `{job="x"}`, `node_cpu{mode!~"idle|iowait",cpu="0"}`
  * (the form used by match[] and remote-read tests) into up to max matchers.
- * Strings take Go-style escapes in "..." '...' or `...`. The metric name
- * becomes __name__="...". Fails with GW_EPARSE ("parse error at char N: ...")
- * or GW_EINVAL when no matcher requires a non-empty value. */
+ * Strings take Go-style escapes in "..." '...' or `...`. Label names may be
+ * quoted (`{"a.b"="x"}`) and a bare quoted string inside the braces is the
+ * metric name (`{"my.metric"}`), as in Prometheus 3. The metric name
+ * becomes __name__="..." and is always out[0]. Fails with GW_EPARSE
+ * ("parse error at char N: ...", N the 1-based byte offset), GW_EINVAL when
+ * no matcher requires a non-empty value, GW_ELIMIT when more than max
+ * matchers are given, GW_ETOOLARGE above GW_SELECTOR_MAX_BYTES, GW_ENOMEM.
+ * On success out[0..*n) are owned by the caller (gw_matcher_free each); on
+ * failure nothing is left allocated and *n is untouched. */
 int gw_selector_parse(const char *s, size_t len, struct gw_matcher *out, size_t max,
                       size_t *n, struct gw_error *err);
 

@@ -1,0 +1,981 @@
+/* matcher.c - label matchers (= != =~ !~) and the series selector parser.
+ *
+ * Regexes follow Prometheus: RE2 syntax, fully anchored, `.` matches
+ * newline. They run on PCRE2 (8-bit, UTF mode) compiled with
+ * PCRE2_ANCHORED | PCRE2_ENDANCHORED (no textual wrapping, so `a)|(b`
+ * cannot escape an added group), PCRE2_DOTALL and PCRE2_DOLLAR_ENDONLY
+ * (Go's `$` does not match before a trailing newline). PCRE-only syntax
+ * that RE2 lacks (backreferences, lookaround, recursion, conditionals,
+ * atomic groups, possessive quantifiers, (*VERBS), \C) is refused before
+ * compiling, so patterns behave as they would in Prometheus.
+ *
+ * Matching: plain literals compare bytes, ".*" matches everything, ".+"
+ * anything non-empty; otherwise PCRE2 (JIT when available) under a match
+ * limit (and a bounded JIT stack). When the backtracking matcher hits a
+ * limit the same subject is run through pcre2_dfa_match, which does not
+ * backtrack and so decides cases like `(a|aa)+b` on a long subject; its
+ * work is capped too (a step budget counted through auto-callouts). If
+ * both give up the value does not match, so `(a+)+$` on "aaa...ab" costs
+ * milliseconds, never an exponential search.
+ *
+ * Selector grammar (the match[] form of a PromQL vector selector):
+ *   selector := ws (metric ws)? ( '{' ws (item ws (',' ws item ws)* ','? ws)? '}' )? ws
+ *   item     := (ident | string) ws op ws string   |   string   (metric name)
+ *   op       := '=' | '!=' | '=~' | '!~'
+ *   metric   := [a-zA-Z_:][a-zA-Z0-9_:]*     ident := [a-zA-Z_][a-zA-Z0-9_]*
+ *   string   := "..." | '...' (Go escapes, no raw newline) | `...` (raw)
+ *   ws       := [ \t\r\n]*
+ * Error positions are 1-based byte offsets into the selector text. */
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuwatch/labels.h"
+#include "gpuwatch/matcher.h"
+
+#define QUOTE_MAX 64
+#define DFA_WS_INTS 1000 /* automaton workspace (PCRE2's customary size) */
+#define DFA_STEP_BUDGET 4000000u /* automaton steps before giving up */
+#define JIT_STACK_MAX (512u * 1024u)
+#define RE_COMPILE_OPTS (PCRE2_UTF | PCRE2_DOTALL | PCRE2_DOLLAR_ENDONLY | PCRE2_ANCHORED | \
+                         PCRE2_ENDANCHORED | PCRE2_NEVER_BACKSLASH_C | PCRE2_NO_AUTO_CAPTURE)
+#define DEPTH_LIMIT 10000u
+#define HEAP_LIMIT_KIB (32u * 1024u)
+
+struct re_ctx {
+    pcre2_match_context *bt;   /* backtracking / JIT matcher limits */
+    pcre2_jit_stack *jit_stack;/* NULL when JIT is unavailable */
+    pcre2_match_context *dfa;  /* fallback automaton matcher, budget callout */
+    pcre2_code *dfa_re;        /* same pattern with auto-callouts, built lazily */
+    int dfa_re_failed;         /* building dfa_re failed once: don't retry */
+    uint64_t dfa_steps;        /* callouts seen in the current fallback run */
+};
+
+/* Renders up to QUOTE_MAX bytes of s for a message (escapes non-printables). */
+static const char *quote(char *dst, size_t cap, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    size_t n = len < QUOTE_MAX ? len : QUOTE_MAX;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            if (o + 3 > cap)
+                break;
+            dst[o++] = '\\';
+            dst[o++] = (char)c;
+        } else if (c >= 0x20 && c < 0x7f) {
+            if (o + 2 > cap)
+                break;
+            dst[o++] = (char)c;
+        } else {
+            if (o + 5 > cap)
+                break;
+            dst[o++] = '\\';
+            dst[o++] = 'x';
+            dst[o++] = hex[c >> 4];
+            dst[o++] = hex[c & 15];
+        }
+    }
+    if (len > n && o + 4 <= cap) {
+        memcpy(dst + o, "...", 3);
+        o += 3;
+    }
+    dst[o] = '\0';
+    return dst;
+}
+
+static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+
+/* ---- RE2 compatibility check --------------------------------------------- */
+
+/* Parses a counted repetition {n}, {n,}, {n,m} at p[i] == '{'. Returns the
+ * index just past '}' or 0 when it is not one (then '{' is a literal). */
+static size_t counted_rep_end(const char *p, size_t len, size_t i)
+{
+    size_t j = i + 1, d = 0;
+    while (j < len && is_digit((unsigned char)p[j])) {
+        j++;
+        d++;
+    }
+    if (d == 0)
+        return 0;
+    if (j < len && p[j] == ',') {
+        j++;
+        while (j < len && is_digit((unsigned char)p[j]))
+            j++;
+    }
+    if (j < len && p[j] == '}')
+        return j + 1;
+    return 0;
+}
+
+/* Returns NULL when the pattern uses only RE2-compatible constructs, else a
+ * description of the first offending construct and its offset in *off. */
+static const char *re2_check(const char *p, size_t len, size_t *off)
+{
+    int in_class = 0;
+    size_t class_start = 0;
+    size_t i = 0;
+    while (i < len) {
+        char c = p[i];
+        *off = i;
+        if (c == '\\') {
+            if (i + 1 >= len)
+                return NULL; /* trailing backslash: PCRE2 reports it */
+            char d = p[i + 1];
+            if (d == 'Q') {
+                const char *e = NULL;
+                for (size_t k = i + 2; k + 1 < len; k++)
+                    if (p[k] == '\\' && p[k + 1] == 'E') {
+                        e = p + k;
+                        break;
+                    }
+                i = e ? (size_t)(e - p) + 2 : len;
+                continue;
+            }
+            if (!in_class) {
+                if (d >= '1' && d <= '9')
+                    return "backreferences are not supported";
+                if (d == 'g' || d == 'k')
+                    return "backreferences are not supported";
+            }
+            if (d == 'C')
+                return "\\C is not supported";
+            i += 2;
+            if (!in_class && i < len && (p[i] == '*' || p[i] == '+' || p[i] == '?') &&
+                i + 1 < len && p[i + 1] == '+') {
+                *off = i + 1;
+                return "possessive quantifiers are not supported";
+            }
+            continue;
+        }
+        if (in_class) {
+            if (c == '[' && i + 1 < len && p[i + 1] == ':') {
+                /* POSIX class [:alpha:] - skip to ":]" */
+                size_t k = i + 2;
+                while (k + 1 < len && !(p[k] == ':' && p[k + 1] == ']'))
+                    k++;
+                if (k + 1 < len) {
+                    i = k + 2;
+                    continue;
+                }
+            }
+            if (c == ']' && i > class_start)
+                in_class = 0;
+            i++;
+            continue;
+        }
+        switch (c) {
+        case '[':
+            in_class = 1;
+            i++;
+            if (i < len && p[i] == '^')
+                i++;
+            class_start = i; /* a ']' right here is a literal */
+            if (i < len && p[i] == ']')
+                i++;
+            continue;
+        case '(':
+            if (i + 1 < len && p[i + 1] == '*')
+                return "(*VERB) constructs are not supported";
+            if (i + 1 < len && p[i + 1] == '?') {
+                char e = i + 2 < len ? p[i + 2] : '\0';
+                char f = i + 3 < len ? p[i + 3] : '\0';
+                if (e == ':') {
+                    i += 3;
+                    continue;
+                }
+                if (e == '=' || e == '!')
+                    return "lookahead assertions are not supported";
+                if (e == '<' && (f == '=' || f == '!'))
+                    return "lookbehind assertions are not supported";
+                if (e == '<') { /* (?<name>...) */
+                    i += 3;
+                    continue;
+                }
+                if (e == 'P' && f == '<') {
+                    i += 4;
+                    continue;
+                }
+                if (e == 'P' && f == '=')
+                    return "backreferences are not supported";
+                if (e == 'P' && f == '>')
+                    return "recursion is not supported";
+                /* flag groups (?i) (?s-m:...) with RE2's flags only */
+                size_t k = i + 2;
+                while (k < len && (p[k] == 'i' || p[k] == 'm' || p[k] == 's' || p[k] == 'U' ||
+                                   p[k] == '-'))
+                    k++;
+                if (k > i + 2 && k < len && (p[k] == ')' || p[k] == ':')) {
+                    i = k + 1;
+                    continue;
+                }
+                if (e == '>')
+                    return "atomic groups are not supported";
+                if (e == '(')
+                    return "conditional groups are not supported";
+                if (e == 'R' || e == '&' || is_digit((unsigned char)e) || e == '+' ||
+                    (e == '-' && is_digit((unsigned char)f)))
+                    return "recursion is not supported";
+                return "unsupported group syntax";
+            }
+            i++;
+            continue;
+        case '*':
+        case '+':
+        case '?':
+            if (i + 1 < len && p[i + 1] == '+') {
+                *off = i + 1;
+                return "possessive quantifiers are not supported";
+            }
+            i++;
+            continue;
+        case '{': {
+            size_t end = counted_rep_end(p, len, i);
+            if (end == 0) {
+                i++;
+                continue;
+            }
+            if (end < len && p[end] == '+') {
+                *off = end;
+                return "possessive quantifiers are not supported";
+            }
+            i = end;
+            continue;
+        }
+        default:
+            i++;
+            continue;
+        }
+    }
+    return NULL;
+}
+
+static int is_literal(const char *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (memchr("\\.+*?()|[]{}^$", p[i], 14) != NULL)
+            return 0;
+    return 1;
+}
+
+/* ---- matcher lifecycle ------------------------------------------------------ */
+
+static char *dup_bytes(const char *s, size_t len)
+{
+    char *d = malloc(len + 1);
+    if (d == NULL)
+        return NULL;
+    if (len)
+        memcpy(d, s, len);
+    d[len] = '\0';
+    return d;
+}
+
+static void re_ctx_free(struct re_ctx *c)
+{
+    if (c == NULL)
+        return;
+    pcre2_match_context_free(c->bt);
+    pcre2_match_context_free(c->dfa);
+    pcre2_jit_stack_free(c->jit_stack);
+    pcre2_code_free(c->dfa_re);
+    free(c);
+}
+
+/* Auto-callout hook of the automaton fallback: aborts once the step budget
+ * is spent, which bounds its time the way the match limit bounds the
+ * backtracking matcher. */
+static int dfa_budget(pcre2_callout_block *cb, void *data)
+{
+    (void)cb;
+    struct re_ctx *ctx = data;
+    return ++ctx->dfa_steps > DFA_STEP_BUDGET ? PCRE2_ERROR_CALLOUT : 0;
+}
+
+static int compile_regex(struct gw_matcher *m, struct gw_error *err)
+{
+    char q[QUOTE_MAX * 4 + 8];
+    size_t off = 0;
+    int rc = GW_ENOMEM;
+    pcre2_compile_context *cc = NULL;
+    pcre2_code *re = NULL;
+    pcre2_match_data *md = NULL;
+    struct re_ctx *ctx = NULL;
+
+    if (m->value_len > GW_MATCHER_PATTERN_MAX) {
+        rc = gw_error_set(err, GW_EPARSE, "regular expression too long: %zu bytes (limit %u)",
+                          m->value_len, GW_MATCHER_PATTERN_MAX);
+        goto out;
+    }
+    const char *why = re2_check(m->value, m->value_len, &off);
+    if (why != NULL) {
+        rc = gw_error_set(err, GW_EPARSE, "invalid regular expression \"%s\": %s (at offset %zu)",
+                          quote(q, sizeof q, m->value, m->value_len), why, off);
+        goto out;
+    }
+
+    cc = pcre2_compile_context_create(NULL);
+    if (cc == NULL)
+        goto out;
+    pcre2_set_max_pattern_length(cc, GW_MATCHER_PATTERN_MAX);
+
+    int ecode = 0;
+    PCRE2_SIZE eoff = 0;
+    re = pcre2_compile((PCRE2_SPTR)m->value, m->value_len, RE_COMPILE_OPTS, &ecode, &eoff, cc);
+    if (re == NULL) {
+        PCRE2_UCHAR msg[160];
+        if (pcre2_get_error_message(ecode, msg, sizeof msg) < 0 && msg[0] == '\0')
+            snprintf((char *)msg, sizeof msg, "error %d", ecode);
+        if (ecode == PCRE2_ERROR_HEAP_FAILED) {
+            rc = gw_error_set(err, GW_ENOMEM, "out of memory compiling regular expression");
+            goto out;
+        }
+        rc = gw_error_set(err, GW_EPARSE, "invalid regular expression \"%s\": %s (at offset %zu)",
+                          quote(q, sizeof q, m->value, m->value_len), (const char *)msg,
+                          (size_t)eoff);
+        goto out;
+    }
+    int jit = pcre2_jit_compile(re, PCRE2_JIT_COMPLETE) == 0; /* else interpreter */
+
+    md = pcre2_match_data_create_from_pattern(re, NULL);
+    ctx = calloc(1, sizeof *ctx);
+    if (md == NULL || ctx == NULL)
+        goto out;
+    ctx->bt = pcre2_match_context_create(NULL);
+    ctx->dfa = pcre2_match_context_create(NULL);
+    if (ctx->bt == NULL || ctx->dfa == NULL)
+        goto out;
+    if (jit) {
+        ctx->jit_stack = pcre2_jit_stack_create(32 * 1024, JIT_STACK_MAX, NULL);
+        if (ctx->jit_stack != NULL)
+            pcre2_jit_stack_assign(ctx->bt, NULL, ctx->jit_stack);
+    }
+    pcre2_set_callout(ctx->dfa, dfa_budget, ctx);
+    pcre2_set_match_limit(ctx->bt, GW_MATCHER_MATCH_LIMIT);
+    pcre2_set_depth_limit(ctx->bt, DEPTH_LIMIT);
+    pcre2_set_heap_limit(ctx->bt, HEAP_LIMIT_KIB);
+    pcre2_set_heap_limit(ctx->dfa, HEAP_LIMIT_KIB);
+
+    m->re = re;
+    m->md = md;
+    m->mctx = ctx;
+    re = NULL;
+    md = NULL;
+    ctx = NULL;
+    rc = GW_OK;
+out:
+    if (rc == GW_ENOMEM && (err == NULL || err->code != GW_ENOMEM))
+        gw_error_set(err, GW_ENOMEM, "out of memory compiling regular expression");
+    re_ctx_free(ctx);
+    pcre2_match_data_free(md);
+    pcre2_code_free(re);
+    pcre2_compile_context_free(cc);
+    return rc;
+}
+
+int gw_matcher_init(struct gw_matcher *m, enum gw_match_type type,
+                    const char *name, size_t name_len,
+                    const char *value, size_t value_len, struct gw_error *err)
+{
+    struct gw_matcher t;
+    int rc;
+    memset(&t, 0, sizeof t);
+    if (m == NULL)
+        return gw_error_set(err, GW_EINVAL, "matcher is NULL");
+    memset(m, 0, sizeof *m);
+    if (type != GW_MATCH_EQ && type != GW_MATCH_NEQ && type != GW_MATCH_RE && type != GW_MATCH_NRE)
+        return gw_error_set(err, GW_EINVAL, "unknown matcher type %d", (int)type);
+    if ((name == NULL && name_len) || (value == NULL && value_len))
+        return gw_error_set(err, GW_EINVAL, "matcher name or value is NULL");
+
+    t.type = type;
+    t.name = dup_bytes(name, name_len);
+    t.value = dup_bytes(value, value_len);
+    t.name_len = name_len;
+    t.value_len = value_len;
+    if (t.name == NULL || t.value == NULL) {
+        rc = gw_error_set(err, GW_ENOMEM, "out of memory building matcher");
+        goto fail;
+    }
+    if (type == GW_MATCH_RE || type == GW_MATCH_NRE) {
+        /* Always compile, even for the shortcuts, so invalid patterns (e.g.
+         * bad UTF-8) fail the same way whatever their shape. */
+        rc = compile_regex(&t, err);
+        if (rc != GW_OK)
+            goto fail;
+        t.re_literal = is_literal(t.value, t.value_len);
+        t.re_match_all = value_len == 2 && memcmp(value, ".*", 2) == 0;
+        t.re_non_empty = value_len == 2 && memcmp(value, ".+", 2) == 0;
+    }
+    *m = t;
+    return GW_OK;
+fail:
+    gw_matcher_free(&t);
+    return rc;
+}
+
+void gw_matcher_free(struct gw_matcher *m)
+{
+    if (m == NULL)
+        return;
+    free(m->name);
+    free(m->value);
+    pcre2_match_data_free((pcre2_match_data *)m->md);
+    pcre2_code_free((pcre2_code *)m->re);
+    re_ctx_free((struct re_ctx *)m->mctx);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- matching ------------------------------------------------------------------- */
+
+/* Automaton fallback after the backtracking matcher gave up: 1 or 0; 0 also
+ * when the step budget runs out (documented: a value that cannot be decided
+ * does not match). Runs a copy of the pattern compiled with auto-callouts,
+ * so every automaton step is counted. */
+static int dfa_match(const struct gw_matcher *m, PCRE2_SPTR subj, size_t len)
+{
+    struct re_ctx *ctx = m->mctx;
+    if (ctx->dfa_re == NULL) {
+        int ecode;
+        PCRE2_SIZE eoff;
+        if (ctx->dfa_re_failed)
+            return 0;
+        ctx->dfa_re = pcre2_compile((PCRE2_SPTR)m->value, m->value_len,
+                                    RE_COMPILE_OPTS | PCRE2_AUTO_CALLOUT, &ecode, &eoff, NULL);
+        if (ctx->dfa_re == NULL) {
+            ctx->dfa_re_failed = 1;
+            return 0;
+        }
+    }
+    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+    if (md == NULL)
+        return 0;
+    /* A small fixed workspace bounds the number of live automaton states
+     * (patterns like `(a+)+` would otherwise grow it with the subject);
+     * running out counts as "cannot decide". */
+    int ws[DFA_WS_INTS];
+    ctx->dfa_steps = 0;
+    int rc = pcre2_dfa_match(ctx->dfa_re, subj, len, 0, PCRE2_ENDANCHORED, md, ctx->dfa, ws,
+                             DFA_WS_INTS);
+    /* rc 0 means more matches than ovector slots; slot 0 holds the longest,
+     * which must span the whole subject. */
+    int result = rc >= 0 && pcre2_get_ovector_pointer(md)[0] == 0 &&
+                 pcre2_get_ovector_pointer(md)[1] == len;
+    pcre2_match_data_free(md);
+    return result;
+}
+
+static int regex_matches(const struct gw_matcher *m, const char *value, size_t len)
+{
+    if (m->re_match_all)
+        return 1;
+    if (m->re_non_empty)
+        return len > 0;
+    if (m->re_literal)
+        return len == m->value_len && (len == 0 || memcmp(value, m->value, len) == 0);
+    if (m->re == NULL || m->md == NULL || m->mctx == NULL)
+        return 0;
+    PCRE2_SPTR subj = (PCRE2_SPTR)(value ? value : "");
+    const struct re_ctx *ctx = m->mctx;
+    int rc = pcre2_match((const pcre2_code *)m->re, subj, len, 0, 0,
+                         (pcre2_match_data *)m->md, ctx->bt);
+    if (rc >= 0)
+        return 1;
+    switch (rc) {
+    case PCRE2_ERROR_NOMATCH:
+        return 0;
+    case PCRE2_ERROR_MATCHLIMIT:
+    case PCRE2_ERROR_DEPTHLIMIT:
+    case PCRE2_ERROR_HEAPLIMIT:
+    case PCRE2_ERROR_JIT_STACKLIMIT:
+    case PCRE2_ERROR_NOMEMORY:
+        return dfa_match(m, subj, len);
+    default:
+        return 0; /* e.g. subject is not valid UTF-8 */
+    }
+}
+
+int gw_matcher_matches(const struct gw_matcher *m, const char *value, size_t len)
+{
+    if (m == NULL)
+        return 0;
+    switch (m->type) {
+    case GW_MATCH_EQ:
+        return len == m->value_len && (len == 0 || memcmp(value, m->value, len) == 0);
+    case GW_MATCH_NEQ:
+        return !(len == m->value_len && (len == 0 || memcmp(value, m->value, len) == 0));
+    case GW_MATCH_RE:
+        return regex_matches(m, value, len);
+    case GW_MATCH_NRE:
+        if (m->re == NULL)
+            return 0;
+        return !regex_matches(m, value, len);
+    }
+    return 0;
+}
+
+int gw_matcher_matches_empty(const struct gw_matcher *m)
+{
+    return gw_matcher_matches(m, "", 0);
+}
+
+int gw_matchers_match_labels(const struct gw_matcher *ms, size_t n,
+                             const uint8_t *canon, size_t len)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *v = "";
+        size_t vlen = 0;
+        if (!gw_labels_get(canon, len, ms[i].name, ms[i].name_len, &v, &vlen)) {
+            v = "";
+            vlen = 0;
+        }
+        if (!gw_matcher_matches(&ms[i], v, vlen))
+            return 0;
+    }
+    return 1;
+}
+
+/* ---- selector parser ---------------------------------------------------------------- */
+
+struct sp {
+    const char *s;
+    size_t len, pos;
+    struct gw_error *err;
+};
+
+static int sp_fail(struct sp *p, size_t at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int sp_fail(struct sp *p, size_t at, const char *fmt, ...)
+{
+    char detail[GW_ERROR_MSG_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    return gw_error_set(p->err, GW_EPARSE, "parse error at char %zu: %s", at + 1, detail);
+}
+
+/* Describes the byte at p->pos for "unexpected ..." messages. */
+static const char *sp_what(const struct sp *p, char *buf, size_t cap)
+{
+    if (p->pos >= p->len) {
+        snprintf(buf, cap, "end of input");
+        return buf;
+    }
+    unsigned char c = (unsigned char)p->s[p->pos];
+    if (c >= 0x20 && c < 0x7f)
+        snprintf(buf, cap, "character '%c'", c);
+    else
+        snprintf(buf, cap, "byte 0x%02x", c);
+    return buf;
+}
+
+static void sp_ws(struct sp *p)
+{
+    while (p->pos < p->len) {
+        char c = p->s[p->pos];
+        if (c != ' ' && c != '\t' && c != '\r' && c != '\n')
+            break;
+        p->pos++;
+    }
+}
+
+static int is_ident_start(unsigned char c, int colon)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon && c == ':');
+}
+static int is_ident_char(unsigned char c, int colon)
+{
+    return is_ident_start(c, colon) || is_digit(c);
+}
+
+static int hexval(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static size_t utf8_put(char *o, uint32_t cp)
+{
+    if (cp < 0x80) {
+        o[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        o[0] = (char)(0xC0 | (cp >> 6));
+        o[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | (cp >> 12));
+        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        o[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | (cp >> 18));
+    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+static int valid_utf8(const char *str, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = s[i];
+        size_t need;
+        uint32_t cp, min;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            need = 1; cp = c & 0x1Fu; min = 0x80;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2; cp = c & 0x0Fu; min = 0x800;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3; cp = c & 0x07u; min = 0x10000;
+        } else {
+            return 0;
+        }
+        if (len - i <= need)
+            return 0;
+        for (size_t k = 1; k <= need; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (s[i + k] & 0x3Fu);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return 0;
+        i += need + 1;
+    }
+    return 1;
+}
+
+/* Reads a quoted string at p->pos (which holds the opening quote) into a
+ * malloc'd buffer *out (caller frees) of *out_len bytes. */
+static int sp_string(struct sp *p, char **out, size_t *out_len)
+{
+    size_t start = p->pos;
+    char qc = p->s[p->pos];
+    size_t i = start + 1;
+
+    /* Pass 1: find the closing quote. */
+    for (;;) {
+        if (i >= p->len || (qc != '`' && p->s[i] == '\n'))
+            return sp_fail(p, start, "unterminated quoted string");
+        if (p->s[i] == qc)
+            break;
+        if (qc != '`' && p->s[i] == '\\') {
+            if (i + 1 >= p->len)
+                return sp_fail(p, i, "escape sequence not terminated");
+            i += 2;
+            continue;
+        }
+        i++;
+    }
+    size_t end = i; /* index of the closing quote */
+    char *buf = malloc(end - start); /* unescaped text is never longer */
+    if (buf == NULL)
+        return gw_error_set(p->err, GW_ENOMEM, "out of memory parsing selector");
+
+    size_t o = 0;
+    for (i = start + 1; i < end;) {
+        char c = p->s[i];
+        if (qc == '`' || c != '\\') {
+            buf[o++] = c;
+            i++;
+            continue;
+        }
+        size_t esc = i;
+        char e = p->s[i + 1];
+        i += 2;
+        switch (e) {
+        case 'a': buf[o++] = '\a'; continue;
+        case 'b': buf[o++] = '\b'; continue;
+        case 'f': buf[o++] = '\f'; continue;
+        case 'n': buf[o++] = '\n'; continue;
+        case 'r': buf[o++] = '\r'; continue;
+        case 't': buf[o++] = '\t'; continue;
+        case 'v': buf[o++] = '\v'; continue;
+        case '\\': buf[o++] = '\\'; continue;
+        default: break;
+        }
+        if (e == qc) {
+            buf[o++] = e;
+            continue;
+        }
+        unsigned ndig, base;
+        uint32_t maxv;
+        if (e >= '0' && e <= '7') {
+            ndig = 3; base = 8; maxv = 255;
+            i--; /* the first digit is part of the number */
+        } else if (e == 'x') {
+            ndig = 2; base = 16; maxv = 255;
+        } else if (e == 'u') {
+            ndig = 4; base = 16; maxv = 0x10FFFF;
+        } else if (e == 'U') {
+            ndig = 8; base = 16; maxv = 0x10FFFF;
+        } else {
+            free(buf);
+            if ((unsigned char)e >= 0x20 && (unsigned char)e < 0x7f)
+                return sp_fail(p, esc, "unknown escape sequence '\\%c'", e);
+            return sp_fail(p, esc, "unknown escape sequence (byte 0x%02x)", (unsigned char)e);
+        }
+        uint32_t v = 0;
+        for (unsigned k = 0; k < ndig; k++) {
+            int d = i < end ? hexval((unsigned char)p->s[i]) : -1;
+            if (d < 0 || (unsigned)d >= base) {
+                free(buf);
+                return sp_fail(p, esc, "invalid escape sequence: expected %u %s digits", ndig,
+                               base == 8 ? "octal" : "hex");
+            }
+            v = v * base + (uint32_t)d;
+            i++;
+        }
+        if (v > maxv || (base == 16 && ndig >= 4 && v >= 0xD800 && v <= 0xDFFF)) {
+            free(buf);
+            return sp_fail(p, esc, "escape sequence is an invalid Unicode code point");
+        }
+        if (ndig >= 4)
+            o += utf8_put(buf + o, v);
+        else
+            buf[o++] = (char)v;
+    }
+    p->pos = end + 1;
+    *out = buf;
+    *out_len = o;
+    return GW_OK;
+}
+
+static int sp_is_quote(const struct sp *p)
+{
+    return p->pos < p->len &&
+           (p->s[p->pos] == '"' || p->s[p->pos] == '\'' || p->s[p->pos] == '`');
+}
+
+/* Appends a matcher, turning matcher errors into positioned parse errors. */
+static int sp_add(struct sp *p, struct gw_matcher *out, size_t max, size_t *n, size_t at,
+                  enum gw_match_type type, const char *name, size_t name_len,
+                  const char *value, size_t value_len)
+{
+    struct gw_error e;
+    gw_error_clear(&e);
+    if (*n >= max)
+        return gw_error_set(p->err, GW_ELIMIT, "too many matchers in selector (limit %zu)", max);
+    int rc = gw_matcher_init(&out[*n], type, name, name_len, value, value_len, &e);
+    if (rc == GW_EPARSE)
+        return sp_fail(p, at, "%s", e.msg);
+    if (rc != GW_OK)
+        return gw_error_set(p->err, rc, "%s", e.msg);
+    (*n)++;
+    return GW_OK;
+}
+
+static int is_metric_name(const char *s, size_t len)
+{
+    return len == 8 && memcmp(s, "__name__", 8) == 0;
+}
+
+int gw_selector_parse(const char *s, size_t len, struct gw_matcher *out, size_t max,
+                      size_t *n, struct gw_error *err)
+{
+    struct sp p = { s, len, 0, err };
+    size_t cnt = 0;
+    char *str = NULL, *lname = NULL;
+    char what[32], q1[QUOTE_MAX * 4 + 8], q2[QUOTE_MAX * 4 + 8];
+    int rc = GW_OK;
+
+    if (s == NULL && len)
+        return gw_error_set(err, GW_EINVAL, "selector is NULL");
+    if (len > GW_SELECTOR_MAX_BYTES)
+        return gw_error_set(err, GW_ETOOLARGE, "selector too long: %zu bytes (limit %u)", len,
+                            GW_SELECTOR_MAX_BYTES);
+
+    /* The metric name (outside the braces or bare-quoted inside) is kept
+     * here until the end so it can be placed first. */
+    size_t name_idx = SIZE_MAX;     /* index in out[] of the name matcher */
+    const char *name_src = "";      /* how the name was given, for messages */
+    size_t name_src_len = 0;
+    int name_outside = 0;
+    size_t explicit_name_idx = SIZE_MAX; /* first __name__ matcher inside */
+
+    sp_ws(&p);
+    if (p.pos >= p.len) {
+        rc = sp_fail(&p, p.pos, "empty selector, expected metric name or '{'");
+        goto out;
+    }
+    if (is_ident_start((unsigned char)s[p.pos], 1)) {
+        size_t st = p.pos;
+        while (p.pos < p.len && is_ident_char((unsigned char)s[p.pos], 1))
+            p.pos++;
+        rc = sp_add(&p, out, max, &cnt, st, GW_MATCH_EQ, "__name__", 8, s + st, p.pos - st);
+        if (rc != GW_OK)
+            goto out;
+        name_idx = cnt - 1;
+        name_outside = 1;
+        name_src = s + st;
+        name_src_len = p.pos - st;
+        sp_ws(&p);
+    }
+
+    if (p.pos < p.len && s[p.pos] == '{') {
+        p.pos++;
+        for (;;) {
+            sp_ws(&p);
+            if (p.pos < p.len && s[p.pos] == '}') {
+                p.pos++;
+                break;
+            }
+            size_t item_at = p.pos;
+            size_t lname_len = 0;
+            int quoted = 0;
+            if (sp_is_quote(&p)) {
+                rc = sp_string(&p, &lname, &lname_len);
+                if (rc != GW_OK)
+                    goto out;
+                quoted = 1;
+            } else if (p.pos < p.len && is_ident_start((unsigned char)s[p.pos], 0)) {
+                size_t st = p.pos;
+                while (p.pos < p.len && is_ident_char((unsigned char)s[p.pos], 0))
+                    p.pos++;
+                lname = dup_bytes(s + st, p.pos - st);
+                if (lname == NULL) {
+                    rc = gw_error_set(err, GW_ENOMEM, "out of memory parsing selector");
+                    goto out;
+                }
+                lname_len = p.pos - st;
+            } else {
+                rc = sp_fail(&p, p.pos, "unexpected %s in label matching, expected label name or '}'",
+                             sp_what(&p, what, sizeof what));
+                goto out;
+            }
+            if (quoted && (lname_len == 0 || !valid_utf8(lname, lname_len))) {
+                rc = sp_fail(&p, item_at, lname_len == 0 ? "empty label or metric name"
+                                                         : "label or metric name is not valid UTF-8");
+                goto out;
+            }
+            sp_ws(&p);
+
+            if (quoted && (p.pos >= p.len || s[p.pos] == ',' || s[p.pos] == '}')) {
+                /* bare quoted string: the metric name */
+                if (name_idx != SIZE_MAX || explicit_name_idx != SIZE_MAX) {
+                    const char *other = name_idx != SIZE_MAX ? name_src : out[explicit_name_idx].value;
+                    size_t other_len = name_idx != SIZE_MAX ? name_src_len : out[explicit_name_idx].value_len;
+                    rc = sp_fail(&p, item_at, "metric name must not be set twice: \"%s\" or \"%s\"",
+                                 quote(q1, sizeof q1, other, other_len),
+                                 quote(q2, sizeof q2, lname, lname_len));
+                    goto out;
+                }
+                rc = sp_add(&p, out, max, &cnt, item_at, GW_MATCH_EQ, "__name__", 8, lname, lname_len);
+                if (rc != GW_OK)
+                    goto out;
+                name_idx = cnt - 1;
+                name_src = out[name_idx].value;
+                name_src_len = out[name_idx].value_len;
+            } else {
+                enum gw_match_type type;
+                if (p.pos + 1 < p.len && s[p.pos] == '=' && s[p.pos + 1] == '~') {
+                    type = GW_MATCH_RE;
+                    p.pos += 2;
+                } else if (p.pos + 1 < p.len && s[p.pos] == '!' && s[p.pos + 1] == '~') {
+                    type = GW_MATCH_NRE;
+                    p.pos += 2;
+                } else if (p.pos + 1 < p.len && s[p.pos] == '!' && s[p.pos + 1] == '=') {
+                    type = GW_MATCH_NEQ;
+                    p.pos += 2;
+                } else if (p.pos < p.len && s[p.pos] == '=') {
+                    type = GW_MATCH_EQ;
+                    p.pos += 1;
+                } else {
+                    rc = sp_fail(&p, p.pos, "unexpected %s in label matching, expected one of \"=\", \"!=\", \"=~\", \"!~\"",
+                                 sp_what(&p, what, sizeof what));
+                    goto out;
+                }
+                sp_ws(&p);
+                if (!sp_is_quote(&p)) {
+                    rc = sp_fail(&p, p.pos, "unexpected %s in label matching, expected string",
+                                 sp_what(&p, what, sizeof what));
+                    goto out;
+                }
+                size_t val_at = p.pos, val_len = 0;
+                rc = sp_string(&p, &str, &val_len);
+                if (rc != GW_OK)
+                    goto out;
+                if (is_metric_name(lname, lname_len)) {
+                    if (name_idx != SIZE_MAX) {
+                        rc = sp_fail(&p, item_at, "metric name must not be set twice: \"%s\" or \"%s\"",
+                                     quote(q1, sizeof q1, name_src, name_src_len),
+                                     quote(q2, sizeof q2, str, val_len));
+                        goto out;
+                    }
+                }
+                rc = sp_add(&p, out, max, &cnt, val_at, type, lname, lname_len, str, val_len);
+                if (rc != GW_OK)
+                    goto out;
+                if (is_metric_name(lname, lname_len) && explicit_name_idx == SIZE_MAX)
+                    explicit_name_idx = cnt - 1;
+                free(str);
+                str = NULL;
+            }
+            free(lname);
+            lname = NULL;
+
+            sp_ws(&p);
+            if (p.pos < p.len && s[p.pos] == ',') {
+                p.pos++;
+                continue;
+            }
+            if (p.pos < p.len && s[p.pos] == '}') {
+                p.pos++;
+                break;
+            }
+            rc = sp_fail(&p, p.pos, "unexpected %s in label matching, expected \",\" or \"}\"",
+                         sp_what(&p, what, sizeof what));
+            goto out;
+        }
+    } else if (!name_outside) {
+        rc = sp_fail(&p, p.pos, "unexpected %s, expected metric name or '{'",
+                     sp_what(&p, what, sizeof what));
+        goto out;
+    }
+
+    sp_ws(&p);
+    if (p.pos < p.len) {
+        rc = sp_fail(&p, p.pos, "unexpected %s after selector", sp_what(&p, what, sizeof what));
+        goto out;
+    }
+
+    int non_empty = 0;
+    for (size_t i = 0; i < cnt && !non_empty; i++)
+        non_empty = !gw_matcher_matches_empty(&out[i]);
+    if (!non_empty) {
+        rc = gw_error_set(err, GW_EINVAL, "vector selector must contain at least one non-empty matcher");
+        goto out;
+    }
+
+    if (name_idx != SIZE_MAX && name_idx > 0) {
+        struct gw_matcher nm = out[name_idx];
+        memmove(&out[1], &out[0], name_idx * sizeof out[0]);
+        out[0] = nm;
+    }
+    *n = cnt;
+    rc = GW_OK;
+out:
+    free(str);
+    free(lname);
+    if (rc != GW_OK)
+        for (size_t i = 0; i < cnt; i++)
+            gw_matcher_free(&out[i]);
+    return rc;
+}

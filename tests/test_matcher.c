@@ -1,0 +1,556 @@
+/* test_matcher.c - label matchers (= != =~ !~ with Prometheus regex
+ * semantics on PCRE2) and the series selector parser. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpuwatch/labels.h"
+#include "gpuwatch/matcher.h"
+
+static struct gw_matcher mk(enum gw_match_type t, const char *name, const char *value)
+{
+    struct gw_matcher m;
+    struct gw_error err;
+    gw_error_clear(&err);
+    int rc = gw_matcher_init(&m, t, name, strlen(name), value, strlen(value), &err);
+    if (rc != GW_OK)
+        fail_msg("matcher %s /%s/: rc=%d %s", name, value, rc, err.msg);
+    return m;
+}
+
+static int re_match(const char *pattern, const char *subject)
+{
+    struct gw_matcher m = mk(GW_MATCH_RE, "l", pattern);
+    int r = gw_matcher_matches(&m, subject, strlen(subject));
+    gw_matcher_free(&m);
+    return r;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Canonical bytes for {__name__="up", job=<job>} (job omitted when NULL). */
+static uint8_t *canon_job(const char *job, size_t *len)
+{
+    struct gw_label ls[2] = { { "__name__", 8, "up", 2 }, { "job", 3, job, job ? (uint32_t)strlen(job) : 0 } };
+    size_t n = job ? 2 : 1;
+    assert_int_equal(gw_labels_normalize(ls, n, NULL), GW_OK);
+    uint8_t *b = malloc(gw_labels_encoded_size(ls, n));
+    assert_non_null(b);
+    *len = gw_labels_encode(ls, n, b);
+    return b;
+}
+
+static void test_matcher_types(void **state)
+{
+    (void)state;
+    struct gw_matcher eq = mk(GW_MATCH_EQ, "job", "node");
+    struct gw_matcher ne = mk(GW_MATCH_NEQ, "job", "node");
+    struct gw_matcher re = mk(GW_MATCH_RE, "job", "no.e|api");
+    struct gw_matcher nre = mk(GW_MATCH_NRE, "job", "no.e|api");
+    assert_null(eq.re);
+    assert_non_null(re.re);
+    assert_string_equal(eq.name, "job");
+    assert_string_equal(re.value, "no.e|api");
+
+    const char *subj[] = { "node", "nope", "api", "nodes", "", "Node" };
+    const int want_eq[] = { 1, 0, 0, 0, 0, 0 };
+    const int want_re[] = { 1, 1, 1, 0, 0, 0 };
+    for (size_t i = 0; i < 6; i++) {
+        size_t l = strlen(subj[i]);
+        assert_int_equal(gw_matcher_matches(&eq, subj[i], l), want_eq[i]);
+        assert_int_equal(gw_matcher_matches(&ne, subj[i], l), !want_eq[i]);
+        assert_int_equal(gw_matcher_matches(&re, subj[i], l), want_re[i]);
+        assert_int_equal(gw_matcher_matches(&nre, subj[i], l), !want_re[i]);
+    }
+    /* values with embedded NUL compare by length */
+    struct gw_matcher z;
+    assert_int_equal(gw_matcher_init(&z, GW_MATCH_EQ, "a", 1, "x\0y", 3, NULL), GW_OK);
+    assert_int_equal(gw_matcher_matches(&z, "x\0y", 3), 1);
+    assert_int_equal(gw_matcher_matches(&z, "x", 1), 0);
+    gw_matcher_free(&z);
+
+    /* matches_empty */
+    assert_int_equal(gw_matcher_matches_empty(&eq), 0);
+    assert_int_equal(gw_matcher_matches_empty(&ne), 1);
+    assert_int_equal(gw_matcher_matches_empty(&re), 0);
+    assert_int_equal(gw_matcher_matches_empty(&nre), 1);
+
+    /* bad type */
+    struct gw_error err;
+    assert_int_equal(gw_matcher_init(&z, (enum gw_match_type)7, "a", 1, "b", 1, &err), GW_EINVAL);
+    assert_null(z.name);
+
+    gw_matcher_free(&eq);
+    gw_matcher_free(&ne);
+    gw_matcher_free(&re);
+    gw_matcher_free(&nre);
+    gw_matcher_free(&nre); /* idempotent */
+    gw_matcher_free(NULL);
+}
+
+static void test_matcher_absent_label(void **state)
+{
+    (void)state;
+    size_t wl, al;
+    uint8_t *with = canon_job("node", &wl);
+    uint8_t *absent = canon_job(NULL, &al);
+    struct {
+        enum gw_match_type t;
+        const char *v;
+        int with, absent;
+    } cases[] = {
+        { GW_MATCH_EQ, "node", 1, 0 },  { GW_MATCH_EQ, "", 0, 1 },
+        { GW_MATCH_NEQ, "node", 0, 1 }, { GW_MATCH_NEQ, "", 1, 0 },
+        { GW_MATCH_RE, ".*", 1, 1 },    { GW_MATCH_RE, ".+", 1, 0 },
+        { GW_MATCH_RE, "n.*", 1, 0 },   { GW_MATCH_RE, "|node", 1, 1 },
+        { GW_MATCH_NRE, ".+", 0, 1 },   { GW_MATCH_NRE, "x", 1, 1 },
+        { GW_MATCH_NRE, ".*", 0, 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct gw_matcher m = mk(cases[i].t, "job", cases[i].v);
+        int w = gw_matchers_match_labels(&m, 1, with, wl);
+        int a = gw_matchers_match_labels(&m, 1, absent, al);
+        if (w != cases[i].with || a != cases[i].absent)
+            fail_msg("case %zu: with=%d absent=%d", i, w, a);
+        gw_matcher_free(&m);
+    }
+    /* conjunction of several matchers, __name__ included */
+    struct gw_matcher ms[2] = { mk(GW_MATCH_EQ, "__name__", "up"), mk(GW_MATCH_RE, "job", "no.*") };
+    assert_int_equal(gw_matchers_match_labels(ms, 2, with, wl), 1);
+    assert_int_equal(gw_matchers_match_labels(ms, 2, absent, al), 0);
+    assert_int_equal(gw_matchers_match_labels(ms, 0, absent, al), 1);
+    gw_matcher_free(&ms[0]);
+    gw_matcher_free(&ms[1]);
+    free(with);
+    free(absent);
+}
+
+static void test_matcher_anchoring(void **state)
+{
+    (void)state;
+    assert_int_equal(re_match("a", "a"), 1);
+    assert_int_equal(re_match("a", "ba"), 0);
+    assert_int_equal(re_match("a", "ab"), 0);
+    assert_int_equal(re_match("a.", "abc"), 0);
+    assert_int_equal(re_match("b", "abc"), 0);
+    /* alternation is anchored as a whole group */
+    assert_int_equal(re_match("a|b", "a"), 1);
+    assert_int_equal(re_match("a|b", "b"), 1);
+    assert_int_equal(re_match("a|b", "ab"), 0);
+    assert_int_equal(re_match("a|b", "xa"), 0);
+    assert_int_equal(re_match("a|b", "bx"), 0);
+    assert_int_equal(re_match("a|ab", "ab"), 1);
+    assert_int_equal(re_match("idle|iowait", "iowait"), 1);
+    assert_int_equal(re_match("idle|iowait", "idlex"), 0);
+    /* explicit anchors are harmless */
+    assert_int_equal(re_match("^a$", "a"), 1);
+    /* dotall: `.` matches newline; `$` does not match before a final \n */
+    assert_int_equal(re_match("a.b", "a\nb"), 1);
+    assert_int_equal(re_match(".*", "x\ny"), 1);
+    assert_int_equal(re_match("x.*", "x\ny\n"), 1);
+    assert_int_equal(re_match("a$", "a\n"), 0);
+    assert_int_equal(re_match("a", "a\n"), 0);
+    /* the empty pattern matches only the empty string */
+    assert_int_equal(re_match("", ""), 1);
+    assert_int_equal(re_match("", "a"), 0);
+    /* RE2 features that PCRE2 shares */
+    assert_int_equal(re_match("(?i)abc", "ABC"), 1);
+    assert_int_equal(re_match("(?i:a)b", "Ab"), 1);
+    assert_int_equal(re_match("(?i:a)b", "AB"), 0);
+    assert_int_equal(re_match("(?P<x>a)+", "aaa"), 1);
+    assert_int_equal(re_match("[[:digit:]]+", "0123"), 1);
+    assert_int_equal(re_match("[]a]+", "]a]"), 1);
+    assert_int_equal(re_match("\\Q(a)+\\E", "(a)+"), 1);
+    assert_int_equal(re_match("a{2,3}", "aaa"), 1);
+    assert_int_equal(re_match("a{2,3}", "aaaa"), 0);
+    assert_int_equal(re_match("\\d+\\.\\d+", "10.5"), 1);
+    assert_int_equal(re_match("caf\xc3\xa9.", "caf\xc3\xa9\xe2\x82\xac"), 1); /* UTF-8 aware `.` */
+    assert_int_equal(re_match("a.c", "a\xe2\x82\xac" "c"), 1);
+    /* a subject that is not UTF-8 never matches a (non-trivial) regex */
+    assert_int_equal(re_match("a.c", "a\xff" "c"), 0);
+}
+
+static void test_matcher_literal_shortcut(void **state)
+{
+    (void)state;
+    struct gw_matcher lit = mk(GW_MATCH_RE, "l", "ab\xc3\xa9");
+    struct gw_matcher grp = mk(GW_MATCH_RE, "l", "(?:ab\xc3\xa9)");
+    struct gw_matcher all = mk(GW_MATCH_RE, "l", ".*");
+    struct gw_matcher all_re = mk(GW_MATCH_RE, "l", "(?:.*)");
+    struct gw_matcher ne = mk(GW_MATCH_RE, "l", ".+");
+    struct gw_matcher ne_re = mk(GW_MATCH_RE, "l", "(?:.+)");
+    struct gw_matcher empty = mk(GW_MATCH_RE, "l", "");
+    struct gw_matcher empty_re = mk(GW_MATCH_RE, "l", "(?:)");
+    assert_true(lit.re_literal);
+    assert_false(grp.re_literal);
+    assert_true(all.re_match_all);
+    assert_false(all_re.re_match_all);
+    assert_true(ne.re_non_empty);
+    assert_true(empty.re_literal);
+
+    /* all strings of length 0..4 over {a, b, é, \n} */
+    static const char *alpha[] = { "a", "b", "\xc3\xa9", "\n" };
+    size_t checked = 0, lit_hits = 0;
+    for (unsigned len = 0; len <= 4; len++) {
+        unsigned total = 1;
+        for (unsigned k = 0; k < len; k++)
+            total *= 4;
+        for (unsigned code = 0; code < total; code++) {
+            char s[32];
+            size_t sl = 0;
+            unsigned c = code;
+            for (unsigned k = 0; k < len; k++) {
+                const char *piece = alpha[c % 4];
+                c /= 4;
+                memcpy(s + sl, piece, strlen(piece));
+                sl += strlen(piece);
+            }
+            int a = gw_matcher_matches(&lit, s, sl), b = gw_matcher_matches(&grp, s, sl);
+            if (a != b)
+                fail_msg("literal %d vs regex %d on \"%.*s\"", a, b, (int)sl, s);
+            lit_hits += (size_t)a;
+            assert_int_equal(gw_matcher_matches(&all, s, sl), gw_matcher_matches(&all_re, s, sl));
+            assert_int_equal(gw_matcher_matches(&ne, s, sl), gw_matcher_matches(&ne_re, s, sl));
+            assert_int_equal(gw_matcher_matches(&empty, s, sl), gw_matcher_matches(&empty_re, s, sl));
+            checked++;
+        }
+    }
+    assert_int_equal(checked, 1 + 4 + 16 + 64 + 256);
+    assert_int_equal(lit_hits, 1);
+    gw_matcher_free(&lit);
+    gw_matcher_free(&grp);
+    gw_matcher_free(&all);
+    gw_matcher_free(&all_re);
+    gw_matcher_free(&ne);
+    gw_matcher_free(&ne_re);
+    gw_matcher_free(&empty);
+    gw_matcher_free(&empty_re);
+}
+
+static void test_matcher_invalid_regex(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *pattern;
+        const char *msg;
+    } cases[] = {
+        { "a(", "missing closing parenthesis" },
+        { "[a", "missing terminating ]" },
+        { "*a", "quantifier does not follow a repeatable item" },
+        { "a\\", "\\ at end of pattern" },
+        { "\xff", "UTF-8 error" },
+        { "(a)\\1", "backreferences are not supported" },
+        { "(?P<n>a)(?P=n)", "backreferences are not supported" },
+        { "(?<n>a)\\k<n>", "backreferences are not supported" },
+        { "(a)\\g1", "backreferences are not supported" },
+        { "(?=a)a", "lookahead assertions are not supported" },
+        { "(?!a)b", "lookahead assertions are not supported" },
+        { "(?<=a)b", "lookbehind assertions are not supported" },
+        { "(?<!a)b", "lookbehind assertions are not supported" },
+        { "(?>a+)b", "atomic groups are not supported" },
+        { "a++", "possessive quantifiers are not supported" },
+        { "a*+b", "possessive quantifiers are not supported" },
+        { "a{2}+", "possessive quantifiers are not supported" },
+        { "(*ACCEPT)a", "(*VERB) constructs are not supported" },
+        { "(*LIMIT_MATCH=1)a", "(*VERB) constructs are not supported" },
+        { "(a|(?R))", "recursion is not supported" },
+        { "(a)(?1)", "recursion is not supported" },
+        { "(?(1)a|b)", "conditional groups are not supported" },
+        { "(?x) a", "unsupported group syntax" },
+        { "a\\Cb", "\\C is not supported" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct gw_matcher m;
+        struct gw_error err;
+        gw_error_clear(&err);
+        int rc = gw_matcher_init(&m, GW_MATCH_RE, "l", 1, cases[i].pattern, strlen(cases[i].pattern), &err);
+        if (rc != GW_EPARSE || strstr(err.msg, cases[i].msg) == NULL ||
+            strstr(err.msg, "invalid regular expression") == NULL)
+            fail_msg("case %zu /%s/: rc=%d msg=\"%s\", want \"%s\"", i, cases[i].pattern, rc,
+                     err.msg, cases[i].msg);
+        assert_null(m.re);
+        assert_null(m.name);
+        gw_matcher_free(&m);
+    }
+    /* escaped look-alikes and class contents are fine */
+    assert_int_equal(re_match("\\(\\?=a\\)", "(?=a)"), 1);
+    assert_int_equal(re_match("[\\1]", "\x01"), 1);
+    assert_int_equal(re_match("a+?b", "aab"), 1);
+    assert_int_equal(re_match("\\+\\+", "++"), 1);
+    assert_int_equal(re_match("[+*?]+", "+*?"), 1);
+}
+
+static void test_matcher_pathological(void **state)
+{
+    (void)state;
+    const size_t n = 50000;
+    char *s = malloc(n + 2);
+    assert_non_null(s);
+    memset(s, 'a', n);
+    s[n] = 'b';
+    s[n + 1] = '\0';
+    static const char *patterns[] = { "(a+)+$", "(a|aa)+", "(a*)*c", "(a|a)*", "(.*a){12}" };
+    static const int on_31_a[] = { 1, 1, 0, 1, 1 }; /* result on "aaa...a" (31 a) */
+    for (size_t i = 0; i < sizeof patterns / sizeof patterns[0]; i++) {
+        struct gw_matcher m = mk(GW_MATCH_RE, "l", patterns[i]);
+        struct gw_matcher nm = mk(GW_MATCH_NRE, "l", patterns[i]);
+        double t0 = now_s();
+        assert_int_equal(gw_matcher_matches(&m, s, n + 1), 0);   /* "aaa...ab" */
+        assert_int_equal(gw_matcher_matches(&nm, s, n + 1), 1);
+        assert_int_equal(gw_matcher_matches(&m, s, 31), on_31_a[i]);
+        double dt = now_s() - t0;
+        if (dt > 5.0)
+            fail_msg("/%s/ took %.2f s", patterns[i], dt);
+        gw_matcher_free(&m);
+        gw_matcher_free(&nm);
+    }
+    /* positive answers survive the fallback too */
+    struct gw_matcher m = mk(GW_MATCH_RE, "l", "(a+)+");
+    double t0 = now_s();
+    assert_int_equal(gw_matcher_matches(&m, s, n), 1);
+    assert_true(now_s() - t0 < 5.0);
+    gw_matcher_free(&m);
+    m = mk(GW_MATCH_RE, "l", "(a|aa)+b");
+    assert_int_equal(gw_matcher_matches(&m, s, n + 1), 1);
+    gw_matcher_free(&m);
+    free(s);
+}
+
+/* ---- selector parser ---------------------------------------------------- */
+
+struct want_m {
+    enum gw_match_type t;
+    const char *name, *value;
+    size_t value_len; /* 0 = strlen(value) */
+};
+
+struct sel_ok {
+    const char *sel;
+    size_t n;
+    struct want_m m[5];
+};
+
+static void test_matcher_selector_valid(void **state)
+{
+    (void)state;
+    static const struct sel_ok cases[] = {
+        { "up", 1, { { GW_MATCH_EQ, "__name__", "up", 0 } } },
+        { "up{}", 1, { { GW_MATCH_EQ, "__name__", "up", 0 } } },
+        { "  up \t{ }\n", 1, { { GW_MATCH_EQ, "__name__", "up", 0 } } },
+        { "node:cpu:rate5m", 1, { { GW_MATCH_EQ, "__name__", "node:cpu:rate5m", 0 } } },
+        { "{a=\"b\"}", 1, { { GW_MATCH_EQ, "a", "b", 0 } } },
+        { "metric{a=\"b\",c!=\"d\",e=~\"f.*\",g!~\"h\"}", 5,
+          { { GW_MATCH_EQ, "__name__", "metric", 0 }, { GW_MATCH_EQ, "a", "b", 0 },
+            { GW_MATCH_NEQ, "c", "d", 0 }, { GW_MATCH_RE, "e", "f.*", 0 }, { GW_MATCH_NRE, "g", "h", 0 } } },
+        { "up{a=\"b\",}", 2, { { GW_MATCH_EQ, "__name__", "up", 0 }, { GW_MATCH_EQ, "a", "b", 0 } } },
+        { "up { a = \"b\" , c =~ 'd' , }", 3,
+          { { GW_MATCH_EQ, "__name__", "up", 0 }, { GW_MATCH_EQ, "a", "b", 0 }, { GW_MATCH_RE, "c", "d", 0 } } },
+        { "up{\n  job=\"x\"\n}", 2, { { GW_MATCH_EQ, "__name__", "up", 0 }, { GW_MATCH_EQ, "job", "x", 0 } } },
+        { "{\"my.metric\", \"a.b\"=\"x\"}", 2,
+          { { GW_MATCH_EQ, "__name__", "my.metric", 0 }, { GW_MATCH_EQ, "a.b", "x", 0 } } },
+        { "{\"a.b\"=\"x\", 'my.metric'}", 2,
+          { { GW_MATCH_EQ, "__name__", "my.metric", 0 }, { GW_MATCH_EQ, "a.b", "x", 0 } } },
+        { "{`raw name`}", 1, { { GW_MATCH_EQ, "__name__", "raw name", 0 } } },
+        { "{__name__=\"up\"}", 1, { { GW_MATCH_EQ, "__name__", "up", 0 } } },
+        { "{__name__=~\"up|down\", __name__!=\"down\"}", 2,
+          { { GW_MATCH_RE, "__name__", "up|down", 0 }, { GW_MATCH_NEQ, "__name__", "down", 0 } } },
+        { "{a=~\".+\"}", 1, { { GW_MATCH_RE, "a", ".+", 0 } } },
+        { "{a!=\"\"}", 1, { { GW_MATCH_NEQ, "a", "", 0 } } },
+        { "up{a=\"\"}", 2, { { GW_MATCH_EQ, "__name__", "up", 0 }, { GW_MATCH_EQ, "a", "", 0 } } },
+        { "{a=\"\\n\\t\\\\\\\"x\\a\\b\\f\\r\\v\"}", 1, { { GW_MATCH_EQ, "a", "\n\t\\\"x\a\b\f\r\v", 0 } } },
+        { "{a='it\\'s \"q\"'}", 1, { { GW_MATCH_EQ, "a", "it's \"q\"", 0 } } },
+        { "{a=`\\n\"'`}", 1, { { GW_MATCH_EQ, "a", "\\n\"'", 0 } } },
+        { "{a=`multi\nline`}", 1, { { GW_MATCH_EQ, "a", "multi\nline", 0 } } },
+        { "{a=\"\\x41\\101\\u00e9\\U0001F600\"}", 1,
+          { { GW_MATCH_EQ, "a", "AA\xc3\xa9\xf0\x9f\x98\x80", 0 } } },
+        { "{a=\"\\000x\"}", 1, { { GW_MATCH_EQ, "a", "\0x", 2 } } },
+        { "{a=\"\xc3\xa9t\xc3\xa9\"}", 1, { { GW_MATCH_EQ, "a", "\xc3\xa9t\xc3\xa9", 0 } } },
+        { "DCGM_FI_DEV_XID_ERRORS{Hostname=~\"gpu-node-[0-9]+\",gpu!=\"7\"}", 3,
+          { { GW_MATCH_EQ, "__name__", "DCGM_FI_DEV_XID_ERRORS", 0 },
+            { GW_MATCH_RE, "Hostname", "gpu-node-[0-9]+", 0 }, { GW_MATCH_NEQ, "gpu", "7", 0 } } },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct gw_matcher out[8];
+        struct gw_error err;
+        size_t n = 99;
+        gw_error_clear(&err);
+        int rc = gw_selector_parse(cases[i].sel, strlen(cases[i].sel), out, 8, &n, &err);
+        if (rc != GW_OK)
+            fail_msg("case %zu `%s`: rc=%d %s", i, cases[i].sel, rc, err.msg);
+        if (n != cases[i].n)
+            fail_msg("case %zu: %zu matchers, want %zu", i, n, cases[i].n);
+        for (size_t k = 0; k < n; k++) {
+            const struct want_m *w = &cases[i].m[k];
+            size_t vl = w->value_len ? w->value_len : strlen(w->value);
+            if (out[k].type != w->t || out[k].name_len != strlen(w->name) ||
+                memcmp(out[k].name, w->name, out[k].name_len) != 0 || out[k].value_len != vl ||
+                memcmp(out[k].value, w->value, vl) != 0)
+                fail_msg("case %zu matcher %zu: got %d %s \"%s\"", i, k, out[k].type, out[k].name,
+                         out[k].value);
+        }
+        for (size_t k = 0; k < n; k++)
+            gw_matcher_free(&out[k]);
+    }
+
+    /* parsed matchers select the right series */
+    struct gw_matcher out[4];
+    size_t n;
+    const char *sel = "up{job=~\"no.*\"}";
+    assert_int_equal(gw_selector_parse(sel, strlen(sel), out, 4, &n, NULL), GW_OK);
+    size_t wl, ol;
+    uint8_t *w = canon_job("node", &wl), *o = canon_job("api", &ol);
+    assert_int_equal(gw_matchers_match_labels(out, n, w, wl), 1);
+    assert_int_equal(gw_matchers_match_labels(out, n, o, ol), 0);
+    for (size_t k = 0; k < n; k++)
+        gw_matcher_free(&out[k]);
+    free(w);
+    free(o);
+}
+
+struct sel_bad {
+    const char *sel;
+    int rc;
+    const char *msg;
+};
+
+static void test_matcher_selector_invalid(void **state)
+{
+    (void)state;
+    static const struct sel_bad cases[] = {
+        { "", GW_EPARSE, "parse error at char 1: empty selector" },
+        { "   ", GW_EPARSE, "empty selector" },
+        { "{}", GW_EINVAL, "vector selector must contain at least one non-empty matcher" },
+        { "{a=\"\"}", GW_EINVAL, "vector selector must contain at least one non-empty matcher" },
+        { "{a=~\".*\"}", GW_EINVAL, "at least one non-empty matcher" },
+        { "{a!~\".+\", b!=\"x\"}", GW_EINVAL, "at least one non-empty matcher" },
+        { "up{__name__=\"x\"}", GW_EPARSE, "metric name must not be set twice: \"up\" or \"x\"" },
+        { "up{__name__=~\"x.*\"}", GW_EPARSE, "metric name must not be set twice" },
+        { "up{\"x\"}", GW_EPARSE, "metric name must not be set twice: \"up\" or \"x\"" },
+        { "{\"a\", \"b\"}", GW_EPARSE, "metric name must not be set twice: \"a\" or \"b\"" },
+        { "{__name__=\"a\", \"b\"}", GW_EPARSE, "metric name must not be set twice" },
+        { "up{a=\"b\"", GW_EPARSE, "parse error at char 9: unexpected end of input" },
+        { "up{a}", GW_EPARSE, "parse error at char 5: unexpected character '}' in label matching, expected one of" },
+        { "up{a=b}", GW_EPARSE, "parse error at char 6: unexpected character 'b' in label matching, expected string" },
+        { "up{a==\"b\"}", GW_EPARSE, "parse error at char 6: unexpected character '='" },
+        { "up{a=\"b\" c=\"d\"}", GW_EPARSE, "parse error at char 10: unexpected character 'c' in label matching, expected \",\" or \"}\"" },
+        { "up{1a=\"b\"}", GW_EPARSE, "parse error at char 4: unexpected character '1' in label matching, expected label name" },
+        { "up{,}", GW_EPARSE, "expected label name" },
+        { "up{a.b=\"x\"}", GW_EPARSE, "unexpected character '.'" },
+        { "up{a=\"b}", GW_EPARSE, "parse error at char 6: unterminated quoted string" },
+        { "up{a=\"b\nc\"}", GW_EPARSE, "unterminated quoted string" },
+        { "up{a=`b}", GW_EPARSE, "unterminated quoted string" },
+        { "up{a=\"\\q\"}", GW_EPARSE, "parse error at char 7: unknown escape sequence '\\q'" },
+        { "up{a='\\\"'}", GW_EPARSE, "unknown escape sequence '\\\"'" },
+        { "up{a=\"\\x4\"}", GW_EPARSE, "expected 2 hex digits" },
+        { "up{a=\"\\18\"}", GW_EPARSE, "expected 3 octal digits" },
+        { "up{a=\"\\400\"}", GW_EPARSE, "invalid Unicode code point" },
+        { "up{a=\"\\uD800\"}", GW_EPARSE, "invalid Unicode code point" },
+        { "up{a=\"\\U00110000\"}", GW_EPARSE, "invalid Unicode code point" },
+        { "up{a=\"\\", GW_EPARSE, "escape sequence not terminated" },
+        { "up{a=~\"(\"}", GW_EPARSE, "parse error at char 7: invalid regular expression" },
+        { "up{a=~\"(a)\\\\1\"}", GW_EPARSE, "backreferences are not supported" },
+        { "up{a=~\"\\xff\"}", GW_EPARSE, "invalid regular expression" },
+        { "up b", GW_EPARSE, "parse error at char 4: unexpected character 'b' after selector" },
+        { "up[5m]", GW_EPARSE, "unexpected character '['" },
+        { "up}", GW_EPARSE, "unexpected character '}'" },
+        { "1up", GW_EPARSE, "parse error at char 1: unexpected character '1', expected metric name or '{'" },
+        { "{\"\"=\"x\"}", GW_EPARSE, "empty label or metric name" },
+        { "{\"\"}", GW_EPARSE, "empty label or metric name" },
+        { "{\"\\xff\"=\"x\"}", GW_EPARSE, "not valid UTF-8" },
+        { "up{a=\"x\"}{b=\"y\"}", GW_EPARSE, "after selector" },
+        { "{a=\"1\",b=\"2\",c=\"3\",d=\"4\",e=\"5\"}", GW_ELIMIT, "too many matchers" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct gw_matcher out[4];
+        struct gw_error err;
+        size_t n = 77;
+        gw_error_clear(&err);
+        int rc = gw_selector_parse(cases[i].sel, strlen(cases[i].sel), out, 4, &n, &err);
+        if (rc != cases[i].rc || strstr(err.msg, cases[i].msg) == NULL)
+            fail_msg("case %zu `%s`: rc=%d msg=\"%s\", want %d \"%s\"", i, cases[i].sel, rc, err.msg,
+                     cases[i].rc, cases[i].msg);
+        assert_int_equal(n, 77); /* untouched on failure */
+    }
+    /* size cap */
+    size_t big = GW_SELECTOR_MAX_BYTES + 1;
+    char *s = malloc(big);
+    assert_non_null(s);
+    memset(s, 'a', big);
+    struct gw_matcher out[1];
+    size_t n;
+    struct gw_error err;
+    assert_int_equal(gw_selector_parse(s, big, out, 1, &n, &err), GW_ETOOLARGE);
+    /* a long but legal metric name */
+    assert_int_equal(gw_selector_parse(s, big - 1, out, 1, &n, &err), GW_OK);
+    assert_int_equal(out[0].value_len, big - 1);
+    gw_matcher_free(&out[0]);
+    free(s);
+}
+
+static void test_matcher_selector_garbage(void **state)
+{
+    (void)state;
+    /* Random mutations of a valid selector never crash or leak. */
+    static const char base[] = "gpu_temp{Hostname=~\"n[0-9]+\",gpu!='7',\"a.b\"=`x`,mode!~\"i|\\u00e9\",}";
+    static const char alphabet[] = "{}\"'`=!~,\\ .*+()[]|aZ_:\n0u";
+    srand(777);
+    for (int iter = 0; iter < 20000; iter++) {
+        char s[sizeof base + 8];
+        size_t len = sizeof base - 1;
+        memcpy(s, base, len);
+        int edits = 1 + rand() % 4;
+        for (int e = 0; e < edits; e++) {
+            size_t pos = (size_t)rand() % len;
+            int op = rand() % 3;
+            if (op == 0) {
+                s[pos] = alphabet[rand() % (int)(sizeof alphabet - 1)];
+            } else if (op == 1 && len > 1) {
+                memmove(s + pos, s + pos + 1, len - pos - 1);
+                len--;
+            } else {
+                len = pos + 1; /* truncate */
+            }
+        }
+        struct gw_matcher out[8];
+        size_t n = 0;
+        struct gw_error err;
+        gw_error_clear(&err);
+        int rc = gw_selector_parse(s, len, out, 8, &n, &err);
+        if (rc == GW_OK) {
+            assert_true(n >= 1 && n <= 8);
+            for (size_t k = 0; k < n; k++)
+                gw_matcher_free(&out[k]);
+        } else {
+            assert_true(rc == GW_EPARSE || rc == GW_EINVAL || rc == GW_ELIMIT);
+            assert_true(err.msg[0] != '\0');
+        }
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matcher_types),
+        cmocka_unit_test(test_matcher_absent_label),
+        cmocka_unit_test(test_matcher_anchoring),
+        cmocka_unit_test(test_matcher_literal_shortcut),
+        cmocka_unit_test(test_matcher_invalid_regex),
+        cmocka_unit_test(test_matcher_pathological),
+        cmocka_unit_test(test_matcher_selector_valid),
+        cmocka_unit_test(test_matcher_selector_invalid),
+        cmocka_unit_test(test_matcher_selector_garbage),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
