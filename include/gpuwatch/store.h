@@ -1,17 +1,22 @@
 /* gpuwatch/store.h - the LMDB series store. The ONLY module that includes
  * lmdb.h. One LMDB environment per data dir (DIR/store/).
  *
- * Named databases (key layouts at the top of src/store/keys.c):
+ * Named databases (key layouts at the top of src/store/keys.c). The index
+ * is kept compact: a series record stores label-pair ids, not strings.
  *   meta        ascii key -> bytes        format version, counters
- *   series      sid(be64) -> node_id(be32) gpu(be16) | canonical labels
- *   series_maxt sid(be64) -> newest persisted timestamp (be64 biased)
- *   shash       labels hash(be64) -> sids (DUPSORT|DUPFIXED, be64)
- *   postings    name \0 value -> sids (DUPSORT|DUPFIXED, be64); values too
- *               long for an LMDB key are truncated and suffixed \xff+hash
+ *   pairs       name \0 value -> pair_id(be32); values too long for an LMDB
+ *               key are truncated and suffixed \xff + hash
+ *   pair_ids    pair_id(be32) -> name \0 value (full)
+ *   series      sid(be64) -> maxt(be64 biased) node_id(be32) gpu(be16)
+ *               uvarint n | n uvarint pair ids (in label order)
+ *   shash       labels hash(be64) -> sids (DUPSORT|DUPFIXED, be32)
+ *   postings    pair_id(be32) -> sids (DUPSORT|DUPFIXED, be32, appended)
  *   nodes       node name -> node_id(be32); node_ids: node_id -> name
  *   mmeta       metric family name -> u8 type | uvarint help_len help | unit
  *   p<day>      one per UTC day (day = floor(t_ms / 86400000), 8 digits):
- *               node_id(be32) gpu(be16) sid(be64) mint(be64 biased) -> block
+ *               node_id(be32) window_start(be64 biased) seq(be32) -> blob
+ *               blob = "GWB1" | u32 n | n x {sid u32, end offset u32} | blocks
+ * Series ids are below 2^32.
  * Retention drops whole p<day> databases.
  *
  * Concurrency: one write transaction at a time (LMDB); any number of read
@@ -84,7 +89,8 @@ struct gw_store_series {
     size_t labels_len;
 };
 /* Inserts a new series with its shash entry and one postings entry per
- * label. GW_OK (also when sid already exists with the same labels);
+ * label (creating label pairs as needed). gw_store_series_get returns the
+ * canonical labels rebuilt into memory owned by the transaction. GW_OK (also when sid already exists with the same labels);
  * GW_EINVAL for malformed labels or a sid already used by other labels;
  * GW_ETOOLARGE for a label name over the key limit. Write txn only. */
 int gw_store_series_put(struct gw_store_txn *t, uint64_t sid, uint64_t hash, uint32_t node_id,
@@ -135,24 +141,41 @@ typedef int (*gw_store_metadata_cb)(void *ud, const char *metric, size_t metric_
                                     const char *help, size_t help_len, const char *unit, size_t unit_len);
 int gw_store_metadata_each(struct gw_store_txn *t, gw_store_metadata_cb cb, void *ud);
 
-/* ---- sample blocks, partitioned by UTC day of their first timestamp ---- */
-/* A block must not cross a day boundary (the caller cuts at day ends). */
-int gw_store_block_put(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
-                       int64_t mint, const uint8_t *block, size_t len);
-/* Visits the series' blocks whose first timestamp lies in
- * [mint_lo, maxt] in time order (callers pass mint_lo = mint - longest
- * block span to catch blocks that start before mint). */
+/* ---- sample blocks, packed per node and window, partitioned by UTC day ----
+ * The flusher writes all blocks of one node for one time window (the head's
+ * chunk window, e.g. 2 h) as ONE value: a "blob" with a fixed-width
+ * directory of (sid, end offset) sorted by sid (then time), followed by the
+ * blocks. Key: node_id(be32) window_start(be64 biased) seq(be32) in the
+ * partition of window_start's day; seq numbers later blobs of the same node
+ * and window (late or backfilled data). One node's data is one range scan;
+ * large values live in contiguous overflow pages, so pages are ~full. */
+struct gw_store_blob_entry {
+    uint64_t sid;               /* < 2^32 */
+    const uint8_t *block;       /* gw_block_encode output */
+    size_t len;
+};
+/* Writes one blob. entries must be sorted by sid, blocks of one sid in time
+ * order; a window must not cross a UTC day. GW_OK, GW_EINVAL, GW_ELIMIT
+ * (blob over 2 GiB or sid >= 2^32), store errors. */
+int gw_store_blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_start,
+                      const struct gw_store_blob_entry *entries, size_t n);
+/* Visits the series' blocks in blobs of node_id whose window_start lies in
+ * [mint_lo, maxt], in time order (callers pass mint_lo = mint - window so a
+ * window that started before mint is included). gpu is not needed to find
+ * them and is ignored. cb returns GW_OK to go on, 1 to stop, or an error. */
 typedef int (*gw_store_block_cb)(void *ud, int64_t block_mint, const uint8_t *block, size_t len);
 int gw_store_blocks_get(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
                         int64_t mint_lo, int64_t maxt, gw_store_block_cb cb, void *ud);
-/* 1 if the series has any block starting in [mint_lo, maxt], else 0, or a
- * negative error. */
+/* 1 if the series has any block in a window starting in [mint_lo, maxt]. */
 int gw_store_blocks_any(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
                         int64_t mint_lo, int64_t maxt);
+/* Visits every block of a day partition (any order). */
+typedef int (*gw_store_any_block_cb)(void *ud, uint64_t sid, const uint8_t *block, size_t len);
+int gw_store_partition_blocks_each(struct gw_store_txn *t, int64_t day, gw_store_any_block_cb cb, void *ud);
 
 struct gw_store_partition {
     int64_t day;            /* floor(t_ms / GW_DAY_MS) */
-    uint64_t entries;       /* blocks */
+    uint64_t entries;       /* blobs */
     uint64_t bytes;         /* pages used (branch + leaf + overflow) * page size */
 };
 typedef int (*gw_store_partition_cb)(void *ud, const struct gw_store_partition *p);
