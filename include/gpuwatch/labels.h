@@ -16,7 +16,7 @@
 #include "gpuwatch/err.h"
 
 #define GW_LABELS_MAX 128            /* labels per series accepted          */
-#define GW_LABEL_NAME_MAX 1024       /* bytes per label name                */
+#define GW_LABEL_NAME_MAX 256        /* bytes per label name (index key limit) */
 #define GW_LABEL_VALUE_MAX 65536     /* bytes per label value               */
 
 struct gw_label {

@@ -86,6 +86,7 @@ static int create_series_fn(struct gw_store_txn *t, void *ud)
         const char *node;
         size_t node_len;
         gw_labels_locality(ls, nl, &node, &node_len, &s->gpu);
+        if (node_len > 255) node_len = 255;   /* a grouping key, not an identity */
         rc = gw_store_node_id(t, node, node_len, 1, &s->node_id);
         if (rc) return rc;
         rc = gw_store_series_put(t, s->sid, s->hash, s->node_id, s->gpu, s->labels, s->len);
@@ -452,7 +453,7 @@ static int metadata_fn(struct gw_store_txn *t, void *ud)
     struct md_ctx *c = ud;
     for (size_t i = 0; i < c->req->n_metadata; i++) {
         const struct gw_rw_metadata *m = &c->req->metadata[i];
-        if (!m->name_len) continue;
+        if (!m->name_len || m->name_len > 400) continue;
         int rc = gw_store_metadata_put(t, m->name, m->name_len, m->type, m->help, m->help_len, m->unit, m->unit_len);
         if (rc) return rc;
     }
@@ -628,16 +629,24 @@ out:
     return rc;
 }
 
-/* ---- flushing pending chunks to the store ---- */
+/* ---- flushing pending chunks to the store ----
+ *
+ * Cut chunks wait on their series' pending list until their window has
+ * settled (the newest data is past the window end by GW_SETTLE_MS, so every
+ * series of a node has cut its chunk of that window), then all chunks of
+ * one node and window are encoded as blocks and written as one blob. A
+ * full flush (shutdown, gw_db_flush) takes everything. */
+
+#define GW_SETTLE_MS (2 * 60 * 1000)
 
 struct flush_item {
     struct gw_head_series *s;
-    struct gw_head_chunk *upto;
+    struct gw_head_chunk *upto;   /* last pending chunk taken */
 };
 
 struct flush_block {
     uint32_t node_id;
-    uint16_t gpu;
+    int64_t window;
     uint64_t sid;
     int64_t mint, maxt;
     size_t off, len;
@@ -649,26 +658,59 @@ struct flush_ctx {
     struct gw_buf data;
     struct flush_item *items;
     size_t n_items;
+    struct gw_store_blob_entry *entries;   /* scratch for one blob */
 };
+
+static int block_order(const void *a, const void *b)
+{
+    const struct flush_block *x = a, *y = b;
+    if (x->node_id != y->node_id) return x->node_id < y->node_id ? -1 : 1;
+    if (x->window != y->window) return x->window < y->window ? -1 : 1;
+    if (x->sid != y->sid) return x->sid < y->sid ? -1 : 1;
+    return x->mint < y->mint ? -1 : x->mint > y->mint;
+}
 
 static int flush_write_fn(struct gw_store_txn *t, void *ud)
 {
     struct flush_ctx *c = ud;
-    for (size_t i = 0; i < c->n_blocks; i++) {
-        struct flush_block *b = &c->blocks[i];
-        int rc = gw_store_block_put(t, b->node_id, b->gpu, b->sid, b->mint, c->data.data + b->off, b->len);
-        if (rc) return rc;
-        /* blocks of one series come in time order, so the last one wins */
-        if (i + 1 == c->n_blocks || c->blocks[i + 1].sid != b->sid) {
-            rc = gw_store_series_maxt_put(t, b->sid, b->maxt);
-            if (rc) return rc;
+    size_t i = 0;
+    while (i < c->n_blocks) {
+        size_t j = i;
+        while (j < c->n_blocks && c->blocks[j].node_id == c->blocks[i].node_id &&
+               c->blocks[j].window == c->blocks[i].window) {
+            c->entries[j - i] = (struct gw_store_blob_entry){
+                .sid = c->blocks[j].sid, .block = c->data.data + c->blocks[j].off, .len = c->blocks[j].len};
+            j++;
         }
+        int rc = gw_store_blob_put(t, c->blocks[i].node_id, c->blocks[i].window, c->entries, j - i);
+        if (rc) return rc;
+        i = j;
+    }
+    /* newest persisted timestamp per series: the items list covers each
+     * flushed series once */
+    for (size_t k = 0; k < c->n_items; k++) {
+        const struct gw_head_series *s = c->items[k].s;
+        int64_t maxt = s->persisted_maxt;
+        for (const struct gw_head_chunk *ch = s->pending; ch; ch = ch->next) {
+            if (ch->maxt > maxt) maxt = ch->maxt;
+            if (ch == c->items[k].upto) break;
+        }
+        int rc = gw_store_series_maxt_put(t, s->sid, maxt);
+        if (rc) return rc;
     }
     return GW_OK;
 }
 
-static int encode_chunk(struct flush_ctx *c, const struct gw_head_series *s, const struct gw_head_chunk *ch,
-                        int64_t **tb, double **vb, size_t *cap)
+static int64_t window_of(const struct gw_db *db, int64_t t)
+{
+    int64_t w = db->o.block_window_ms;
+    int64_t k = t / w;
+    if (t < 0 && t % w) k--;
+    return k * w;
+}
+
+static int encode_chunk(struct gw_db *db, struct flush_ctx *c, const struct gw_head_series *s,
+                        const struct gw_head_chunk *ch, int64_t **tb, double **vb, size_t *cap)
 {
     if (ch->x.n == 0) return GW_OK;
     if (*cap < ch->x.n) {
@@ -692,13 +734,26 @@ static int encode_chunk(struct flush_ctx *c, const struct gw_head_series *s, con
     size_t off = c->data.len;
     rc = gw_block_encode(*tb, *vb, n, &c->data);
     if (rc) return rc;
-    struct flush_block fb = {.node_id = s->node_id, .gpu = s->gpu, .sid = s->sid, .mint = (*tb)[0],
-                             .maxt = (*tb)[n - 1], .off = off, .len = c->data.len - off};
-    c->blocks[c->n_blocks++] = fb;
+    c->blocks[c->n_blocks++] = (struct flush_block){.node_id = s->node_id, .window = window_of(db, (*tb)[0]),
+                                                    .sid = s->sid, .mint = (*tb)[0], .maxt = (*tb)[n - 1],
+                                                    .off = off, .len = c->data.len - off};
     return GW_OK;
 }
 
-int gw_db_flush_pending(struct gw_db *db, struct gw_error *err)
+/* The last pending chunk of s that may be flushed now (NULL: none). */
+static struct gw_head_chunk *flushable_upto(const struct gw_db *db, const struct gw_head_series *s, int all,
+                                            int64_t settled_before)
+{
+    if (all) return s->pending_tail;
+    struct gw_head_chunk *upto = NULL;
+    for (struct gw_head_chunk *ch = s->pending; ch; ch = ch->next) {
+        if (window_of(db, ch->mint) + db->o.block_window_ms > settled_before) break;
+        upto = ch;
+    }
+    return upto;
+}
+
+static int flush_pending(struct gw_db *db, int all, struct gw_error *err)
 {
     int rc = GW_OK;
     pthread_mutex_lock(&db->flush_mu);
@@ -706,16 +761,16 @@ int gw_db_flush_pending(struct gw_db *db, struct gw_error *err)
         struct flush_ctx c;
         memset(&c, 0, sizeof c);
         gw_buf_init(&c.data, 0);
-        size_t cap_items = 0, cap_blocks = 0;
+        size_t cap_items = 0;
         struct gw_head_series *rest = NULL;
-        /* Take up to a bounded batch of dirty series under the mutex. The
-         * pending chunks up to each series' current tail are immutable. */
         pthread_mutex_lock(&db->mu);
+        int64_t settled_before = db->max_t == INT64_MIN ? INT64_MIN : db->max_t - GW_SETTLE_MS;
         struct gw_head_series *d = gw_head_take_dirty(db->head);
         size_t nblk = 0;
         while (d) {
             struct gw_head_series *next = d->dnext;
-            if (c.n_items >= 20000) {
+            struct gw_head_chunk *upto = c.n_items < 50000 && rc == GW_OK ? flushable_upto(db, d, all, settled_before) : NULL;
+            if (!upto) {
                 d->dnext = rest;
                 rest = d;
                 d = next;
@@ -724,73 +779,85 @@ int gw_db_flush_pending(struct gw_db *db, struct gw_error *err)
             if (c.n_items == cap_items) {
                 cap_items = cap_items ? cap_items * 2 : 256;
                 struct flush_item *p = realloc(c.items, cap_items * sizeof *p);
-                if (!p) { rc = GW_ENOMEM; break; }
+                if (!p) {
+                    rc = GW_ENOMEM;
+                    d->dnext = rest;
+                    rest = d;
+                    d = next;
+                    continue;
+                }
                 c.items = p;
             }
-            c.items[c.n_items++] = (struct flush_item){.s = d, .upto = d->pending_tail};
+            c.items[c.n_items++] = (struct flush_item){.s = d, .upto = upto};
             for (struct gw_head_chunk *ch = d->pending; ch; ch = ch->next) {
                 nblk++;
-                if (ch == d->pending_tail) break;
+                if (ch == upto) break;
             }
             d = next;
         }
         /* series not taken this round go back on the dirty list */
-        while (d) {
-            struct gw_head_series *next = d->dnext;
-            d->dnext = rest;
-            rest = d;
-            d = next;
-        }
+        size_t left = 0;
         while (rest) {
             struct gw_head_series *next = rest->dnext;
             gw_head_pending_done(db->head, rest, NULL);
             rest = next;
+            left++;
         }
         pthread_mutex_unlock(&db->mu);
-        if (rc == GW_OK && c.n_items == 0) {
+        if (rc != GW_OK || c.n_items == 0) {
             free(c.items);
             break;
         }
-        if (rc == GW_OK && nblk) {
-            cap_blocks = nblk;
-            c.blocks = malloc(cap_blocks * sizeof *c.blocks);
-            if (!c.blocks) rc = GW_ENOMEM;
-        }
+        c.blocks = malloc(nblk * sizeof *c.blocks);
+        c.entries = malloc(nblk * sizeof *c.entries);
+        if (!c.blocks || !c.entries) rc = GW_ENOMEM;
         int64_t *tb = NULL;
         double *vb = NULL;
         size_t cap = 0;
         for (size_t i = 0; i < c.n_items && rc == GW_OK; i++) {
             struct gw_head_series *s = c.items[i].s;
             for (struct gw_head_chunk *ch = s->pending; ch && rc == GW_OK; ch = ch->next) {
-                rc = encode_chunk(&c, s, ch, &tb, &vb, &cap);
+                rc = encode_chunk(db, &c, s, ch, &tb, &vb, &cap);
                 if (ch == c.items[i].upto) break;
             }
         }
         free(tb);
         free(vb);
-        if (rc == GW_OK && c.n_blocks) rc = gw_store_write(db->store, flush_write_fn, &c, err);
+        if (rc == GW_OK && c.n_blocks) {
+            qsort(c.blocks, c.n_blocks, sizeof *c.blocks, block_order);
+            rc = gw_store_write(db->store, flush_write_fn, &c, err);
+        }
         pthread_mutex_lock(&db->mu);
         for (size_t i = 0; i < c.n_items; i++)
             gw_head_pending_done(db->head, c.items[i].s, rc == GW_OK ? c.items[i].upto : NULL);
         pthread_mutex_unlock(&db->mu);
+        size_t taken = c.n_items;
         free(c.items);
         free(c.blocks);
+        free(c.entries);
         gw_buf_free(&c.data);
         if (rc) {
             if (!err || !err->msg[0]) gw_error_set(err, rc, "cannot flush head chunks: %s", gw_strerror(rc));
             break;
         }
+        if (taken < 50000) break;   /* everything flushable was taken */
+        (void)left;
     }
     pthread_mutex_unlock(&db->flush_mu);
     return rc;
 }
 
-static int checkpoint(struct gw_db *db, int cut_wal, struct gw_error *err)
+int gw_db_flush_pending(struct gw_db *db, struct gw_error *err)
 {
-    int rc = gw_db_flush_pending(db, err);
+    return flush_pending(db, 0, err);
+}
+
+static int checkpoint(struct gw_db *db, int all, struct gw_error *err)
+{
+    int rc = flush_pending(db, all, err);
     if (rc) return rc;
     uint64_t keep_from = UINT64_MAX;
-    if (cut_wal) {
+    if (all) {
         rc = gw_wal_cut(db->wal, &keep_from, err);
         if (rc) return rc;
     }

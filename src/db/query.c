@@ -573,18 +573,10 @@ struct count_ctx {
     int64_t mint, maxt;
 };
 
-static int count_series_cb(void *ud, const struct gw_store_series *s);
-
-struct series_walk {
-    struct gw_store_txn *t;
-    int64_t day;
-    struct count_ctx *cc;
-};
-
-static int count_block_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t len)
+static int count_block_cb(void *ud, uint64_t sid, const uint8_t *b, size_t len)
 {
     struct count_ctx *c = ud;
-    (void)block_mint;
+    (void)sid;
     uint32_t n;
     int64_t mi, ma;
     if (gw_block_info(b, len, &n, &mi, &ma) != GW_OK) return GW_OK;
@@ -596,19 +588,11 @@ static int count_block_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t
     return GW_OK;
 }
 
-static int count_series_cb(void *ud, const struct gw_store_series *s)
-{
-    struct series_walk *w = ud;
-    int64_t lo = w->day * GW_DAY_MS, hi = lo + GW_DAY_MS - 1;
-    return gw_store_blocks_get(w->t, s->node_id, s->gpu, s->sid, lo, hi, count_block_cb, w->cc);
-}
-
 static int part_cb(void *ud, const struct gw_store_partition *p)
 {
     struct part_ctx *c = ud;
     struct count_ctx cc = {.mint = INT64_MAX, .maxt = INT64_MIN};
-    struct series_walk w = {.t = c->t, .day = p->day, .cc = &cc};
-    int rc = gw_store_series_each(c->t, count_series_cb, &w);
+    int rc = gw_store_partition_blocks_each(c->t, p->day, count_block_cb, &cc);
     if (rc) return rc;
     if (c->st) {
         c->st->stored_samples += cc.samples;
