@@ -178,8 +178,12 @@ static void test_matcher_anchoring(void **state)
     assert_int_equal(re_match("\\d+\\.\\d+", "10.5"), 1);
     assert_int_equal(re_match("caf\xc3\xa9.", "caf\xc3\xa9\xe2\x82\xac"), 1); /* UTF-8 aware `.` */
     assert_int_equal(re_match("a.c", "a\xe2\x82\xac" "c"), 1);
-    /* a subject that is not UTF-8 never matches a (non-trivial) regex */
+    /* a subject that is not UTF-8 matches neither =~ nor !~ */
     assert_int_equal(re_match("a.c", "a\xff" "c"), 0);
+    struct gw_matcher nm = mk(GW_MATCH_NRE, "l", "a.c");
+    assert_int_equal(gw_matcher_matches(&nm, "a\xff" "c", 3), 0);
+    assert_int_equal(gw_matcher_matches(&nm, "abd", 3), 1);
+    gw_matcher_free(&nm);
 }
 
 static void test_matcher_literal_shortcut(void **state)
@@ -288,6 +292,11 @@ static void test_matcher_invalid_regex(void **state)
     assert_int_equal(re_match("\\(\\?=a\\)", "(?=a)"), 1);
     assert_int_equal(re_match("[\\1]", "\x01"), 1);
     assert_int_equal(re_match("a+?b", "aab"), 1);
+    struct gw_matcher oct = mk(GW_MATCH_RE, "l", "\\101\\0"); /* octal escapes */
+    assert_int_equal(gw_matcher_matches(&oct, "A\0", 2), 1);
+    assert_int_equal(gw_matcher_matches(&oct, "A", 1), 0);
+    gw_matcher_free(&oct);
+    assert_int_equal(re_match("\\101", "A"), 1);
     assert_int_equal(re_match("\\+\\+", "++"), 1);
     assert_int_equal(re_match("[+*?]+", "+*?"), 1);
 }
@@ -307,9 +316,21 @@ static void test_matcher_pathological(void **state)
         struct gw_matcher m = mk(GW_MATCH_RE, "l", patterns[i]);
         struct gw_matcher nm = mk(GW_MATCH_NRE, "l", patterns[i]);
         double t0 = now_s();
-        assert_int_equal(gw_matcher_matches(&m, s, n + 1), 0);   /* "aaa...ab" */
-        assert_int_equal(gw_matcher_matches(&nm, s, n + 1), 1);
+        /* "aaa...ab", 50001 bytes: never a match. !~ is true when the
+         * engines decide it; for (a+)+$ at this length both give up and the
+         * value matches neither (documented in matcher.h). */
+        assert_int_equal(gw_matcher_matches(&m, s, n + 1), 0);
+        int nre_long = gw_matcher_matches(&nm, s, n + 1);
+        if (i != 0)
+            assert_int_equal(nre_long, 1);
+        /* 40 a's + b: an exponential search without limits, decided here */
+        char shorts[42];
+        memset(shorts, 'a', 40);
+        shorts[40] = 'b';
+        assert_int_equal(gw_matcher_matches(&m, shorts, 41), 0);
+        assert_int_equal(gw_matcher_matches(&nm, shorts, 41), 1);
         assert_int_equal(gw_matcher_matches(&m, s, 31), on_31_a[i]);
+        assert_int_equal(gw_matcher_matches(&nm, s, 31), !on_31_a[i]);
         double dt = now_s() - t0;
         if (dt > 5.0)
             fail_msg("/%s/ took %.2f s", patterns[i], dt);

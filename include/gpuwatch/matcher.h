@@ -29,9 +29,10 @@ struct gw_matcher {
 /* Regex engine limits: a hostile pattern cannot hang a query. The
  * backtracking matcher stops after GW_MATCHER_MATCH_LIMIT steps and the
  * match is then retried with PCRE2's non-backtracking automaton matcher
- * under its own step budget; if that gives up too the value counts as not
- * matching (for both =~ and !~). Patterns longer than GW_MATCHER_PATTERN_MAX bytes
- * are refused with GW_EPARSE. */
+ * under its own step budget; if that gives up too the value matches
+ * neither =~ nor !~ (the same holds for a value that is not valid UTF-8).
+ * Patterns longer than GW_MATCHER_PATTERN_MAX bytes are refused with
+ * GW_EPARSE. */
 #define GW_MATCHER_MATCH_LIMIT 1000000u
 #define GW_MATCHER_PATTERN_MAX (1u << 20)
 /* Selector text longer than this is refused with GW_ETOOLARGE. */

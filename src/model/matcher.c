@@ -15,8 +15,8 @@
  * limit the same subject is run through pcre2_dfa_match, which does not
  * backtrack and so decides cases like `(a|aa)+b` on a long subject; its
  * work is capped too (a step budget counted through auto-callouts). If
- * both give up the value does not match, so `(a+)+$` on "aaa...ab" costs
- * milliseconds, never an exponential search.
+ * both give up the value matches neither =~ nor !~, so `(a+)+$` on
+ * "aaa...ab" costs milliseconds, never an exponential search.
  *
  * Selector grammar (the match[] form of a PromQL vector selector):
  *   selector := ws (metric ws)? ( '{' ws (item ws (',' ws item ws)* ','? ws)? '}' )? ws
@@ -137,7 +137,10 @@ static const char *re2_check(const char *p, size_t len, size_t *off)
                 continue;
             }
             if (!in_class) {
-                if (d >= '1' && d <= '9')
+                /* \1..\9 alone is a backreference; \1 followed by an octal
+                 * digit is an octal escape in both RE2 and PCRE2. */
+                char after = i + 2 < len ? p[i + 2] : '\0';
+                if (d >= '1' && d <= '9' && (d >= '8' || after < '0' || after > '7'))
                     return "backreferences are not supported";
                 if (d == 'g' || d == 'k')
                     return "backreferences are not supported";
@@ -432,10 +435,10 @@ void gw_matcher_free(struct gw_matcher *m)
 
 /* ---- matching ------------------------------------------------------------------- */
 
-/* Automaton fallback after the backtracking matcher gave up: 1 or 0; 0 also
- * when the step budget runs out (documented: a value that cannot be decided
- * does not match). Runs a copy of the pattern compiled with auto-callouts,
- * so every automaton step is counted. */
+/* Automaton fallback after the backtracking matcher gave up: 1 match, 0 no
+ * match, -1 undecided (budget or workspace exhausted, no memory). Runs a
+ * copy of the pattern compiled with auto-callouts, so every automaton step
+ * is counted. */
 static int dfa_match(const struct gw_matcher *m, PCRE2_SPTR subj, size_t len)
 {
     struct re_ctx *ctx = m->mctx;
@@ -443,17 +446,17 @@ static int dfa_match(const struct gw_matcher *m, PCRE2_SPTR subj, size_t len)
         int ecode;
         PCRE2_SIZE eoff;
         if (ctx->dfa_re_failed)
-            return 0;
+            return -1;
         ctx->dfa_re = pcre2_compile((PCRE2_SPTR)m->value, m->value_len,
                                     RE_COMPILE_OPTS | PCRE2_AUTO_CALLOUT, &ecode, &eoff, NULL);
         if (ctx->dfa_re == NULL) {
             ctx->dfa_re_failed = 1;
-            return 0;
+            return -1;
         }
     }
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
     if (md == NULL)
-        return 0;
+        return -1;
     /* A small fixed workspace bounds the number of live automaton states
      * (patterns like `(a+)+` would otherwise grow it with the subject);
      * running out counts as "cannot decide". */
@@ -463,12 +466,16 @@ static int dfa_match(const struct gw_matcher *m, PCRE2_SPTR subj, size_t len)
                              DFA_WS_INTS);
     /* rc 0 means more matches than ovector slots; slot 0 holds the longest,
      * which must span the whole subject. */
-    int result = rc >= 0 && pcre2_get_ovector_pointer(md)[0] == 0 &&
-                 pcre2_get_ovector_pointer(md)[1] == len;
+    int result = -1;
+    if (rc >= 0)
+        result = pcre2_get_ovector_pointer(md)[0] == 0 && pcre2_get_ovector_pointer(md)[1] == len;
+    else if (rc == PCRE2_ERROR_NOMATCH)
+        result = 0;
     pcre2_match_data_free(md);
     return result;
 }
 
+/* 1 match, 0 no match, -1 undecided (limits, subject not UTF-8). */
 static int regex_matches(const struct gw_matcher *m, const char *value, size_t len)
 {
     if (m->re_match_all)
@@ -478,7 +485,7 @@ static int regex_matches(const struct gw_matcher *m, const char *value, size_t l
     if (m->re_literal)
         return len == m->value_len && (len == 0 || memcmp(value, m->value, len) == 0);
     if (m->re == NULL || m->md == NULL || m->mctx == NULL)
-        return 0;
+        return -1;
     PCRE2_SPTR subj = (PCRE2_SPTR)(value ? value : "");
     const struct re_ctx *ctx = m->mctx;
     int rc = pcre2_match((const pcre2_code *)m->re, subj, len, 0, 0,
@@ -495,7 +502,7 @@ static int regex_matches(const struct gw_matcher *m, const char *value, size_t l
     case PCRE2_ERROR_NOMEMORY:
         return dfa_match(m, subj, len);
     default:
-        return 0; /* e.g. subject is not valid UTF-8 */
+        return -1; /* e.g. subject is not valid UTF-8 */
     }
 }
 
@@ -509,11 +516,9 @@ int gw_matcher_matches(const struct gw_matcher *m, const char *value, size_t len
     case GW_MATCH_NEQ:
         return !(len == m->value_len && (len == 0 || memcmp(value, m->value, len) == 0));
     case GW_MATCH_RE:
-        return regex_matches(m, value, len);
+        return regex_matches(m, value, len) == 1;
     case GW_MATCH_NRE:
-        if (m->re == NULL)
-            return 0;
-        return !regex_matches(m, value, len);
+        return regex_matches(m, value, len) == 0; /* undecided matches neither */
     }
     return 0;
 }
