@@ -75,7 +75,7 @@ int gw_parse_step_ms(const char *s, int64_t *out_ms);
 enum gw_route_id {
     GW_R_WRITE = 0, GW_R_READ, GW_R_QUERY, GW_R_QUERY_RANGE, GW_R_SERIES, GW_R_LABELS,
     GW_R_LABEL_VALUES, GW_R_METADATA, GW_R_EXEMPLARS, GW_R_BUILDINFO, GW_R_READY,
-    GW_R_HEALTHY, GW_R_METRICS, GW_R_NOT_FOUND, GW_R_COUNT
+    GW_R_HEALTHY, GW_R_METRICS, GW_R_ADMIN_RETENTION, GW_R_ADMIN_FLUSH, GW_R_NOT_FOUND, GW_R_COUNT
 };
 /* Status codes counted per route; the last slot is "other". */
 #define GW_HTTP_N_CODES 14
@@ -188,6 +188,9 @@ void gw_api_series(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_labels(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_label_values(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_metadata(struct gw_http_req *rq, struct gw_http_resp *rs);
+/* api_admin.c: maintenance, loopback clients only. */
+void gw_api_admin_retention(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_admin_flush(struct gw_http_req *rq, struct gw_http_resp *rs);
 
 /* Output buffers for JSON answers. */
 #define GW_HTTP_MAX_RESPONSE ((size_t)1 << 30)

@@ -148,7 +148,8 @@ static void h_not_found(struct gw_http_req *rq, struct gw_http_resp *rs)
 static const char *route_names[GW_R_COUNT] = {
     "/api/v1/write", "/api/v1/read", "/api/v1/query", "/api/v1/query_range", "/api/v1/series",
     "/api/v1/labels", "/api/v1/label/:name/values", "/api/v1/metadata", "/api/v1/query_exemplars",
-    "/api/v1/status/buildinfo", "/-/ready", "/-/healthy", "/metrics", "other"};
+    "/api/v1/status/buildinfo", "/-/ready", "/-/healthy", "/metrics", "/api/v1/admin/retention",
+    "/api/v1/admin/flush", "other"};
 
 static int metric_line(struct gw_buf *b, const char *name, uint64_t v)
 {
@@ -270,6 +271,9 @@ static const struct gw_route routes[] = {
     {GW_R_READY, "ready", "/-/ready", G, "GET", 0, 0, NULL, h_ready},
     {GW_R_HEALTHY, "healthy", "/-/healthy", G, "GET", 0, 0, NULL, h_healthy},
     {GW_R_METRICS, "metrics", "/metrics", G, "GET", 0, 0, NULL, h_metrics},
+    {GW_R_ADMIN_RETENTION, "admin_retention", "/api/v1/admin/retention", GW_M_POST, "POST", 1, 1, NULL,
+     gw_api_admin_retention},
+    {GW_R_ADMIN_FLUSH, "admin_flush", "/api/v1/admin/flush", GW_M_POST, "POST", 1, 1, NULL, gw_api_admin_flush},
 };
 static const struct gw_route label_values_route = {
     GW_R_LABEL_VALUES, "label_values", "/api/v1/label/", G, "GET", 1, 0, NULL, gw_api_label_values};
