@@ -18,18 +18,24 @@ static void test_head_find_and_add(void **state)
     (void)state;
     struct gw_head *h = gw_head_new(3600000, 120);
     assert_non_null(h);
-    assert_null(gw_head_find(h, 42, L1, sizeof L1));
-    struct gw_head_series *s = gw_head_add(h, 7, 42, 1, 3, L1, sizeof L1, INT64_MIN);
+    uint64_t lo1, hi1, lo2, hi2;
+    gw_head_key(L1, sizeof L1, &lo1, &hi1);
+    gw_head_key(L2, sizeof L2, &lo2, &hi2);
+    assert_true(lo1 != lo2 || hi1 != hi2);
+    assert_null(gw_head_find(h, lo1, hi1));
+    struct gw_head_series *s = gw_head_add(h, 7, lo1, hi1, 1, 3, INT64_MIN);
     assert_non_null(s);
-    assert_ptr_equal(gw_head_find(h, 42, L1, sizeof L1), s);
-    /* same hash, other labels: a collision is not a match */
-    assert_null(gw_head_find(h, 42, L2, sizeof L2));
+    assert_ptr_equal(gw_head_find(h, lo1, hi1), s);
+    /* same bucket hash, other high half: not a match */
+    assert_null(gw_head_find(h, lo1, hi1 ^ 1));
+    assert_null(gw_head_find(h, lo2, hi2));
     assert_ptr_equal(gw_head_find_sid(h, 7), s);
     assert_null(gw_head_find_sid(h, 8));
     /* many series force the tables to grow */
-    for (uint64_t i = 100; i < 5100; i++) assert_non_null(gw_head_add(h, i, i * 31, 0, 0xffff, L2, sizeof L2, INT64_MIN));
+    for (uint64_t i = 100; i < 5100; i++) assert_non_null(gw_head_add(h, i, i * 31, i, 0, 0xffff, INT64_MIN));
     for (uint64_t i = 100; i < 5100; i++) assert_int_equal(gw_head_find_sid(h, i)->sid, i);
-    assert_ptr_equal(gw_head_find(h, 42, L1, sizeof L1), s);
+    for (uint64_t i = 100; i < 5100; i++) assert_int_equal(gw_head_find(h, i * 31, i)->sid, i);
+    assert_ptr_equal(gw_head_find(h, lo1, hi1), s);
     gw_head_free(h);
 }
 
@@ -37,7 +43,7 @@ static void test_head_append_outcomes(void **state)
 {
     (void)state;
     struct gw_head *h = gw_head_new(3600000, 120);
-    struct gw_head_series *s = gw_head_add(h, 1, 1, 0, 0, L1, sizeof L1, INT64_MIN);
+    struct gw_head_series *s = gw_head_add(h, 1, 1, 1, 0, 0, INT64_MIN);
     enum gw_head_append_result r;
     assert_int_equal(gw_head_append(h, s, 1000, 1.0, 5, &r), GW_OK);
     assert_int_equal(r, GW_HEAD_ACCEPTED);
@@ -66,7 +72,7 @@ static void test_head_cut_at_window_and_cap(void **state)
 {
     (void)state;
     struct gw_head *h = gw_head_new(3600000, 100);
-    struct gw_head_series *s = gw_head_add(h, 1, 1, 0, 0, L1, sizeof L1, INT64_MIN);
+    struct gw_head_series *s = gw_head_add(h, 1, 1, 1, 0, 0, INT64_MIN);
     enum gw_head_append_result r;
     /* 15 s samples over 3 hours: one cut per hour window */
     for (int64_t t = 0; t < 3 * 3600000; t += 15000) assert_int_equal(gw_head_append(h, s, t, (double)t, (uint64_t)t, &r), GW_OK);
@@ -106,7 +112,7 @@ static void test_head_stats(void **state)
 {
     (void)state;
     struct gw_head *h = gw_head_new(7200000, 1024);
-    struct gw_head_series *s = gw_head_add(h, 1, 1, 0, 0, L1, sizeof L1, INT64_MIN);
+    struct gw_head_series *s = gw_head_add(h, 1, 1, 1, 0, 0, INT64_MIN);
     enum gw_head_append_result r;
     for (int i = 0; i < 10; i++) gw_head_append(h, s, i * 1000, 1.5, 0, &r);
     struct gw_head_stats st;

@@ -3,8 +3,10 @@
  * to the store, and the newest sample (for duplicate/out-of-order checks).
  *
  * No locking and no I/O here: the db serializes every call with its ingest
- * mutex. Series are found by label hash (collisions resolved by comparing
- * canonical labels) and by series id.
+ * mutex. Series are found by series id, and by a 128-bit hash (XXH3-128)
+ * of their canonical labels: the labels themselves live in the store only,
+ * which keeps the head small; two label sets sharing a 128-bit hash is
+ * not a practical concern (about 1 in 10^28 for a million series).
  *
  * Chunk cutting: the open chunk covers one aligned window
  * [k*window_ms, (k+1)*window_ms); a sample past the window end, or a chunk
@@ -27,12 +29,10 @@ struct gw_head_chunk {
 
 struct gw_head_series {
     uint64_t sid;
-    uint64_t hash;
+    uint64_t hash_lo, hash_hi;   /* XXH3-128 of the canonical labels */
     uint32_t node_id;
     uint16_t gpu;
     uint8_t on_dirty;            /* linked in the head's dirty list */
-    uint32_t labels_len;
-    uint8_t *labels;             /* owned canonical bytes */
     struct gw_xor_chunk open;    /* open chunk; open.n == 0 when none */
     int64_t open_mint;
     int64_t window_end;          /* exclusive end of the open chunk's window */
@@ -52,11 +52,13 @@ struct gw_head;
 struct gw_head *gw_head_new(int64_t window_ms, uint32_t max_samples);
 void gw_head_free(struct gw_head *h);
 
-struct gw_head_series *gw_head_find(struct gw_head *h, uint64_t hash, const uint8_t *labels, size_t len);
+/* 128-bit identity of canonical labels. */
+void gw_head_key(const uint8_t *labels, size_t len, uint64_t *lo, uint64_t *hi);
+struct gw_head_series *gw_head_find(struct gw_head *h, uint64_t lo, uint64_t hi);
 struct gw_head_series *gw_head_find_sid(struct gw_head *h, uint64_t sid);
-/* Adds a series (copies labels). NULL on ENOMEM. */
-struct gw_head_series *gw_head_add(struct gw_head *h, uint64_t sid, uint64_t hash, uint32_t node_id,
-                                   uint16_t gpu, const uint8_t *labels, size_t len, int64_t persisted_maxt);
+/* Adds a series. NULL on ENOMEM. */
+struct gw_head_series *gw_head_add(struct gw_head *h, uint64_t sid, uint64_t lo, uint64_t hi, uint32_t node_id,
+                                   uint16_t gpu, int64_t persisted_maxt);
 
 enum gw_head_append_result {
     GW_HEAD_ACCEPTED = 0,

@@ -61,7 +61,8 @@ static int mkdir_p(const char *dir, struct gw_error *err)
 
 struct new_series {
     uint64_t sid;
-    uint64_t hash;
+    uint64_t hash;          /* store hash (gw_labels_hash) */
+    uint64_t lo, hi;        /* head key */
     const uint8_t *labels;
     size_t len;
     uint32_t node_id;   /* out */
@@ -110,8 +111,9 @@ static struct gw_head_series *load_series(struct gw_db *db, struct gw_store_txn 
     if (gw_store_series_get(t, sid, &ss) != GW_OK) return NULL;
     int64_t maxt = INT64_MIN;
     if (gw_store_series_maxt_get(t, sid, &maxt) != GW_OK) maxt = INT64_MIN;
-    uint64_t hash = gw_labels_hash(ss.labels, ss.labels_len);
-    return gw_head_add(db->head, sid, hash, ss.node_id, ss.gpu, ss.labels, ss.labels_len, maxt);
+    uint64_t lo, hi;
+    gw_head_key(ss.labels, ss.labels_len, &lo, &hi);
+    return gw_head_add(db->head, sid, lo, hi, ss.node_id, ss.gpu, maxt);
 }
 
 struct replay_series_ctx {
@@ -365,7 +367,7 @@ void gw_db_close(struct gw_db *db)
 
 struct prep {
     size_t off, len;          /* canonical labels in the scratch buffer */
-    uint64_t hash;
+    uint64_t lo, hi;          /* head key */
     struct gw_head_series *s;
     int valid;
     int new_idx;              /* index into new series, -1 */
@@ -375,8 +377,8 @@ struct lookup_ctx {
     struct gw_store_txn *t;
 };
 
-static struct gw_head_series *lookup_store(struct gw_db *db, struct gw_store_txn *t, uint64_t hash,
-                                           const uint8_t *labels, size_t len)
+static struct gw_head_series *lookup_store(struct gw_db *db, struct gw_store_txn *t, uint64_t hash, uint64_t lo,
+                                           uint64_t hi, const uint8_t *labels, size_t len)
 {
     uint64_t sids[8];
     size_t n = 0;
@@ -387,7 +389,7 @@ static struct gw_head_series *lookup_store(struct gw_db *db, struct gw_store_txn
         if (ss.labels_len == len && memcmp(ss.labels, labels, len) == 0) {
             int64_t maxt = INT64_MIN;
             if (gw_store_series_maxt_get(t, sids[i], &maxt) != GW_OK) maxt = INT64_MIN;
-            return gw_head_add(db->head, sids[i], hash, ss.node_id, ss.gpu, ss.labels, ss.labels_len, maxt);
+            return gw_head_add(db->head, sids[i], lo, hi, ss.node_id, ss.gpu, maxt);
         }
     }
     return NULL;
@@ -498,7 +500,7 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
         pp[i].off = lab.len;
         pp[i].len = gw_labels_encode(rs->labels, rs->n_labels, lab.data + lab.len);
         lab.len += pp[i].len;
-        pp[i].hash = gw_labels_hash(lab.data + pp[i].off, pp[i].len);
+        gw_head_key(lab.data + pp[i].off, pp[i].len, &pp[i].lo, &pp[i].hi);
         pp[i].valid = 1;
     }
 
@@ -514,17 +516,18 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
         for (size_t i = 0; i < req->n_series; i++) {
             if (!pp[i].valid) continue;
             const uint8_t *l = lab.data + pp[i].off;
-            pp[i].s = gw_head_find(db->head, pp[i].hash, l, pp[i].len);
+            pp[i].s = gw_head_find(db->head, pp[i].lo, pp[i].hi);
             if (pp[i].s) continue;
             /* the same new series twice in one request */
             for (size_t k = 0; k < n_new; k++)
-                if (ns[k].hash == pp[i].hash && ns[k].len == pp[i].len && memcmp(ns[k].labels, l, pp[i].len) == 0) {
+                if (ns[k].lo == pp[i].lo && ns[k].hi == pp[i].hi) {
                     pp[i].new_idx = (int)k;
                     break;
                 }
             if (pp[i].new_idx >= 0) continue;
             if (!rt && (rc = gw_store_read_begin(db->store, &rt, err))) break;
-            pp[i].s = lookup_store(db, rt, pp[i].hash, l, pp[i].len);
+            uint64_t hash = gw_labels_hash(l, pp[i].len);
+            pp[i].s = lookup_store(db, rt, hash, pp[i].lo, pp[i].hi, l, pp[i].len);
             if (pp[i].s) continue;
             if ((n_new & (n_new - 1)) == 0) {
                 struct new_series *p = realloc(ns, (n_new ? n_new * 2 : 1) * sizeof *p);
@@ -534,7 +537,8 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
                 }
                 ns = p;
             }
-            ns[n_new] = (struct new_series){.sid = db->next_sid++, .hash = pp[i].hash, .labels = l, .len = pp[i].len};
+            ns[n_new] = (struct new_series){.sid = db->next_sid++, .hash = hash, .lo = pp[i].lo, .hi = pp[i].hi,
+                                            .labels = l, .len = pp[i].len};
             pp[i].new_idx = (int)n_new++;
         }
         gw_store_read_end(rt);
@@ -545,8 +549,8 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
         if (rc == GW_OK && n_new) {
             gw_buf_reset(&db->srec);
             for (size_t k = 0; k < n_new && rc == GW_OK; k++) {
-                struct gw_head_series *s = gw_head_add(db->head, ns[k].sid, ns[k].hash, ns[k].node_id, ns[k].gpu,
-                                                       ns[k].labels, ns[k].len, INT64_MIN);
+                struct gw_head_series *s =
+                    gw_head_add(db->head, ns[k].sid, ns[k].lo, ns[k].hi, ns[k].node_id, ns[k].gpu, INT64_MIN);
                 if (!s) rc = gw_error_set(err, GW_ENOMEM, "out of memory");
                 else rc = gw_rec_series_add(&db->srec, ns[k].sid, ns[k].labels, ns[k].len);
             }

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "gpuwatch/head.h"
 
 struct gw_head {
@@ -63,7 +66,6 @@ void gw_head_free(struct gw_head *h)
             struct gw_head_series *n = s->snext;
             gw_xor_free(&s->open);
             free_pending(s);
-            free(s->labels);
             free(s);
             s = n;
         }
@@ -73,10 +75,17 @@ void gw_head_free(struct gw_head *h)
     free(h);
 }
 
-struct gw_head_series *gw_head_find(struct gw_head *h, uint64_t hash, const uint8_t *labels, size_t len)
+void gw_head_key(const uint8_t *labels, size_t len, uint64_t *lo, uint64_t *hi)
 {
-    for (struct gw_head_series *s = h->by_hash[hash & (h->nbuckets - 1)]; s; s = s->hnext)
-        if (s->hash == hash && s->labels_len == len && memcmp(s->labels, labels, len) == 0) return s;
+    XXH128_hash_t x = XXH3_128bits(labels, len);
+    *lo = x.low64;
+    *hi = x.high64;
+}
+
+struct gw_head_series *gw_head_find(struct gw_head *h, uint64_t lo, uint64_t hi)
+{
+    for (struct gw_head_series *s = h->by_hash[lo & (h->nbuckets - 1)]; s; s = s->hnext)
+        if (s->hash_lo == lo && s->hash_hi == hi) return s;
     return NULL;
 }
 
@@ -103,7 +112,7 @@ static int grow(struct gw_head *h)
             size_t b = sid_bucket(s->sid, nb);
             s->snext = bs[b];
             bs[b] = s;
-            size_t hb = s->hash & (nb - 1);
+            size_t hb = s->hash_lo & (nb - 1);
             s->hnext = bh[hb];
             bh[hb] = s;
             s = n;
@@ -117,21 +126,15 @@ static int grow(struct gw_head *h)
     return GW_OK;
 }
 
-struct gw_head_series *gw_head_add(struct gw_head *h, uint64_t sid, uint64_t hash, uint32_t node_id,
-                                   uint16_t gpu, const uint8_t *labels, size_t len, int64_t persisted_maxt)
+struct gw_head_series *gw_head_add(struct gw_head *h, uint64_t sid, uint64_t lo, uint64_t hi, uint32_t node_id,
+                                   uint16_t gpu, int64_t persisted_maxt)
 {
     if (h->count >= h->nbuckets && grow(h) != GW_OK) return NULL;
     struct gw_head_series *s = calloc(1, sizeof *s);
     if (!s) return NULL;
-    s->labels = malloc(len ? len : 1);
-    if (!s->labels) {
-        free(s);
-        return NULL;
-    }
-    memcpy(s->labels, labels, len);
-    s->labels_len = (uint32_t)len;
     s->sid = sid;
-    s->hash = hash;
+    s->hash_lo = lo;
+    s->hash_hi = hi;
     s->node_id = node_id;
     s->gpu = gpu;
     gw_xor_init(&s->open);
@@ -139,7 +142,7 @@ struct gw_head_series *gw_head_add(struct gw_head *h, uint64_t sid, uint64_t has
     s->last_t = persisted_maxt;
     s->last_v = 0;
     s->open_wal_pos = UINT64_MAX;
-    size_t hb = hash & (h->nbuckets - 1);
+    size_t hb = lo & (h->nbuckets - 1);
     s->hnext = h->by_hash[hb];
     h->by_hash[hb] = s;
     size_t sb = sid_bucket(sid, h->nbuckets);
@@ -314,7 +317,7 @@ void gw_head_stats(const struct gw_head *h, struct gw_head_stats *st)
     for (size_t i = 0; i < h->nbuckets; i++)
         for (const struct gw_head_series *s = h->by_sid[i]; s; s = s->snext) {
             st->series++;
-            st->bytes += sizeof *s + s->labels_len + gw_xor_mem(&s->open);
+            st->bytes += sizeof *s + gw_xor_mem(&s->open);
             if (s->open.n) {
                 st->open_chunks++;
                 st->samples += s->open.n;
