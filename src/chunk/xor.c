@@ -49,7 +49,7 @@
 
 #include "gpuwatch/chunk.h"
 
-#define XOR_INIT_CAP 128u
+#define XOR_INIT_CAP 64u
 #define XOR_HDR 2u
 
 static const uint8_t empty_chunk[2] = {0, 0};
@@ -90,8 +90,10 @@ static int xor_reserve(struct gw_xor_chunk *c, uint32_t extra)
     if (need <= c->cap)
         return GW_OK;
     uint64_t ncap = c->cap ? c->cap : XOR_INIT_CAP;
+    /* grow by a quarter: head chunks are many and long-lived, so slack
+     * costs more memory than the extra reallocations cost time */
     while (ncap < need)
-        ncap *= 2;
+        ncap += ncap / 4 > 32 ? (ncap / 4 + 31) & ~31ull : 32;
     if (ncap > UINT32_MAX)
         return GW_ENOMEM;
     uint8_t *nb = realloc(c->b, (size_t)ncap);
