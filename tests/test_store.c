@@ -1,8 +1,12 @@
-/* test_store.c - the LMDB series store: persistence across reopen, series,
- * postings and label index (long values included), metadata, nodes, day
- * partitioned blocks, partition listing and retention drops, map growth
- * under a concurrent reader, the map ceiling, and read-only access from a
- * second process. Each test gets a fresh temp dir. */
+/* test_store.c - the LMDB series store: persistence across reopen, the
+ * format version check, series records built from label-pair ids (labels
+ * rebuilt byte for byte, maxt kept in the record), postings and label index
+ * over the pair dictionary (long values included), metadata, nodes,
+ * per-node window blobs (directory search edge cases, seqs, day
+ * partitions, corrupt blob detection), partition listing and retention
+ * drops, map growth under a concurrent reader, the map ceiling, read-only
+ * access from a second process, and the index size per series on
+ * exporter-shaped data. Each test gets a fresh temp dir. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -18,9 +22,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <lmdb.h>
 #include <xxhash.h>
 
 #include "gpuwatch/store.h"
+#include "store/store_int.h"
 
 /* ------------------------------------------------------------- fixtures */
 
@@ -199,7 +205,7 @@ static void test_store_open_close_reopen(void **state)
     assert_int_equal(gw_store_meta_get_u64(t, "answer", &got), GW_OK);
     assert_int_equal(got, 42);
     assert_int_equal(gw_store_meta_get_u64(t, "format_version", &got), GW_OK);
-    assert_int_equal(got, 1);
+    assert_int_equal(got, 2);
     assert_int_equal(gw_store_meta_get_u64(t, "missing", &got), GW_ENOTFOUND);
     /* writes in a read txn are refused */
     assert_int_equal(gw_store_meta_put_u64(t, "x", 1), GW_EINVAL);
@@ -247,10 +253,19 @@ static int delete_fn(struct gw_store_txn *t, void *ud)
 static int maxt_fn(struct gw_store_txn *t, void *ud)
 {
     (void)ud;
-    int rc = gw_store_series_maxt_put(t, 10, -5);
+    int rc = gw_store_series_maxt_put(t, 10, 77);
+    if (rc == GW_OK)
+        rc = gw_store_series_maxt_put(t, 10, -5); /* overwrites */
     if (rc == GW_OK)
         rc = gw_store_series_maxt_put(t, 11, INT64_MAX);
-    return rc;
+    if (rc != GW_OK)
+        return rc;
+    int64_t mt = 0;
+    rc = gw_store_series_maxt_get(t, 10, &mt); /* visible inside the write txn */
+    if (rc != GW_OK || mt != -5)
+        return GW_ECORRUPT;
+    /* no record to hold it */
+    return gw_store_series_maxt_put(t, 99, 1) == GW_ENOTFOUND ? GW_OK : GW_ECORRUPT;
 }
 
 static void test_store_series_roundtrip(void **state)
@@ -311,6 +326,18 @@ static void test_store_series_roundtrip(void **state)
     assert_true(mt == INT64_MAX);
     assert_int_equal(gw_store_series_maxt_get(t, 12, &mt), GW_OK);
     assert_true(mt == INT64_MIN);
+    /* the maxt update left the rest of the record intact */
+    assert_int_equal(gw_store_series_get(t, 10, &se), GW_OK);
+    assert_int_equal(se.node_id, defs[1].node);
+    assert_int_equal(se.gpu, defs[1].gpu);
+    assert_int_equal(se.labels_len, defs[1].len);
+    assert_memory_equal(se.labels, defs[1].labels, defs[1].len);
+    /* labels of earlier gets stay valid until the txn ends */
+    struct gw_store_series se11;
+    assert_int_equal(gw_store_series_get(t, 11, &se11), GW_OK);
+    assert_int_equal(gw_store_series_get(t, 12, &se), GW_OK);
+    assert_memory_equal(se11.labels, defs[0].labels, defs[0].len);
+    assert_memory_equal(se.labels, defs[2].labels, defs[2].len);
     gw_store_read_end(t);
 
     uint64_t del = 12;
@@ -337,12 +364,31 @@ static void test_store_series_roundtrip(void **state)
     assert_int_equal(p.ids[0], 10);
     assert_int_equal(gw_store_series_maxt_get(t, 11, &mt), GW_OK);
     assert_true(mt == INT64_MIN);
+    assert_int_equal(gw_store_postings_get(t, "gpu", 3, "3", 1, &p), GW_OK);
+    assert_int_equal(p.n, 0);
+    assert_int_equal(gw_store_postings_get(t, "gpu", 3, "4", 1, &p), GW_OK);
+    assert_int_equal(p.n, 1);
+    assert_int_equal(gw_store_postings_any(t, "hostname", 8, &p), GW_OK);
+    assert_int_equal(p.n, 1);
+    assert_int_equal(p.ids[0], 10);
+    gw_postings_free(&p);
+    gw_store_read_end(t);
+
+    /* a deleted sid can be used again; pairs are reused */
+    write_series(s, &defs[2], 1);
+    assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
+    assert_int_equal(gw_store_series_get(t, 12, &se), GW_OK);
+    assert_memory_equal(se.labels, defs[2].labels, defs[2].len);
+    gw_postings_init(&p);
+    assert_int_equal(gw_store_postings_get(t, "hostname", 8, "n2", 2, &p), GW_OK);
+    assert_int_equal(p.n, 1);
+    assert_int_equal(p.ids[0], 12);
     gw_postings_free(&p);
     gw_store_read_end(t);
 
     struct gw_store_stats st;
     assert_int_equal(gw_store_stats(s, &st, NULL), GW_OK);
-    assert_int_equal(st.series, 1);
+    assert_int_equal(st.series, 2);
     assert_true(st.index_bytes > 0);
     gw_store_close(s);
 }
@@ -428,6 +474,13 @@ static void test_store_postings_and_label_index(void **state)
 
     struct gw_store_txn *t;
     assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
+    /* labels with long values come back byte for byte */
+    for (size_t i = 0; i < 7; i++) {
+        struct gw_store_series se;
+        assert_int_equal(gw_store_series_get(t, 100 + i, &se), GW_OK);
+        assert_int_equal(se.labels_len, defs[i].len);
+        assert_memory_equal(se.labels, defs[i].labels, defs[i].len);
+    }
     struct gw_postings p;
     gw_postings_init(&p);
     assert_int_equal(gw_store_postings_get(t, "__name__", 8, "temp", 4, &p), GW_OK);
@@ -440,6 +493,15 @@ static void test_store_postings_and_label_index(void **state)
     assert_int_equal(gw_store_postings_get(t, "job", 3, long2, 1200, &p), GW_OK);
     assert_int_equal(p.n, 1);
     assert_int_equal(p.ids[0], 105);
+    assert_int_equal(gw_store_postings_get(t, "job", 3, long3, 1200, &p), GW_OK);
+    assert_int_equal(p.n, 1);
+    assert_int_equal(p.ids[0], 104);
+    /* same 400-byte prefix, never stored */
+    static char long4[1201];
+    memcpy(long4, long2, sizeof long2);
+    long4[1100] = 'q';
+    assert_int_equal(gw_store_postings_get(t, "job", 3, long4, 1200, &p), GW_OK);
+    assert_int_equal(p.n, 0);
     assert_int_equal(gw_store_postings_get(t, "job", 3, "gamma", 5, &p), GW_OK);
     assert_int_equal(p.n, 0);
     assert_int_equal(gw_store_postings_get(t, "nolabel", 7, "x", 1, &p), GW_OK);
@@ -514,14 +576,20 @@ static int many_fn(struct gw_store_txn *t, void *ud)
 {
     struct many_ud *u = ud;
     uint8_t lab[128];
-    for (uint64_t i = 0; i < u->n; i++) {
-        char inst[32];
-        snprintf(inst, sizeof inst, "i%llu", (unsigned long long)i);
-        const char *kv[] = {"__name__", "m", "instance", inst};
-        size_t len = canon(lab, kv, 2);
-        int rc = gw_store_series_put(t, i * 7 + 1, XXH3_64bits(lab, len), 0, 0xFFFF, lab, len);
-        if (rc != GW_OK)
-            return rc;
+    /* even i ascending (appends), then odd i descending (inserts) */
+    for (int pass = 0; pass < 2; pass++) {
+        for (uint64_t j = 0; j < u->n; j++) {
+            uint64_t i = pass == 0 ? j : u->n - 1 - j;
+            if ((i & 1) != (uint64_t)pass)
+                continue;
+            char inst[32];
+            snprintf(inst, sizeof inst, "i%llu", (unsigned long long)i);
+            const char *kv[] = {"__name__", "m", "instance", inst, "parity", (i & 1) ? "odd" : "even"};
+            size_t len = canon(lab, kv, 3);
+            int rc = gw_store_series_put(t, i * 7 + 1, XXH3_64bits(lab, len), 0, 0xFFFF, lab, len);
+            if (rc != GW_OK)
+                return rc;
+        }
     }
     return GW_OK;
 }
@@ -540,10 +608,27 @@ static void test_store_postings_large_list(void **state)
     assert_int_equal(p.n, 5000);
     for (size_t i = 0; i < p.n; i++)
         assert_int_equal(p.ids[i], i * 7 + 1);
+    assert_int_equal(gw_store_postings_get(t, "parity", 6, "odd", 3, &p), GW_OK);
+    assert_int_equal(p.n, 2500);
+    for (size_t i = 0; i < p.n; i++)
+        assert_int_equal(p.ids[i], (2 * i + 1) * 7 + 1);
     assert_int_equal(gw_store_postings_any(t, "instance", 8, &p), GW_OK);
     assert_int_equal(p.n, 5000);
     for (size_t i = 0; i < p.n; i++)
         assert_int_equal(p.ids[i], i * 7 + 1);
+    assert_int_equal(gw_store_postings_any(t, "parity", 6, &p), GW_OK);
+    assert_int_equal(p.n, 5000);
+    for (size_t i = 0; i < p.n; i++)
+        assert_int_equal(p.ids[i], i * 7 + 1);
+    assert_int_equal(gw_store_postings_all(t, &p), GW_OK);
+    assert_int_equal(p.n, 5000);
+    struct gw_store_series se;
+    assert_int_equal(gw_store_series_get(t, 4999 * 7 + 1, &se), GW_OK);
+    const char *v;
+    size_t vl;
+    assert_int_equal(gw_store_labels_find(se.labels, se.labels_len, "instance", 8, &v, &vl), 1);
+    assert_int_equal(vl, 5);
+    assert_memory_equal(v, "i4999", 5);
     gw_postings_free(&p);
     gw_store_read_end(t);
     gw_store_close(s);
@@ -665,34 +750,68 @@ static void test_store_metadata_roundtrip(void **state)
     gw_store_close(s);
 }
 
-/* ------------------------------------------------------------- blocks */
+/* -------------------------------------------------------------- blobs */
 
-struct blk {
-    uint32_t node;
-    uint16_t gpu;
+#define D GW_DAY_MS
+#define H2 7200000LL
+
+/* Block content is a function of (sid, window, k, len). */
+static void fill_block(uint8_t *buf, uint64_t sid, int64_t ws, unsigned k, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        buf[i] = (uint8_t)(sid * 31 + (uint64_t)ws + k * 7 + i);
+}
+
+static int block_ok(const uint8_t *b, uint64_t sid, int64_t ws, unsigned k, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (b[i] != (uint8_t)(sid * 31 + (uint64_t)ws + k * 7 + i))
+            return 0;
+    return 1;
+}
+
+struct bspec {
     uint64_t sid;
-    int64_t mint;
+    unsigned k;       /* block number of this sid in the window */
     size_t len;
 };
 
-struct blocks_ud {
-    const struct blk *b;
+struct blob_def {
+    uint32_t node;
+    int64_t ws;
+    const struct bspec *e;
     size_t n;
 };
 
-static void fill_block(uint8_t *buf, const struct blk *b)
+struct blobs_ud {
+    const struct blob_def *b;
+    size_t n;
+};
+
+static int put_one_blob(struct gw_store_txn *t, const struct blob_def *bd)
 {
-    for (size_t i = 0; i < b->len; i++)
-        buf[i] = (uint8_t)(b->sid * 31 + (uint64_t)b->mint + i);
+    struct gw_store_blob_entry ents[32];
+    uint8_t *bufs[32];
+    assert_true(bd->n <= 32);
+    for (size_t i = 0; i < bd->n; i++) {
+        bufs[i] = malloc(bd->e[i].len ? bd->e[i].len : 1);
+        assert_non_null(bufs[i]);
+        fill_block(bufs[i], bd->e[i].sid, bd->ws, bd->e[i].k, bd->e[i].len);
+        ents[i].sid = bd->e[i].sid;
+        ents[i].block = bufs[i];
+        ents[i].len = bd->e[i].len;
+    }
+    int rc = gw_store_blob_put(t, bd->node, bd->ws, ents, bd->n);
+    for (size_t i = 0; i < bd->n; i++)
+        free(bufs[i]);
+    return rc;
 }
 
-static int put_blocks_fn(struct gw_store_txn *t, void *ud)
+static int put_blobs_fn(struct gw_store_txn *t, void *ud)
 {
-    struct blocks_ud *u = ud;
-    static uint8_t buf[65536];
+    struct blobs_ud *u = ud;
     for (size_t i = 0; i < u->n; i++) {
-        fill_block(buf, &u->b[i]);
-        int rc = gw_store_block_put(t, u->b[i].node, u->b[i].gpu, u->b[i].sid, u->b[i].mint, buf, u->b[i].len);
+        int rc = put_one_blob(t, &u->b[i]);
         if (rc != GW_OK)
             return rc;
     }
@@ -700,101 +819,384 @@ static int put_blocks_fn(struct gw_store_txn *t, void *ud)
 }
 
 struct got_blocks {
-    int64_t mint[64];
+    int64_t ws[64];
     size_t len[64];
-    int bad;
+    const uint8_t *ptr[64];
+    const uint8_t *first[64];  /* first byte, to match against (sid, ws, k) */
     size_t n, stop_after;
-    uint64_t sid;
+    int fail_with;
 };
 
-static int got_block_cb(void *ud, int64_t mint, const uint8_t *block, size_t len)
+static int got_block_cb(void *ud, int64_t ws, const uint8_t *block, size_t len)
 {
     struct got_blocks *g = ud;
     assert_true(g->n < 64);
-    struct blk b = {0, 0, g->sid, mint, len};
-    static uint8_t want[65536];
-    fill_block(want, &b);
-    if (memcmp(want, block, len) != 0)
-        g->bad++;
-    g->mint[g->n] = mint;
+    g->ws[g->n] = ws;
     g->len[g->n] = len;
+    g->ptr[g->n] = block;
     g->n++;
+    if (g->fail_with)
+        return g->fail_with;
     return g->stop_after && g->n >= g->stop_after ? 1 : GW_OK;
 }
 
-#define D GW_DAY_MS
+static const int64_t W0 = 19675 * D, W1 = 19675 * D + H2, W2 = 19676 * D + 11 * H2, WN = -D;
 
-static const struct blk test_blocks[] = {
-    {1, 0, 5, 19675 * D + 1000, 100},
-    {1, 0, 5, 19675 * D + 7200000, 40000}, /* overflow pages */
-    {1, 0, 5, 19676 * D + 5, 3},
-    {1, 0, 5, 19678 * D + 86399999, 10},
-    {1, 0, 5, -D + 10, 7},                  /* before the epoch: day -1 */
-    {1, 0, 6, 19675 * D + 2000, 50},        /* other series, same node/gpu */
-    {1, 1, 5, 19675 * D + 2000, 50},        /* other gpu */
-    {2, 0, 5, 19676 * D, 50},               /* other node */
+static const struct bspec bA[] = {{3, 0, 100}, {5, 0, 50}, {5, 1, 60}, {9, 0, 10}};
+static const struct bspec bB[] = {{5, 2, 20}};                          /* late data, seq 1 */
+static const struct bspec bC[] = {{1, 0, 5}, {5, 0, 40000}, {UINT32_MAX, 0, 7}};
+static const struct bspec bD[] = {{5, 0, 30}};                          /* other node */
+static const struct bspec bE[] = {{5, 0, 3}, {6, 0, 0}};                /* next day, empty block */
+static const struct bspec bF[] = {{5, 0, 8}};                           /* before the epoch */
+static const struct bspec bG[] = {{2, 0, 4}, {5, 3, 9}};                /* seq 2 */
+
+static const struct blob_def test_blobs[] = {
+    {1, W0, bA, 4}, {1, W0, bB, 1}, {1, W1, bC, 3}, {2, W0, bD, 1}, {1, W2, bE, 2}, {1, WN, bF, 1},
 };
 
-static void put_test_blocks(struct gw_store *s)
+/* The blocks of sid 5 on node 1 in the order blocks_get must return them. */
+struct want {
+    int64_t ws;
+    unsigned k;
+    size_t len;
+};
+static const struct want want5[] = {{WN, 0, 8}, {W0, 0, 50}, {W0, 1, 60}, {W0, 2, 20},
+                                    {W0, 3, 9}, {W1, 0, 40000}, {W2, 0, 3}};
+
+static void put_test_blobs(struct gw_store *s)
 {
-    struct blocks_ud u = {test_blocks, sizeof test_blocks / sizeof test_blocks[0]};
+    struct blobs_ud u = {test_blobs, sizeof test_blobs / sizeof test_blobs[0]};
     struct gw_error err = {0};
-    int rc = gw_store_write(s, put_blocks_fn, &u, &err);
+    int rc = gw_store_write(s, put_blobs_fn, &u, &err);
     if (rc != GW_OK)
-        print_error("blocks: %s\n", err.msg);
+        print_error("blobs: %s\n", err.msg);
     assert_int_equal(rc, GW_OK);
+    /* another write txn: seq continues after the largest one */
+    static const struct blob_def g = {1, W0, bG, 2};
+    u.b = &g;
+    u.n = 1;
+    assert_int_equal(gw_store_write(s, put_blobs_fn, &u, &err), GW_OK);
 }
 
-static void test_store_blocks_across_days(void **state)
+static size_t count_blocks(struct gw_store_txn *t, uint32_t node, uint64_t sid, int64_t lo, int64_t hi)
+{
+    struct got_blocks g;
+    memset(&g, 0, sizeof g);
+    assert_int_equal(gw_store_blocks_get(t, node, 0, sid, lo, hi, got_block_cb, &g), GW_OK);
+    return g.n;
+}
+
+struct pb_seen {
+    size_t n, bytes, empty;
+    uint64_t sid_sum;
+};
+
+static int pb_cb(void *ud, uint64_t sid, const uint8_t *block, size_t len)
+{
+    struct pb_seen *p = ud;
+    (void)block;
+    p->n++;
+    p->bytes += len;
+    p->empty += len == 0;
+    p->sid_sum += sid;
+    return GW_OK;
+}
+
+static int pb_stop_cb(void *ud, uint64_t sid, const uint8_t *block, size_t len)
+{
+    (void)sid;
+    (void)block;
+    (void)len;
+    size_t *n = ud;
+    return ++*n == 2 ? 1 : GW_OK;
+}
+
+static void test_store_blobs_roundtrip(void **state)
 {
     struct fx *f = *state;
     struct gw_store *s = open_store(f->dir, 0, 0);
-    put_test_blocks(s);
+    put_test_blobs(s);
     for (int reopen = 0; reopen < 2; reopen++) {
         struct gw_store_txn *t;
         assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
-        struct got_blocks g = {.sid = 5};
+        struct got_blocks g;
+        memset(&g, 0, sizeof g);
         assert_int_equal(gw_store_blocks_get(t, 1, 0, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_OK);
-        assert_int_equal(g.n, 5);
-        assert_int_equal(g.bad, 0);
-        assert_true(g.mint[0] == -D + 10);
-        assert_true(g.mint[1] == 19675 * D + 1000);
-        assert_true(g.mint[2] == 19675 * D + 7200000);
-        assert_int_equal(g.len[2], 40000);
-        assert_true(g.mint[3] == 19676 * D + 5);
-        assert_true(g.mint[4] == 19678 * D + 86399999);
+        size_t nw = sizeof want5 / sizeof want5[0];
+        assert_int_equal(g.n, nw);
+        for (size_t i = 0; i < nw; i++) {
+            assert_true(g.ws[i] == want5[i].ws);
+            assert_int_equal(g.len[i], want5[i].len);
+            assert_true(block_ok(g.ptr[i], 5, want5[i].ws, want5[i].k, want5[i].len));
+        }
+        /* zero copy: a second scan hands out the same addresses */
+        struct got_blocks g2;
+        memset(&g2, 0, sizeof g2);
+        assert_int_equal(gw_store_blocks_get(t, 1, 7, 5, INT64_MIN, INT64_MAX, got_block_cb, &g2), GW_OK);
+        assert_int_equal(g2.n, nw);
+        for (size_t i = 0; i < nw; i++)
+            assert_ptr_equal(g.ptr[i], g2.ptr[i]);
 
-        /* [mint_lo, maxt] bounds are inclusive and cut across days */
+        /* directory search: first, last, single, absent sids */
         memset(&g, 0, sizeof g);
-        g.sid = 5;
-        assert_int_equal(gw_store_blocks_get(t, 1, 0, 5, 19675 * D + 7200000, 19676 * D + 5, got_block_cb, &g),
-                         GW_OK);
-        assert_int_equal(g.n, 2);
-        assert_true(g.mint[0] == 19675 * D + 7200000);
-        assert_true(g.mint[1] == 19676 * D + 5);
-        /* early stop */
-        memset(&g, 0, sizeof g);
-        g.sid = 5;
-        g.stop_after = 1;
-        assert_int_equal(gw_store_blocks_get(t, 1, 0, 5, 0, INT64_MAX, got_block_cb, &g), GW_OK);
+        assert_int_equal(gw_store_blocks_get(t, 1, 0, 1, W1, W1, got_block_cb, &g), GW_OK);
         assert_int_equal(g.n, 1);
-        /* other series and gpus stay apart */
+        assert_true(block_ok(g.ptr[0], 1, W1, 0, 5));
         memset(&g, 0, sizeof g);
-        g.sid = 6;
+        assert_int_equal(gw_store_blocks_get(t, 1, 0, UINT32_MAX, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_OK);
+        assert_int_equal(g.n, 1);
+        assert_int_equal(g.len[0], 7);
+        assert_true(block_ok(g.ptr[0], UINT32_MAX, W1, 0, 7));
+        assert_int_equal(count_blocks(t, 1, 3, INT64_MIN, INT64_MAX), 1);
+        assert_int_equal(count_blocks(t, 1, 9, INT64_MIN, INT64_MAX), 1);
+        assert_int_equal(count_blocks(t, 1, 2, INT64_MIN, INT64_MAX), 1); /* only in the seq 2 blob */
+        assert_int_equal(count_blocks(t, 1, 0, INT64_MIN, INT64_MAX), 0); /* before the first */
+        assert_int_equal(count_blocks(t, 1, 4, INT64_MIN, INT64_MAX), 0); /* between */
+        assert_int_equal(count_blocks(t, 1, 10, INT64_MIN, INT64_MAX), 0); /* after A's last */
+        assert_int_equal(count_blocks(t, 1, (uint64_t)UINT32_MAX + 1, INT64_MIN, INT64_MAX), 0);
+        memset(&g, 0, sizeof g);
         assert_int_equal(gw_store_blocks_get(t, 1, 0, 6, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_OK);
         assert_int_equal(g.n, 1);
-        assert_int_equal(g.bad, 0);
+        assert_int_equal(g.len[0], 0);
 
-        assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, 19677 * D, 19678 * D), 0);
-        assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, 19677 * D, 19678 * D + 86399999), 1);
-        assert_int_equal(gw_store_blocks_any(t, 1, 1, 5, 0, INT64_MAX), 1);
+        /* other nodes stay apart */
+        memset(&g, 0, sizeof g);
+        assert_int_equal(gw_store_blocks_get(t, 2, 0, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_OK);
+        assert_int_equal(g.n, 1);
+        assert_true(g.ws[0] == W0);
+        assert_true(block_ok(g.ptr[0], 5, W0, 0, 30));
+        assert_int_equal(count_blocks(t, 3, 5, INT64_MIN, INT64_MAX), 0);
+        assert_int_equal(count_blocks(t, 0, 5, INT64_MIN, INT64_MAX), 0);
+
+        /* window_start in [mint_lo, maxt], inclusive, across days */
+        assert_int_equal(count_blocks(t, 1, 5, W0, W0), 4);
+        assert_int_equal(count_blocks(t, 1, 5, W1, W1), 1);
+        assert_int_equal(count_blocks(t, 1, 5, W0 + 1, W2), 2);
+        assert_int_equal(count_blocks(t, 1, 5, W0 + 1, W2 - 1), 1);
+        assert_int_equal(count_blocks(t, 1, 5, W2 + 1, INT64_MAX), 0);
+        assert_int_equal(count_blocks(t, 1, 5, 10, 5), 0);
+
+        /* early stop (1 -> GW_OK) and errors from the callback */
+        memset(&g, 0, sizeof g);
+        g.stop_after = 2;
+        assert_int_equal(gw_store_blocks_get(t, 1, 0, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_OK);
+        assert_int_equal(g.n, 2);
+        memset(&g, 0, sizeof g);
+        g.fail_with = GW_ELIMIT;
+        assert_int_equal(gw_store_blocks_get(t, 1, 0, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_ELIMIT);
+        assert_int_equal(g.n, 1);
+        assert_int_equal(gw_store_blocks_get(t, 1, 0, 5, INT64_MIN, INT64_MAX, NULL, NULL), GW_EINVAL);
+
+        assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, W0 + 1, W1 - 1), 0);
+        assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, W1, W1), 1);
+        assert_int_equal(gw_store_blocks_any(t, 1, 0, 4, INT64_MIN, INT64_MAX), 0);
+        assert_int_equal(gw_store_blocks_any(t, 2, 3, 5, 0, INT64_MAX), 1);
         assert_int_equal(gw_store_blocks_any(t, 3, 0, 5, INT64_MIN, INT64_MAX), 0);
-        assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, 10, 5), 0);
+
+        /* every block of a day */
+        struct pb_seen pb;
+        memset(&pb, 0, sizeof pb);
+        assert_int_equal(gw_store_partition_blocks_each(t, 19675, pb_cb, &pb), GW_OK);
+        assert_int_equal(pb.n, 4 + 1 + 3 + 1 + 2);
+        assert_int_equal(pb.bytes, 100 + 50 + 60 + 10 + 20 + 5 + 40000 + 7 + 30 + 4 + 9);
+        assert_true(pb.sid_sum == 3 + 5 + 5 + 9 + 5 + 1 + 5 + (uint64_t)UINT32_MAX + 5 + 2 + 5);
+        memset(&pb, 0, sizeof pb);
+        assert_int_equal(gw_store_partition_blocks_each(t, 19676, pb_cb, &pb), GW_OK);
+        assert_int_equal(pb.n, 2);
+        assert_int_equal(pb.empty, 1);
+        memset(&pb, 0, sizeof pb);
+        assert_int_equal(gw_store_partition_blocks_each(t, 5, pb_cb, &pb), GW_OK);
+        assert_int_equal(pb.n, 0);
+        size_t stop_n = 0;
+        assert_int_equal(gw_store_partition_blocks_each(t, 19675, pb_stop_cb, &stop_n), GW_OK);
+        assert_int_equal(stop_n, 2);
         gw_store_read_end(t);
         gw_store_close(s);
         s = open_store(f->dir, 0, 0);
     }
     gw_store_close(s);
+}
+
+struct bad_blob_ud {
+    int which;
+};
+
+static int bad_blob_fn(struct gw_store_txn *t, void *ud)
+{
+    struct bad_blob_ud *u = ud;
+    uint8_t b[4] = {1, 2, 3, 4};
+    struct gw_store_blob_entry e[2] = {{5, b, 4}, {3, b, 4}};
+    switch (u->which) {
+    case 0:
+        return gw_store_blob_put(t, 1, 0, e, 2); /* unsorted */
+    case 1:
+        e[0].sid = (uint64_t)UINT32_MAX + 1;
+        return gw_store_blob_put(t, 1, 0, e, 1);
+    case 2:
+        e[0].block = NULL;
+        return gw_store_blob_put(t, 1, 0, e, 1);
+    case 3:
+        return gw_store_blob_put(t, 1, 0, NULL, 0); /* nothing to write */
+    default:
+        return gw_store_blob_put(t, 1, 0, NULL, 1);
+    }
+}
+
+static void test_store_blob_put_rejects(void **state)
+{
+    struct fx *f = *state;
+    struct gw_store *s = open_store(f->dir, 0, 0);
+    struct bad_blob_ud u = {0};
+    assert_int_equal(gw_store_write(s, bad_blob_fn, &u, NULL), GW_EINVAL);
+    u.which = 1;
+    assert_int_equal(gw_store_write(s, bad_blob_fn, &u, NULL), GW_ELIMIT);
+    u.which = 2;
+    assert_int_equal(gw_store_write(s, bad_blob_fn, &u, NULL), GW_EINVAL);
+    u.which = 3;
+    assert_int_equal(gw_store_write(s, bad_blob_fn, &u, NULL), GW_OK);
+    u.which = 4;
+    assert_int_equal(gw_store_write(s, bad_blob_fn, &u, NULL), GW_EINVAL);
+    struct gw_store_txn *t;
+    assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
+    uint8_t b[1] = {0};
+    struct gw_store_blob_entry e = {1, b, 1};
+    assert_int_equal(gw_store_blob_put(t, 1, 0, &e, 1), GW_EINVAL); /* read txn */
+    gw_store_read_end(t);
+    gw_store_close(s);
+}
+
+/* Blob layout checks on hand-made values. */
+static void test_store_blob_parse_checks(void **state)
+{
+    (void)state;
+    /* the worked example of keys.c */
+    static const uint8_t ok[] = {'G', 'W', 'B', '1', 0, 0, 0, 2, 0, 0, 0, 5, 0, 0, 0, 3,
+                                 0, 0, 0, 7, 0, 0, 0, 5, 'a', 'b', 'c', 'd', 'e'};
+    struct gw_store_blob b;
+    assert_int_equal(gw_store_blob_parse(ok, sizeof ok, &b), GW_OK);
+    assert_int_equal(b.n, 2);
+    assert_int_equal(b.data_len, 5);
+    assert_int_equal(gw_store_blob_lower(&b, 0), 0);
+    assert_int_equal(gw_store_blob_lower(&b, 5), 0);
+    assert_int_equal(gw_store_blob_lower(&b, 6), 1);
+    assert_int_equal(gw_store_blob_lower(&b, 7), 1);
+    assert_int_equal(gw_store_blob_lower(&b, 8), 2);
+    const uint8_t *p;
+    size_t len;
+    gw_store_blob_block(&b, 1, &p, &len);
+    assert_int_equal(len, 2);
+    assert_memory_equal(p, "de", 2);
+
+    uint8_t v[sizeof ok];
+    memcpy(v, ok, sizeof ok);
+    v[0] = 'X'; /* magic */
+    assert_int_equal(gw_store_blob_parse(v, sizeof v, &b), GW_ECORRUPT);
+    memcpy(v, ok, sizeof ok);
+    v[7] = 4; /* n: directory past the value */
+    assert_int_equal(gw_store_blob_parse(v, sizeof v, &b), GW_ECORRUPT);
+    memcpy(v, ok, sizeof ok);
+    v[4] = 0x80; /* huge n */
+    assert_int_equal(gw_store_blob_parse(v, sizeof v, &b), GW_ECORRUPT);
+    memcpy(v, ok, sizeof ok);
+    v[23] = 6; /* last end past the block area */
+    assert_int_equal(gw_store_blob_parse(v, sizeof v, &b), GW_ECORRUPT);
+    memcpy(v, ok, sizeof ok);
+    v[15] = 5; /* offsets not monotonic: 5 then 5 is fine ... */
+    assert_int_equal(gw_store_blob_parse(v, sizeof v, &b), GW_OK);
+    v[23] = 4; /* ... 5 then 4 is not */
+    assert_int_equal(gw_store_blob_parse(v, sizeof v, &b), GW_ECORRUPT);
+    memcpy(v, ok, sizeof ok);
+    v[19] = 4; /* sids out of order */
+    assert_int_equal(gw_store_blob_parse(v, sizeof v, &b), GW_ECORRUPT);
+    assert_int_equal(gw_store_blob_parse(ok, 7, &b), GW_ECORRUPT); /* short */
+    assert_int_equal(gw_store_blob_parse(ok, 23, &b), GW_ECORRUPT); /* cut in the directory */
+    static const uint8_t empty[] = {'G', 'W', 'B', '1', 0, 0, 0, 0};
+    assert_int_equal(gw_store_blob_parse(empty, sizeof empty, &b), GW_OK);
+    assert_int_equal(b.n, 0);
+    assert_int_equal(gw_store_blob_lower(&b, 1), 0);
+}
+
+/* Overwrites the value of the first key of a partition using LMDB directly. */
+static void raw_put_first(const char *dir, const char *dbname, const void *val, size_t len)
+{
+    MDB_env *env;
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 64), 0);
+    assert_int_equal(mdb_env_set_mapsize(env, (size_t)1 << 30), 0);
+    assert_int_equal(mdb_env_open(env, dir, 0, 0644), 0);
+    MDB_txn *txn;
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    MDB_dbi dbi;
+    assert_int_equal(mdb_dbi_open(txn, dbname, 0, &dbi), 0);
+    MDB_cursor *c;
+    assert_int_equal(mdb_cursor_open(txn, dbi, &c), 0);
+    MDB_val k, d;
+    assert_int_equal(mdb_cursor_get(c, &k, &d, MDB_FIRST), 0);
+    uint8_t key[64];
+    assert_true(k.mv_size <= sizeof key);
+    memcpy(key, k.mv_data, k.mv_size);
+    MDB_val nk = {k.mv_size, key}, nd = {len, (void *)val};
+    mdb_cursor_close(c);
+    assert_int_equal(mdb_put(txn, dbi, &nk, &nd, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+}
+
+static void test_store_corrupt_blob_detected(void **state)
+{
+    struct fx *f = *state;
+    struct gw_store *s = open_store(f->dir, 0, 0);
+    put_test_blobs(s);
+    gw_store_close(s);
+    /* day -1 holds one blob (node 1, WN): directory claims 3 entries */
+    static const uint8_t bad[] = {'G', 'W', 'B', '1', 0, 0, 0, 3, 0, 0, 0, 5, 0, 0, 0, 1, 'x'};
+    raw_put_first(f->dir, "p-0000001", bad, sizeof bad);
+    s = open_store(f->dir, 0, 0);
+    struct gw_store_txn *t;
+    assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
+    struct got_blocks g;
+    memset(&g, 0, sizeof g);
+    assert_int_equal(gw_store_blocks_get(t, 1, 0, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_ECORRUPT);
+    assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, WN, WN), GW_ECORRUPT);
+    struct pb_seen pb;
+    memset(&pb, 0, sizeof pb);
+    assert_int_equal(gw_store_partition_blocks_each(t, -1, pb_cb, &pb), GW_ECORRUPT);
+    /* other days are fine */
+    assert_int_equal(count_blocks(t, 1, 5, W0, INT64_MAX), 6);
+    gw_store_read_end(t);
+    gw_store_close(s);
+}
+
+static void test_store_old_format_refused(void **state)
+{
+    struct fx *f = *state;
+    struct gw_store *s = open_store(f->dir, 0, 0);
+    gw_store_close(s);
+    uint8_t v1[8] = {0, 0, 0, 0, 0, 0, 0, 1};
+    MDB_env *env;
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 64), 0);
+    assert_int_equal(mdb_env_open(env, f->dir, 0, 0644), 0);
+    MDB_txn *txn;
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+    MDB_dbi dbi;
+    assert_int_equal(mdb_dbi_open(txn, "meta", 0, &dbi), 0);
+    MDB_val k = {14, (void *)"format_version"}, d = {8, v1};
+    assert_int_equal(mdb_put(txn, dbi, &k, &d, 0), 0);
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+
+    struct gw_store_opts o = {.dir = f->dir};
+    struct gw_error err = {0};
+    s = NULL;
+    assert_int_equal(gw_store_open(&s, &o, &err), GW_ECORRUPT);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "store format version 1 is not supported; expected 2"));
+    o.read_only = 1;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(gw_store_open(&s, &o, &err), GW_ECORRUPT);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "store format version 1 is not supported; expected 2"));
 }
 
 struct parts_seen {
@@ -837,8 +1239,9 @@ static int drop_fn(struct gw_store_txn *t, void *ud)
     if (rc != GW_OK)
         return rc;
     if (u->put_after) {
-        uint8_t b[4] = {1, 2, 3, 4};
-        rc = gw_store_block_put(t, 9, 9, 9, 19675 * D + 1, b, 4); /* recreates day 19675 */
+        static const struct bspec e[] = {{9, 0, 4}};
+        struct blob_def bd = {9, 19675 * D + 1, e, 1}; /* recreates day 19675 */
+        rc = put_one_blob(t, &bd);
         if (rc != GW_OK)
             return rc;
     }
@@ -849,39 +1252,36 @@ static void test_store_partitions_drop(void **state)
 {
     struct fx *f = *state;
     struct gw_store *s = open_store(f->dir, 0, 0);
-    put_test_blocks(s);
+    put_test_blobs(s);
     struct parts_seen ps;
     list_parts(s, &ps);
-    assert_int_equal(ps.n, 4);
+    assert_int_equal(ps.n, 3);
     assert_true(ps.day[0] == -1);
     assert_true(ps.day[1] == 19675);
     assert_true(ps.day[2] == 19676);
-    assert_true(ps.day[3] == 19678);
-    assert_int_equal(ps.entries[1], 4);
-    assert_int_equal(ps.entries[2], 2);
+    assert_int_equal(ps.entries[0], 1);
+    assert_int_equal(ps.entries[1], 5); /* blobs, not blocks */
+    assert_int_equal(ps.entries[2], 1);
     assert_true(ps.bytes[1] >= 40000); /* the overflow pages count */
-    assert_true(ps.bytes[3] > 0);
+    assert_true(ps.bytes[2] > 0);
 
     /* A drop in an aborted txn changes nothing, handles stay usable. */
     struct drop_ud u = {.before = 19677, .then_fail = 1};
     assert_int_equal(gw_store_write(s, drop_fn, &u, NULL), GW_EINVAL);
     list_parts(s, &ps);
-    assert_int_equal(ps.n, 4);
+    assert_int_equal(ps.n, 3);
     struct gw_store_txn *t;
     assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
-    assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, 19675 * D, 19675 * D + 5000), 1);
+    assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, W0, W0 + 5000), 1);
     gw_store_read_end(t);
 
-    /* A reader that began before the drop keeps working until it ends;
-     * here it ends first because the drop waits for it. */
     memset(&u, 0, sizeof u);
     u.before = 19676;
     assert_int_equal(gw_store_write(s, drop_fn, &u, NULL), GW_OK);
     assert_int_equal(u.dropped, 2);
     list_parts(s, &ps);
-    assert_int_equal(ps.n, 2);
+    assert_int_equal(ps.n, 1);
     assert_true(ps.day[0] == 19676);
-    assert_true(ps.day[1] == 19678);
     assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
     assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, INT64_MIN, 19676 * D - 1), 0);
     assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, 19676 * D, INT64_MAX), 1);
@@ -896,20 +1296,68 @@ static void test_store_partitions_drop(void **state)
     gw_store_close(s);
     s = open_store(f->dir, 0, 0);
     list_parts(s, &ps);
-    assert_int_equal(ps.n, 2);
+    assert_int_equal(ps.n, 1);
     assert_true(ps.day[0] == 19675);
     assert_int_equal(ps.entries[0], 1);
-    assert_true(ps.day[1] == 19678);
+    assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
+    assert_int_equal(count_blocks(t, 9, 9, 19675 * D, 19675 * D + 1), 1);
+    gw_store_read_end(t);
     memset(&u, 0, sizeof u);
     u.before = INT64_MAX;
     assert_int_equal(gw_store_write(s, drop_fn, &u, NULL), GW_OK);
-    assert_int_equal(u.dropped, 2);
+    assert_int_equal(u.dropped, 1);
     list_parts(s, &ps);
     assert_int_equal(ps.n, 0);
     gw_store_close(s);
 }
 
 /* ------------------------------------------------------------ map growth */
+
+/* Bulk blobs: node 1, window i * 2 h from `first`, `sids` series with one
+ * block of `len` bytes each (sid s gets block k = window number). */
+struct bulk_ud {
+    uint64_t first;
+    unsigned n;
+    unsigned sids;
+    size_t len;
+};
+
+static int bulk_fn(struct gw_store_txn *t, void *ud)
+{
+    struct bulk_ud *u = ud;
+    struct gw_store_blob_entry ents[64];
+    assert_true(u->sids <= 64);
+    uint8_t *buf = malloc((size_t)u->sids * u->len);
+    assert_non_null(buf);
+    int rc = GW_OK;
+    for (unsigned i = 0; i < u->n && rc == GW_OK; i++) {
+        int64_t ws = (int64_t)(u->first + i) * H2;
+        for (unsigned j = 0; j < u->sids; j++) {
+            fill_block(buf + j * u->len, j + 1, ws, 0, u->len);
+            ents[j].sid = j + 1;
+            ents[j].block = buf + j * u->len;
+            ents[j].len = u->len;
+        }
+        rc = gw_store_blob_put(t, 1, ws, ents, u->sids);
+    }
+    free(buf);
+    return rc;
+}
+
+struct count_ud {
+    uint64_t sid;
+    uint64_t good, bad;
+};
+
+static int count_cb(void *ud, int64_t ws, const uint8_t *block, size_t len)
+{
+    struct count_ud *c = ud;
+    if (block_ok(block, c->sid, ws, 0, len))
+        c->good++;
+    else
+        c->bad++;
+    return GW_OK;
+}
 
 struct grow_ctx {
     struct gw_store *s;
@@ -926,11 +1374,8 @@ static void *reader_main(void *arg)
             c->errors++;
             continue;
         }
-        struct got_blocks g = {.sid = 1};
-        int rc = gw_store_blocks_get(t, 1, 0, 1, 0, INT64_MAX, got_block_cb, &g);
-        /* at most 64 are collected; stop_after keeps the array bounded */
-        (void)rc;
-        if (g.bad)
+        struct count_ud cu = {.sid = 3};
+        if (gw_store_blocks_get(t, 1, 0, 3, INT64_MIN, INT64_MAX, count_cb, &cu) != GW_OK || cu.bad)
             c->errors++;
         gw_store_read_end(t);
         c->reads++;
@@ -939,63 +1384,31 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
-struct bulk_ud {
-    uint64_t first;
-    unsigned n;
-    size_t len;
-};
-
-static int bulk_fn(struct gw_store_txn *t, void *ud)
-{
-    struct bulk_ud *u = ud;
-    static uint8_t buf[65536];
-    for (unsigned i = 0; i < u->n; i++) {
-        struct blk b = {1, 0, 2, (int64_t)(u->first + i) * 60000, u->len};
-        fill_block(buf, &b);
-        int rc = gw_store_block_put(t, 1, 0, 2, b.mint, buf, b.len);
-        if (rc != GW_OK)
-            return rc;
-    }
-    return GW_OK;
-}
-
-static int count_cb(void *ud, int64_t mint, const uint8_t *block, size_t len)
-{
-    uint64_t *n = ud;
-    struct blk b = {1, 0, 2, mint, len};
-    static uint8_t want[65536];
-    fill_block(want, &b);
-    if (memcmp(want, block, len) == 0)
-        (*n)++;
-    return GW_OK;
-}
-
 static void test_store_map_growth_with_reader(void **state)
 {
     struct fx *f = *state;
     struct gw_store *s = open_store(f->dir, 128 << 10, 0);
-    /* a few blocks for the reader to see */
-    static const struct blk seed[] = {{1, 0, 1, 1000, 500}, {1, 0, 1, 2000, 9000}};
-    struct blocks_ud su = {seed, 2};
-    assert_int_equal(gw_store_write(s, put_blocks_fn, &su, NULL), GW_OK);
+    struct bulk_ud seed = {0, 1, 4, 500};
+    assert_int_equal(gw_store_write(s, bulk_fn, &seed, NULL), GW_OK);
 
     struct grow_ctx c = {.s = s};
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, reader_main, &c), 0);
-    /* ~6 MB in 60 small commits, then one 1 MB commit */
-    uint64_t next = 0;
-    for (int i = 0; i < 60; i++) {
-        struct bulk_ud u = {next, 50, 2000};
+    /* 12 commits of one ~1 MB blob each (16 series x 64 KiB), then one
+     * commit of three */
+    uint64_t next = 1;
+    for (int i = 0; i < 12; i++) {
+        struct bulk_ud u = {next, 1, 16, 65536};
         struct gw_error err = {0};
         int rc = gw_store_write(s, bulk_fn, &u, &err);
         if (rc != GW_OK)
             print_error("bulk: %s\n", err.msg);
         assert_int_equal(rc, GW_OK);
-        next += 50;
+        next++;
     }
-    struct bulk_ud big = {next, 32, 32768};
+    struct bulk_ud big = {next, 3, 16, 65536};
     assert_int_equal(gw_store_write(s, bulk_fn, &big, NULL), GW_OK);
-    next += 32;
+    next += 3;
     __atomic_store_n(&c.done, 1, __ATOMIC_RELEASE);
     assert_int_equal(pthread_join(th, NULL), 0);
     assert_int_equal(c.errors, 0);
@@ -1003,24 +1416,21 @@ static void test_store_map_growth_with_reader(void **state)
 
     struct gw_store_stats st;
     assert_int_equal(gw_store_stats(s, &st, NULL), GW_OK);
-    assert_true(st.map_bytes >= (UINT64_C(4) << 20));
-    assert_true(st.used_bytes >= (UINT64_C(5) << 20));
+    assert_true(st.map_bytes >= (UINT64_C(16) << 20));
+    assert_true(st.used_bytes >= (UINT64_C(15) << 20));
 
-    struct gw_store_txn *t;
-    assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
-    uint64_t n = 0;
-    assert_int_equal(gw_store_blocks_get(t, 1, 0, 2, 0, INT64_MAX, count_cb, &n), GW_OK);
-    assert_int_equal(n, next);
-    gw_store_read_end(t);
-    gw_store_close(s);
-
-    /* the grown map persists */
-    s = open_store(f->dir, 128 << 10, 0);
-    assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
-    n = 0;
-    assert_int_equal(gw_store_blocks_get(t, 1, 0, 2, 0, INT64_MAX, count_cb, &n), GW_OK);
-    assert_int_equal(n, next);
-    gw_store_read_end(t);
+    for (int reopen = 0; reopen < 2; reopen++) {
+        struct gw_store_txn *t;
+        assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
+        struct count_ud cu = {.sid = 1}; /* in the seed and in every bulk blob */
+        assert_int_equal(gw_store_blocks_get(t, 1, 0, 1, INT64_MIN, INT64_MAX, count_cb, &cu), GW_OK);
+        assert_int_equal(cu.good, next);
+        assert_int_equal(cu.bad, 0);
+        gw_store_read_end(t);
+        gw_store_close(s);
+        /* the grown map persists */
+        s = open_store(f->dir, 128 << 10, 0);
+    }
     gw_store_close(s);
 }
 
@@ -1028,26 +1438,27 @@ static void test_store_map_limit_is_efull(void **state)
 {
     struct fx *f = *state;
     struct gw_store *s = open_store(f->dir, 128 << 10, 1 << 20);
-    struct bulk_ud u = {0, 100, 30000}; /* 3 MB in one txn > 1 MiB ceiling */
+    struct bulk_ud u = {0, 3, 16, 65536}; /* 3 MB in one txn > 1 MiB ceiling */
     struct gw_error err = {0};
     assert_int_equal(gw_store_write(s, bulk_fn, &u, &err), GW_EFULL);
     assert_true(err.msg[0] != 0);
     /* still usable for small writes */
-    struct bulk_ud small = {1000, 2, 100};
+    struct bulk_ud small = {1000, 2, 2, 100};
     assert_int_equal(gw_store_write(s, bulk_fn, &small, NULL), GW_OK);
     gw_store_close(s);
 }
 
 /* ----------------------------------------------------- read-only child */
 
-static int child_count(struct gw_store *ro, int64_t lo, int64_t hi, uint64_t *n)
+static int child_count(struct gw_store *ro, uint64_t *n)
 {
     struct gw_store_txn *t;
     if (gw_store_read_begin(ro, &t, NULL) != GW_OK)
         return -1;
-    *n = 0;
-    int rc = gw_store_blocks_get(t, 1, 0, 2, lo, hi, count_cb, n);
+    struct count_ud cu = {.sid = 2};
+    int rc = gw_store_blocks_get(t, 1, 0, 2, INT64_MIN, INT64_MAX, count_cb, &cu);
     gw_store_read_end(t);
+    *n = cu.bad ? 0 : cu.good;
     return rc;
 }
 
@@ -1058,21 +1469,22 @@ static int child_main(const char *dir, int rfd, int wfd)
     if (gw_store_open(&ro, &o, NULL) != GW_OK)
         return 10;
     uint64_t n = 0;
-    if (child_count(ro, INT64_MIN, INT64_MAX, &n) != GW_OK || n != 3)
+    if (child_count(ro, &n) != GW_OK || n != 3)
         return 11;
     struct gw_store_txn *t;
     if (gw_store_read_begin(ro, &t, NULL) != GW_OK)
         return 12;
     struct gw_store_series se;
     int rc = gw_store_series_get(t, 100, &se);
+    int lab_ok = rc == GW_OK && se.labels_len == 12 && memcmp(se.labels, "\x08__name__\x02up", 12) == 0;
     gw_store_read_end(t);
-    if (rc != GW_OK || se.node_id != 100 % 3)
+    if (rc != GW_OK || se.node_id != 100 % 3 || !lab_ok)
         return 13;
     char c = 'r';
     if (write(wfd, &c, 1) != 1 || read(rfd, &c, 1) != 1)
         return 14;
-    /* the parent added blocks in a new day partition meanwhile */
-    if (child_count(ro, INT64_MIN, INT64_MAX, &n) != GW_OK || n != 203)
+    /* the parent added blobs in new day partitions meanwhile */
+    if (child_count(ro, &n) != GW_OK || n != 3 + 60)
         return 15;
     struct gw_store_stats st;
     if (gw_store_stats(ro, &st, NULL) != GW_OK || st.series != 1)
@@ -1091,7 +1503,7 @@ static void test_store_read_only_second_process(void **state)
     const char *kv[] = {"__name__", "up"};
     def_series(&def, 100, kv, 1);
     write_series(s, &def, 1);
-    struct bulk_ud u = {0, 3, 100};
+    struct bulk_ud u = {0, 3, 2, 100};
     assert_int_equal(gw_store_write(s, bulk_fn, &u, NULL), GW_OK);
 
     int to_child[2], to_parent[2];
@@ -1108,7 +1520,7 @@ static void test_store_read_only_second_process(void **state)
     close(to_parent[1]);
     char c;
     assert_int_equal(read(to_parent[0], &c, 1), 1);
-    struct bulk_ud later = {3 * 1440 * 2, 200, 20000}; /* 4 MB, 6 days later */
+    struct bulk_ud later = {12 * 6, 60, 2, 40000}; /* ~4.8 MB, 6 days later, 5 days */
     assert_int_equal(gw_store_write(s, bulk_fn, &later, NULL), GW_OK);
     assert_int_equal(write(to_child[1], "g", 1), 1);
     int status = 0;
@@ -1117,6 +1529,137 @@ static void test_store_read_only_second_process(void **state)
     close(to_parent[0]);
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
+    gw_store_close(s);
+}
+
+/* ------------------------------------------------------------ index size */
+
+/* Exporter-shaped series: 32 nodes x (8 GPUs x 55 DCGM metrics with 12
+ * labels + 29 node metrics with 5 labels) = 15,008 series. Shared values
+ * (__name__, job, gpu, device, driver, model), per-node hostname/instance,
+ * per-GPU UUID and PCI bus id. */
+#define EXP_NODES 32
+#define EXP_GPUS 8
+#define EXP_GPU_METRICS 55
+#define EXP_NODE_METRICS 29
+#define EXP_PER_NODE (EXP_GPUS * EXP_GPU_METRICS + EXP_NODE_METRICS)
+
+static size_t exp_labels(unsigned node, unsigned j, uint8_t *out, uint16_t *gpu)
+{
+    char host[32], inst[32], name[48], uuid[48], pci[32], dev[16], g[8];
+    snprintf(host, sizeof host, "gpu-node-%03u", node);
+    if (j < EXP_GPUS * EXP_GPU_METRICS) {
+        unsigned gi = j / EXP_GPU_METRICS, m = j % EXP_GPU_METRICS;
+        uint64_t h = XXH3_64bits(&(unsigned[2]){node, gi}, 2 * sizeof(unsigned));
+        snprintf(inst, sizeof inst, "10.20.%u.%u:9400", node / 200, node % 200 + 10);
+        snprintf(name, sizeof name, "DCGM_FI_DEV_METRIC_%02u_TOTAL", m);
+        snprintf(uuid, sizeof uuid, "GPU-%08x-%04x-%04x-%04x-%012llx", (unsigned)(h >> 32), (unsigned)(h >> 16) & 0xffff,
+                 (unsigned)h & 0xffff, (unsigned)(h >> 48), (unsigned long long)(h * 0x9e3779b97f4a7c15ULL) & 0xffffffffffffULL);
+        snprintf(pci, sizeof pci, "00000000:%02X:00.0", 0x18 + gi * 0x10);
+        snprintf(dev, sizeof dev, "nvidia%u", gi);
+        snprintf(g, sizeof g, "%u", gi);
+        const char *kv[] = {"DCGM_FI_DRIVER_VERSION", "535.129.03", "Hostname", host, "UUID", uuid,
+                            "__name__", name, "cluster", "prod-eu-1", "device", dev, "gpu", g,
+                            "hostname", host, "instance", inst, "job", "dcgm", "modelName",
+                            "NVIDIA H100 80GB HBM3", "pci_bus_id", pci};
+        *gpu = (uint16_t)gi;
+        return canon(out, kv, 12);
+    }
+    snprintf(inst, sizeof inst, "10.20.%u.%u:9100", node / 200, node % 200 + 10);
+    snprintf(name, sizeof name, "node_metric_%02u_seconds_total", j - EXP_GPUS * EXP_GPU_METRICS);
+    const char *kv[] = {"__name__", name, "cluster", "prod-eu-1", "hostname", host, "instance", inst,
+                        "job", "node-exporter"};
+    *gpu = 0xFFFF;
+    return canon(out, kv, 5);
+}
+
+static int exp_node_fn(struct gw_store_txn *t, void *ud)
+{
+    unsigned node = *(unsigned *)ud;
+    uint8_t lab[1024];
+    for (unsigned j = 0; j < EXP_PER_NODE; j++) {
+        uint16_t gpu;
+        size_t len = exp_labels(node, j, lab, &gpu);
+        uint64_t sid = (uint64_t)node * EXP_PER_NODE + j + 1;
+        int rc = gw_store_series_put(t, sid, XXH3_64bits(lab, len), node + 1, gpu, lab, len);
+        if (rc != GW_OK)
+            return rc;
+    }
+    return GW_OK;
+}
+
+static int count_values(void *ud, const char *v, size_t len)
+{
+    (void)v;
+    (void)len;
+    (*(size_t *)ud)++;
+    return GW_OK;
+}
+
+static void test_store_index_size_exporter_shape(void **state)
+{
+    struct fx *f = *state;
+    struct gw_store *s = open_store(f->dir, 0, 0);
+    for (unsigned node = 0; node < EXP_NODES; node++) {
+        struct gw_error err = {0};
+        int rc = gw_store_write(s, exp_node_fn, &node, &err);
+        if (rc != GW_OK)
+            print_error("write: %s\n", err.msg);
+        assert_int_equal(rc, GW_OK);
+    }
+    struct gw_store_stats st;
+    assert_int_equal(gw_store_stats(s, &st, NULL), GW_OK);
+    uint64_t nseries = (uint64_t)EXP_NODES * EXP_PER_NODE;
+    assert_int_equal(st.series, nseries);
+    double per = (double)st.index_bytes / (double)nseries;
+    print_message("index: %llu bytes for %llu series = %.1f bytes/series\n", (unsigned long long)st.index_bytes,
+                  (unsigned long long)nseries, per);
+    /* index_bytes includes the pages of long postings lists (DUPSORT
+     * sub-databases), which mdb_stat leaves out; measured 165 here
+     * (series ~50, shash ~35, postings ~75, pairs ~5). */
+    assert_true(st.index_bytes < 175 * nseries);
+    assert_true(st.index_bytes > 60 * nseries); /* the sids alone take 48 */
+
+    struct gw_store_txn *t;
+    assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
+    uint8_t lab[1024];
+    for (uint64_t sid = 1; sid <= nseries; sid += 97) {
+        unsigned node = (unsigned)((sid - 1) / EXP_PER_NODE), j = (unsigned)((sid - 1) % EXP_PER_NODE);
+        uint16_t gpu;
+        size_t len = exp_labels(node, j, lab, &gpu);
+        struct gw_store_series se;
+        assert_int_equal(gw_store_series_get(t, sid, &se), GW_OK);
+        assert_int_equal(se.node_id, node + 1);
+        assert_int_equal(se.gpu, gpu);
+        assert_int_equal(se.labels_len, len);
+        assert_memory_equal(se.labels, lab, len);
+        uint64_t sids[2];
+        size_t n = 0;
+        assert_int_equal(gw_store_series_by_hash(t, XXH3_64bits(lab, len), sids, 2, &n), GW_OK);
+        assert_int_equal(n, 1);
+        assert_int_equal(sids[0], sid);
+    }
+    struct gw_postings p;
+    gw_postings_init(&p);
+    assert_int_equal(gw_store_postings_get(t, "hostname", 8, "gpu-node-003", 12, &p), GW_OK);
+    assert_int_equal(p.n, EXP_PER_NODE);
+    assert_int_equal(p.ids[0], 3 * EXP_PER_NODE + 1);
+    assert_int_equal(gw_store_postings_get(t, "gpu", 3, "3", 1, &p), GW_OK);
+    assert_int_equal(p.n, EXP_NODES * EXP_GPU_METRICS);
+    assert_int_equal(gw_store_postings_get(t, "job", 3, "dcgm", 4, &p), GW_OK);
+    assert_int_equal(p.n, EXP_NODES * EXP_GPUS * EXP_GPU_METRICS);
+    for (size_t i = 1; i < p.n; i++)
+        assert_true(p.ids[i - 1] < p.ids[i]);
+    assert_int_equal(gw_store_postings_any(t, "UUID", 4, &p), GW_OK);
+    assert_int_equal(p.n, EXP_NODES * EXP_GPUS * EXP_GPU_METRICS);
+    size_t nv = 0;
+    assert_int_equal(gw_store_label_values(t, "UUID", 4, count_values, &nv), GW_OK);
+    assert_int_equal(nv, EXP_NODES * EXP_GPUS);
+    nv = 0;
+    assert_int_equal(gw_store_label_names(t, count_values, &nv), GW_OK);
+    assert_int_equal(nv, 12);
+    gw_postings_free(&p);
+    gw_store_read_end(t);
     gw_store_close(s);
 }
 
@@ -1139,6 +1682,20 @@ static int bad_labels_fn(struct gw_store_txn *t, void *ud)
         len = canon(lab, kv, 1);
         return gw_store_series_put(t, 1, 1, 0, 0, lab, len);
     }
+    if (which == 2) {
+        const char *kv[] = {"__name__", "up"};
+        len = canon(lab, kv, 1);
+        return gw_store_series_put(t, (uint64_t)UINT32_MAX + 1, 1, 0, 0, lab, len);
+    }
+    if (which == 3) {
+        /* non-minimal length varint: could not be rebuilt byte for byte */
+        static const uint8_t nonmin[] = {0x88, 0x00, '_', '_', 'n', 'a', 'm', 'e', '_', '_', 1, 'x'};
+        return gw_store_series_put(t, 1, 1, 0, 0, nonmin, sizeof nonmin);
+    }
+    if (which == 4) {
+        static const uint8_t ff[] = {1, 'a', 2, 'x', 0xff};
+        return gw_store_series_put(t, 1, 1, 0, 0, ff, sizeof ff);
+    }
     return gw_store_series_put(t, 1, 1, 0, 0, NULL, 0);
 }
 
@@ -1151,6 +1708,12 @@ static void test_store_rejects_bad_labels(void **state)
     which = 1;
     assert_int_equal(gw_store_write(s, bad_labels_fn, &which, NULL), GW_ETOOLARGE);
     which = 2;
+    assert_int_equal(gw_store_write(s, bad_labels_fn, &which, NULL), GW_ELIMIT);
+    which = 3;
+    assert_int_equal(gw_store_write(s, bad_labels_fn, &which, NULL), GW_EINVAL);
+    which = 4;
+    assert_int_equal(gw_store_write(s, bad_labels_fn, &which, NULL), GW_EINVAL);
+    which = 5;
     assert_int_equal(gw_store_write(s, bad_labels_fn, &which, NULL), GW_EINVAL);
     struct gw_store_txn *t;
     assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
@@ -1174,12 +1737,17 @@ int main(void)
         T(test_store_postings_large_list),
         T(test_store_nodes),
         T(test_store_metadata_roundtrip),
-        T(test_store_blocks_across_days),
+        T(test_store_blobs_roundtrip),
+        T(test_store_blob_put_rejects),
+        T(test_store_blob_parse_checks),
+        T(test_store_corrupt_blob_detected),
+        T(test_store_old_format_refused),
         T(test_store_partitions_drop),
         T(test_store_map_growth_with_reader),
         T(test_store_map_limit_is_efull),
         T(test_store_read_only_second_process),
         T(test_store_rejects_bad_labels),
+        T(test_store_index_size_exporter_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

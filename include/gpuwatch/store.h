@@ -89,23 +89,28 @@ struct gw_store_series {
     size_t labels_len;
 };
 /* Inserts a new series with its shash entry and one postings entry per
- * label (creating label pairs as needed). gw_store_series_get returns the
- * canonical labels rebuilt into memory owned by the transaction. GW_OK (also when sid already exists with the same labels);
- * GW_EINVAL for malformed labels or a sid already used by other labels;
- * GW_ETOOLARGE for a label name over the key limit. Write txn only. */
+ * label (creating label pairs as needed). GW_OK (also when sid already
+ * exists with the same labels); GW_EINVAL for malformed or non-minimally
+ * encoded labels or a sid already used by other labels; GW_ETOOLARGE for a
+ * label name over the key limit; GW_ELIMIT for sid >= 2^32. Write txn only.
+ * gw_store_series_get returns the canonical labels rebuilt into memory
+ * owned by the transaction (valid until it ends). */
 int gw_store_series_put(struct gw_store_txn *t, uint64_t sid, uint64_t hash, uint32_t node_id,
                         uint16_t gpu, const uint8_t *labels, size_t labels_len);
 int gw_store_series_get(struct gw_store_txn *t, uint64_t sid, struct gw_store_series *out); /* GW_ENOTFOUND */
 /* Sids whose labels hash to hash (usually 0 or 1), up to max. */
 int gw_store_series_by_hash(struct gw_store_txn *t, uint64_t hash, uint64_t *sids, size_t max, size_t *n);
-/* Visits every series in sid order; cb returns GW_OK to continue. */
+/* Visits every series in sid order; cb returns GW_OK to continue. The
+ * labels passed to cb are valid only until cb returns. */
 typedef int (*gw_store_series_cb)(void *ud, const struct gw_store_series *s);
 int gw_store_series_each(struct gw_store_txn *t, gw_store_series_cb cb, void *ud);
-/* Newest persisted timestamp of a series (INT64_MIN when none). */
+/* Newest persisted timestamp of a series, kept in its record (INT64_MIN
+ * when none or no such series). maxt_put: GW_ENOTFOUND without a record. */
 int gw_store_series_maxt_get(struct gw_store_txn *t, uint64_t sid, int64_t *maxt);
 int gw_store_series_maxt_put(struct gw_store_txn *t, uint64_t sid, int64_t maxt);
-/* Removes a series, its hash entry, postings and maxt (retention of dead
- * series); its blocks go with their day partitions. GW_ENOTFOUND if absent. */
+/* Removes a series, its hash entry and postings (retention of dead
+ * series; label pairs stay); its blocks go with their day partitions.
+ * GW_ENOTFOUND if absent. */
 int gw_store_series_delete(struct gw_store_txn *t, uint64_t sid);
 
 /* ---- nodes ---- */
@@ -161,15 +166,19 @@ int gw_store_blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_s
                       const struct gw_store_blob_entry *entries, size_t n);
 /* Visits the series' blocks in blobs of node_id whose window_start lies in
  * [mint_lo, maxt], in time order (callers pass mint_lo = mint - window so a
- * window that started before mint is included). gpu is not needed to find
- * them and is ignored. cb returns GW_OK to go on, 1 to stop, or an error. */
+ * window that started before mint is included): by window, then seq, then
+ * directory order. cb gets the blob's window_start as block_mint and a
+ * pointer into the map (no copy). gpu is not needed to find them and is
+ * ignored. cb returns GW_OK to go on, 1 to stop (the call returns GW_OK),
+ * or an error (returned as is). GW_ECORRUPT for a malformed blob. */
 typedef int (*gw_store_block_cb)(void *ud, int64_t block_mint, const uint8_t *block, size_t len);
 int gw_store_blocks_get(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
                         int64_t mint_lo, int64_t maxt, gw_store_block_cb cb, void *ud);
-/* 1 if the series has any block in a window starting in [mint_lo, maxt]. */
+/* 1 if the series has any block in a window starting in [mint_lo, maxt],
+ * 0 if not, or a negative error. */
 int gw_store_blocks_any(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
                         int64_t mint_lo, int64_t maxt);
-/* Visits every block of a day partition (any order). */
+/* Visits every block of a day partition (any order); cb as above. */
 typedef int (*gw_store_any_block_cb)(void *ud, uint64_t sid, const uint8_t *block, size_t len);
 int gw_store_partition_blocks_each(struct gw_store_txn *t, int64_t day, gw_store_any_block_cb cb, void *ud);
 
@@ -188,7 +197,8 @@ struct gw_store_stats {
     uint64_t file_bytes;       /* data file size on disk */
     uint64_t used_bytes;       /* pages in use * page size */
     uint64_t series;           /* entries in `series` */
-    uint64_t index_bytes;      /* pages of series/shash/postings/nodes/mmeta */
+    uint64_t index_bytes;      /* pages of pairs/pair_ids/series/shash/postings
+                                  (with their sub-databases)/nodes/node_ids/mmeta */
     unsigned page_size;
 };
 int gw_store_stats(struct gw_store *s, struct gw_store_stats *st, struct gw_error *err);

@@ -3,47 +3,67 @@
  * big-endian so memcmp order equals numeric order. Timestamps in keys and
  * values are "biased": (uint64_t)t ^ (1 << 63), so signed order = byte order.
  *
- * Databases (one LMDB environment, named DBIs):
+ * Databases (one LMDB environment, named DBIs), format version 2:
  *   meta         key: ascii name (no NUL)       value: be64 for counters
- *                  "format_version" = 1, "next_node_id" (first free id, >= 1)
- *   series       key: sid be64                  value: node_id be32 | gpu be16 |
- *                                                      canonical labels
- *   series_maxt  key: sid be64                  value: be64 biased maxt
- *   shash        key: labels hash be64          data:  sid be64 (DUPSORT|DUPFIXED)
- *   postings     key: name \0 value             data:  sid be64 (DUPSORT|DUPFIXED)
+ *                  "format_version" = 2, "next_node_id" (first free node
+ *                  id, >= 1), "next_pair_id" (first free pair id, >= 1)
+ *   pairs        key: name \0 value             value: pair_id be32
  *                long form: when name_len + 1 + value_len > 480 the key is
  *                  name \0 value[0..P) 0xff be64 XXH3-64(value)
  *                with P = min(400, 470 - name_len) (always < value_len).
  *                Label names longer than 469 bytes and values containing a
  *                0xff byte (never valid UTF-8) are refused, so a value part
  *                of exactly P + 9 bytes with 0xff at offset P is the long
- *                form. Its full value is read from the labels of the first
- *                series in its list.
+ *                form. Its full value is in pair_ids.
+ *   pair_ids     key: pair_id be32              value: name \0 value (full)
+ *   series       key: sid be64 (< 2^32)         value: maxt be64 biased
+ *                  (INT64_MIN when nothing is persisted) | node_id be32 |
+ *                  gpu be16 | uvarint n | n x uvarint pair_id, in the order
+ *                  of the canonical labels (sorted by name)
+ *   shash        key: labels hash be64          data:  sid be32 (DUPSORT|DUPFIXED)
+ *   postings     key: pair_id be32              data:  sid be32 (DUPSORT|DUPFIXED),
+ *                  appended in increasing sid order
  *   nodes        key: node name bytes           value: node_id be32
  *   node_ids     key: node_id be32              value: node name bytes
  *   mmeta        key: metric family name        value: u8 type | uvarint help_len |
  *                                                      help | unit (rest)
  *   p<day>       one DBI per UTC day, name printf("p%08lld", day) with
- *                day = floor(mint / 86400000):
- *                key: node_id be32 | gpu be16 | sid be64 | mint be64 biased
- *                value: the encoded block (see block.h), opaque here.
+ *                day = floor(window_start / 86400000):
+ *                key: node_id be32 | window_start be64 biased | seq be32
+ *                value (blob): "GWB1" | n u32 BE | n x { sid u32 BE |
+ *                  end u32 BE } | blocks. Entries are sorted by sid, blocks
+ *                  of one sid in time order; block i spans [end(i-1), end(i))
+ *                  of the block area (end(-1) = 0). seq is 0 for the first
+ *                  blob of a node and window, then 1 + the largest one.
  *
  * Canonical labels (labels.h): repeated { uvarint name_len | name |
- * uvarint value_len | value } sorted by name.
+ * uvarint value_len | value } sorted by name. They are rebuilt from the
+ * pair ids on read and equal the bytes given to gw_store_series_put.
  *
- * Worked example: series sid 5 on node "n1" (node_id 1), GPU 3, labels
- * {__name__="up", gpu="3"}, labels hash H, one block starting at
- * t = 1700000000000 ms (2023-11-14T22:13:20Z, day 19675):
+ * Worked example: an empty store; series sid 5 on node "n1" (node_id 1),
+ * GPU 3, labels {__name__="up", gpu="3"}, labels hash H:
  *   canonical labels (18 bytes):
  *     08 5f 5f 6e 61 6d 65 5f 5f 02 75 70 03 67 70 75 01 33
  *     (8 "__name__" 2 "up" 3 "gpu" 1 "3")
- *   series:   00 00 00 00 00 00 00 05 -> 00 00 00 01 | 00 03 | <18 bytes above>
- *   shash:    be64(H) -> 00 00 00 00 00 00 00 05
- *   postings: 5f 5f 6e 61 6d 65 5f 5f 00 75 70 ("__name__\0up") -> ..05
- *             67 70 75 00 33 ("gpu\0" "3")                     -> ..05
+ *   pairs:    5f 5f 6e 61 6d 65 5f 5f 00 75 70 ("__name__\0up") -> 00 00 00 01
+ *             67 70 75 00 33 ("gpu\0" "3")                     -> 00 00 00 02
+ *   pair_ids: 00 00 00 01 -> "__name__\0up";  00 00 00 02 -> "gpu\0" "3"
+ *   meta:     "next_pair_id" -> 00 00 00 00 00 00 00 03
+ *   series:   00 00 00 00 00 00 00 05 ->
+ *             00 00 00 00 00 00 00 00 (maxt INT64_MIN biased) |
+ *             00 00 00 01 | 00 03 | 02 | 01 02   (17 bytes)
+ *   shash:    be64(H) -> 00 00 00 05
+ *   postings: 00 00 00 01 -> 00 00 00 05;  00 00 00 02 -> 00 00 00 05
  *   nodes:    6e 31 ("n1") -> 00 00 00 01;  node_ids: 00 00 00 01 -> 6e 31
- *   p00019675: 00 00 00 01 | 00 03 | 00 00 00 00 00 00 00 05 |
- *              80 00 01 8b cf e5 68 00  -> block bytes
+ *   After gw_store_series_maxt_put(5, 1700000000000) the first 8 bytes of
+ *   the series value are 80 00 01 8b cf e5 68 00.
+ *   A blob of node 1 for the window starting at t = 1700000000000 ms
+ *   (2023-11-14T22:13:20Z, day 19675) holding sid 5's block "abc" and
+ *   sid 7's block "de":
+ *   p00019675: 00 00 00 01 | 80 00 01 8b cf e5 68 00 | 00 00 00 00 ->
+ *              47 57 42 31 ("GWB1") | 00 00 00 02 |
+ *              00 00 00 05 00 00 00 03 | 00 00 00 07 00 00 00 05 |
+ *              61 62 63 64 65 ("abcde")   (29 bytes)
  *   (t = -1 would be biased to 7f ff ff ff ff ff ff ff, sorting before 0.)
  */
 #include <stdio.h>
@@ -208,7 +228,7 @@ size_t gw_store_value_prefix(size_t name_len)
     return room < GW_VALUE_PREFIX ? room : GW_VALUE_PREFIX;
 }
 
-int gw_store_postings_key(uint8_t *key, size_t *klen, const char *name, size_t name_len,
+int gw_store_pair_key(uint8_t *key, size_t *klen, const char *name, size_t name_len,
                           const char *value, size_t value_len)
 {
     if (name_len == 0 || memchr(name, 0, name_len))
@@ -245,12 +265,93 @@ int gw_store_value_is_truncated(size_t name_len, const uint8_t *vpart, size_t vl
     return 1;
 }
 
-void gw_store_block_key(uint8_t *key, uint32_t node_id, uint16_t gpu, uint64_t sid, int64_t mint)
+int gw_store_rec_parse(const uint8_t *v, size_t len, struct gw_store_rec *r)
+{
+    if (len < GW_SERIES_FIXED + 1)
+        return GW_ECORRUPT;
+    r->maxt = gw_store_unbias(gw_store_get_be64(v));
+    r->node_id = gw_store_get_be32(v + 8);
+    r->gpu = gw_store_get_be16(v + 12);
+    size_t k = gw_store_uvarint_get(v + GW_SERIES_FIXED, len - GW_SERIES_FIXED, &r->n);
+    if (k == 0)
+        return GW_ECORRUPT;
+    r->ids = v + GW_SERIES_FIXED + k;
+    r->ids_len = len - GW_SERIES_FIXED - k;
+    if (r->n > r->ids_len) /* every id takes at least one byte */
+        return GW_ECORRUPT;
+    return GW_OK;
+}
+
+int gw_store_rec_next_id(const struct gw_store_rec *r, size_t *off, uint32_t *id)
+{
+    uint64_t v;
+    if (*off >= r->ids_len)
+        return GW_ECORRUPT;
+    size_t k = gw_store_uvarint_get(r->ids + *off, r->ids_len - *off, &v);
+    if (k == 0 || v > UINT32_MAX)
+        return GW_ECORRUPT;
+    *off += k;
+    *id = (uint32_t)v;
+    return GW_OK;
+}
+
+void gw_store_blob_key(uint8_t *key, uint32_t node_id, int64_t window_start, uint32_t seq)
 {
     gw_store_put_be32(key, node_id);
-    gw_store_put_be16(key + 4, gpu);
-    gw_store_put_be64(key + 6, sid);
-    gw_store_put_be64(key + 14, gw_store_bias(mint));
+    gw_store_put_be64(key + 4, gw_store_bias(window_start));
+    gw_store_put_be32(key + 12, seq);
+}
+
+int gw_store_blob_parse(const void *v, size_t len, struct gw_store_blob *b)
+{
+    const uint8_t *p = v;
+    if (len < GW_BLOB_HDR || memcmp(p, "GWB1", 4) != 0)
+        return GW_ECORRUPT;
+    uint32_t n = gw_store_get_be32(p + 4);
+    if (n > (len - GW_BLOB_HDR) / GW_BLOB_ENT)
+        return GW_ECORRUPT;
+    const uint8_t *dir = p + GW_BLOB_HDR;
+    size_t area = len - GW_BLOB_HDR - (size_t)n * GW_BLOB_ENT;
+    uint32_t prev_sid = 0, prev_end = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t sid = gw_store_get_be32(dir + (size_t)i * GW_BLOB_ENT);
+        uint32_t end = gw_store_get_be32(dir + (size_t)i * GW_BLOB_ENT + 4);
+        if (sid < prev_sid || end < prev_end || end > area)
+            return GW_ECORRUPT;
+        prev_sid = sid;
+        prev_end = end;
+    }
+    b->n = n;
+    b->dir = dir;
+    b->data = dir + (size_t)n * GW_BLOB_ENT;
+    b->data_len = area;
+    return GW_OK;
+}
+
+uint32_t gw_store_blob_sid(const struct gw_store_blob *b, uint32_t i)
+{
+    return gw_store_get_be32(b->dir + (size_t)i * GW_BLOB_ENT);
+}
+
+uint32_t gw_store_blob_lower(const struct gw_store_blob *b, uint32_t sid)
+{
+    uint32_t lo = 0, hi = b->n;
+    while (lo < hi) {
+        uint32_t m = lo + (hi - lo) / 2;
+        if (gw_store_blob_sid(b, m) < sid)
+            lo = m + 1;
+        else
+            hi = m;
+    }
+    return lo;
+}
+
+void gw_store_blob_block(const struct gw_store_blob *b, uint32_t i, const uint8_t **p, size_t *len)
+{
+    uint32_t start = i ? gw_store_get_be32(b->dir + (size_t)(i - 1) * GW_BLOB_ENT + 4) : 0;
+    uint32_t end = gw_store_get_be32(b->dir + (size_t)i * GW_BLOB_ENT + 4);
+    *p = b->data + start;
+    *len = end - start;
 }
 
 void gw_store_part_name(char *buf, size_t cap, int64_t day)

@@ -33,6 +33,7 @@
 
 #include <lmdb.h>
 
+#include "gpuwatch/arena.h"
 #include "gpuwatch/store.h"
 #include "store/store_int.h"
 
@@ -41,12 +42,13 @@
 #define GW_STORE_DEFAULT_MAP (UINT64_C(1) << 30)
 #define GW_STORE_DEFAULT_MAX (UINT64_C(4) << 40)
 #define GW_STORE_MIN_MAP (UINT64_C(128) << 10)
-#define GW_STORE_FORMAT 1
+#define GW_STORE_FORMAT 2
 
 enum {
     DB_META,
+    DB_PAIRS,
+    DB_PAIR_IDS,
     DB_SERIES,
-    DB_SERIES_MAXT,
     DB_SHASH,
     DB_POSTINGS,
     DB_NODES,
@@ -60,8 +62,9 @@ static const struct {
     unsigned flags;
 } fixed_dbs[DB_COUNT] = {
     [DB_META] = {"meta", 0},
+    [DB_PAIRS] = {"pairs", 0},
+    [DB_PAIR_IDS] = {"pair_ids", 0},
     [DB_SERIES] = {"series", 0},
-    [DB_SERIES_MAXT] = {"series_maxt", 0},
     [DB_SHASH] = {"shash", MDB_DUPSORT | MDB_DUPFIXED},
     [DB_POSTINGS] = {"postings", MDB_DUPSORT | MDB_DUPFIXED},
     [DB_NODES] = {"nodes", 0},
@@ -106,9 +109,13 @@ struct gw_store_txn {
     int gate_held;
     int dropped;                  /* partitions were dropped in this txn */
     struct part_vec pending;      /* partitions opened in this write txn */
+    struct gw_arena arena;        /* scratch (rebuilt labels), freed at txn end */
+    int arena_on;
     int mdb_rc;
     char msg[200];
 };
+
+static void scratch_free(struct gw_store_txn *t);
 
 /* ---------------------------------------------------------------- errors */
 
@@ -403,6 +410,7 @@ int gw_store_write(struct gw_store *s, gw_store_write_fn fn, void *ud, struct gw
         else if (t.dropped)
             parts_reopen_after_abort(s);
         free(t.pending.v);
+        scratch_free(&t);
         if (t.gate_held)
             pthread_rwlock_unlock(&s->gate);
         pthread_rwlock_unlock(&s->txn_lock);
@@ -497,6 +505,7 @@ void gw_store_read_end(struct gw_store_txn *t)
     pthread_rwlock_unlock(&s->txn_lock);
     if (tl_read_txns)
         tl_read_txns--;
+    scratch_free(t);
     free(t);
 }
 
@@ -527,31 +536,50 @@ static int mkdir_p(const char *dir, struct gw_error *err)
     return rc;
 }
 
-/* First write txn of a read-write open: creates fixed DBIs, checks the
- * format version and opens every existing partition. */
+/* The message for a store of another format version. */
+static int version_refused(char *msg, size_t cap, uint64_t ver)
+{
+    snprintf(msg, cap, "store format version %llu is not supported; expected %d", (unsigned long long)ver,
+             GW_STORE_FORMAT);
+    return GW_ECORRUPT;
+}
+
+/* First write txn of a read-write open: checks the format version,
+ * creates the fixed DBIs and opens every existing partition. */
 static int open_init_fn(struct gw_store_txn *t, void *ud)
 {
     (void)ud;
     struct gw_store *s = t->s;
+    int mrc = mdb_dbi_open(t->txn, fixed_dbs[DB_META].name, fixed_dbs[DB_META].flags | MDB_CREATE, &s->dbi[DB_META]);
+    if (mrc != MDB_SUCCESS)
+        return terr(t, mrc, fixed_dbs[DB_META].name);
+    s->have[DB_META] = 1;
+    uint64_t ver;
+    int rc = gw_store_meta_get_u64(t, "format_version", &ver);
+    int fresh = rc == GW_ENOTFOUND;
+    if (rc == GW_OK && ver != GW_STORE_FORMAT) {
+        t->mdb_rc = -1;
+        return version_refused(t->msg, sizeof t->msg, ver);
+    }
+    if (rc != GW_OK && !fresh)
+        return rc;
     for (int i = 0; i < DB_COUNT; i++) {
-        int mrc = mdb_dbi_open(t->txn, fixed_dbs[i].name, fixed_dbs[i].flags | MDB_CREATE, &s->dbi[i]);
+        if (i == DB_META)
+            continue;
+        mrc = mdb_dbi_open(t->txn, fixed_dbs[i].name, fixed_dbs[i].flags | MDB_CREATE, &s->dbi[i]);
         if (mrc != MDB_SUCCESS)
             return terr(t, mrc, fixed_dbs[i].name);
         s->have[i] = 1;
     }
-    uint64_t ver;
-    int rc = gw_store_meta_get_u64(t, "format_version", &ver);
-    if (rc == GW_ENOTFOUND) {
+    if (fresh) {
         rc = gw_store_meta_put_u64(t, "format_version", GW_STORE_FORMAT);
         if (rc == GW_OK)
             rc = gw_store_meta_put_u64(t, "next_node_id", 1);
-    } else if (rc == GW_OK && ver != GW_STORE_FORMAT) {
-        snprintf(t->msg, sizeof t->msg, "unsupported store format version %llu", (unsigned long long)ver);
-        t->mdb_rc = -1;
-        rc = GW_ECORRUPT;
+        if (rc == GW_OK)
+            rc = gw_store_meta_put_u64(t, "next_pair_id", 1);
+        if (rc != GW_OK)
+            return rc;
     }
-    if (rc != GW_OK)
-        return rc;
     rc = parts_scan(t->txn, &t->pending, t->msg, sizeof t->msg);
     if (rc != GW_OK && t->mdb_rc == 0)
         t->mdb_rc = -1;
@@ -578,7 +606,21 @@ static int open_read_only(struct gw_store *s, struct gw_error *err)
     size_t txnid = mdb_txn_id(txn);
     char msg[128];
     struct part_vec pv = {0};
-    rc = parts_scan(txn, &pv, msg, sizeof msg);
+    if (s->have[DB_META]) {
+        MDB_val k = {sizeof "format_version" - 1, (void *)"format_version"}, d;
+        int mrc = mdb_get(txn, s->dbi[DB_META], &k, &d);
+        if (mrc == MDB_SUCCESS && d.mv_size != 8) {
+            rc = GW_ECORRUPT;
+            snprintf(msg, sizeof msg, "bad format version record");
+        } else if (mrc == MDB_SUCCESS && gw_store_get_be64(d.mv_data) != GW_STORE_FORMAT) {
+            rc = version_refused(msg, sizeof msg, gw_store_get_be64(d.mv_data));
+        } else if (mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND) {
+            rc = map_mdb(mrc);
+            snprintf(msg, sizeof msg, "cannot read format version: %s", mdb_strerror(mrc));
+        }
+    }
+    if (rc == GW_OK)
+        rc = parts_scan(txn, &pv, msg, sizeof msg);
     if (rc == GW_OK) {
         int mrc = mdb_txn_commit(txn);
         if (mrc != MDB_SUCCESS)
@@ -777,31 +819,174 @@ int gw_store_meta_put_u64(struct gw_store_txn *t, const char *key, uint64_t v)
 
 /* ---------------------------------------------------------------- series */
 
-/* Checks canonical labels are well formed and indexable. */
-static int labels_check(const uint8_t *labels, size_t len)
+/* The transaction's scratch arena (rebuilt labels); freed when it ends. */
+static struct gw_arena *scratch(struct gw_store_txn *t)
+{
+    if (!t->arena_on) {
+        gw_arena_init(&t->arena, 16384, 0);
+        t->arena_on = 1;
+    }
+    return &t->arena;
+}
+
+static void scratch_free(struct gw_store_txn *t)
+{
+    if (t->arena_on) {
+        gw_arena_free(&t->arena);
+        t->arena_on = 0;
+    }
+}
+
+static size_t uvarint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* Checks canonical labels are well formed, minimally encoded (so they are
+ * rebuilt byte for byte) and indexable; *count gets the number of labels. */
+static int labels_check(const uint8_t *labels, size_t len, size_t *count)
 {
     struct gw_store_lab_iter it;
     gw_store_lab_iter_init(&it, labels, len);
     const char *n, *v;
-    size_t nl, vl;
-    int rc, count = 0;
+    size_t nl, vl, c = 0, total = 0;
+    int rc;
     uint8_t key[GW_KEY_MAX];
     size_t kl;
     while ((rc = gw_store_lab_iter_next(&it, &n, &nl, &v, &vl)) == 1) {
-        int krc = gw_store_postings_key(key, &kl, n, nl, v, vl);
+        int krc = gw_store_pair_key(key, &kl, n, nl, v, vl);
         if (krc != GW_OK)
             return krc;
-        count++;
+        total += uvarint_len(nl) + nl + uvarint_len(vl) + vl;
+        c++;
     }
-    if (rc != 0 || count == 0)
+    if (rc != 0 || c == 0 || total != len)
         return GW_EINVAL;
+    *count = c;
     return GW_OK;
+}
+
+/* The full name \0 value of a pair id. */
+static int pair_text(struct gw_store_txn *t, MDB_dbi dids, uint32_t id, MDB_val *out)
+{
+    uint8_t ib[4];
+    gw_store_put_be32(ib, id);
+    MDB_val k = {4, ib};
+    int mrc = mdb_get(t->txn, dids, &k, out);
+    if (mrc == MDB_NOTFOUND)
+        return GW_ECORRUPT;
+    if (mrc != MDB_SUCCESS)
+        return terr(t, mrc, "pair id get");
+    if (out->mv_size < 3 || !memchr(out->mv_data, 0, out->mv_size))
+        return GW_ECORRUPT;
+    return GW_OK;
+}
+
+static int pair_text_eq(const MDB_val *pt, const char *n, size_t nl, const char *v, size_t vl)
+{
+    const uint8_t *p = pt->mv_data;
+    return pt->mv_size == nl + 1 + vl && memcmp(p, n, nl) == 0 && p[nl] == 0 && memcmp(p + nl + 1, v, vl) == 0;
+}
+
+/* Id of the pair whose key is key (built by gw_store_pair_key for n=v).
+ * GW_OK, GW_ENOTFOUND, GW_ELIMIT when a long key's stored value differs
+ * (two values sharing prefix and hash), or an error. */
+static int pair_lookup(struct gw_store_txn *t, MDB_dbi dpairs, MDB_dbi dids, const uint8_t *key, size_t klen,
+                       const char *n, size_t nl, const char *v, size_t vl, uint32_t *id)
+{
+    MDB_val k = {klen, (void *)key}, d;
+    int mrc = mdb_get(t->txn, dpairs, &k, &d);
+    if (mrc == MDB_NOTFOUND)
+        return GW_ENOTFOUND;
+    if (mrc != MDB_SUCCESS)
+        return terr(t, mrc, "pair get");
+    if (d.mv_size != 4)
+        return GW_ECORRUPT;
+    *id = gw_store_get_be32(d.mv_data);
+    if (klen != nl + 1 + vl) {
+        MDB_val pt;
+        int rc = pair_text(t, dids, *id, &pt);
+        if (rc != GW_OK)
+            return rc;
+        if (!pair_text_eq(&pt, n, nl, v, vl))
+            return GW_ELIMIT;
+    }
+    return GW_OK;
+}
+
+/* Rebuilds the canonical labels of a record into memory from a. */
+static int rebuild_labels(struct gw_store_txn *t, MDB_dbi dids, const struct gw_store_rec *r, struct gw_arena *a,
+                          const uint8_t **out, size_t *out_len)
+{
+    MDB_val local[64];
+    MDB_val *tx = local;
+    if (r->n > 64) {
+        tx = gw_arena_calloc(a, (size_t)r->n, sizeof *tx);
+        if (!tx)
+            return GW_ENOMEM;
+    }
+    size_t off = 0, total = 0;
+    for (uint64_t i = 0; i < r->n; i++) {
+        uint32_t id;
+        int rc = gw_store_rec_next_id(r, &off, &id);
+        if (rc == GW_OK)
+            rc = pair_text(t, dids, id, &tx[i]);
+        if (rc != GW_OK)
+            return rc;
+        size_t nl = (size_t)((const uint8_t *)memchr(tx[i].mv_data, 0, tx[i].mv_size) - (const uint8_t *)tx[i].mv_data);
+        size_t vl = tx[i].mv_size - nl - 1;
+        if (nl == 0 || vl == 0)
+            return GW_ECORRUPT;
+        total += uvarint_len(nl) + nl + uvarint_len(vl) + vl;
+    }
+    if (off != r->ids_len)
+        return GW_ECORRUPT;
+    uint8_t *b = gw_arena_alloc(a, total);
+    if (!b)
+        return GW_ENOMEM;
+    size_t o = 0;
+    for (uint64_t i = 0; i < r->n; i++) {
+        const uint8_t *p = tx[i].mv_data;
+        size_t nl = (size_t)((const uint8_t *)memchr(p, 0, tx[i].mv_size) - p);
+        size_t vl = tx[i].mv_size - nl - 1;
+        o += gw_store_uvarint_put(b + o, nl);
+        memcpy(b + o, p, nl);
+        o += nl;
+        o += gw_store_uvarint_put(b + o, vl);
+        memcpy(b + o, p + nl + 1, vl);
+        o += vl;
+    }
+    *out = b;
+    *out_len = total;
+    return GW_OK;
+}
+
+/* Decodes a series record, labels rebuilt into a. */
+static int series_decode(struct gw_store_txn *t, uint64_t sid, const MDB_val *d, struct gw_arena *a,
+                         struct gw_store_series *out)
+{
+    MDB_dbi dids;
+    int rc = fixed(t, DB_PAIR_IDS, &dids);
+    if (rc != GW_OK)
+        return rc == GW_ENOTFOUND ? GW_ECORRUPT : rc;
+    struct gw_store_rec r;
+    if ((rc = gw_store_rec_parse(d->mv_data, d->mv_size, &r)) != GW_OK)
+        return rc;
+    out->sid = sid;
+    out->node_id = r.node_id;
+    out->gpu = r.gpu;
+    return rebuild_labels(t, dids, &r, a, &out->labels, &out->labels_len);
 }
 
 int gw_store_series_put(struct gw_store_txn *t, uint64_t sid, uint64_t hash, uint32_t node_id,
                         uint16_t gpu, const uint8_t *labels, size_t labels_len)
 {
-    MDB_dbi ds, dh, dp;
+    MDB_dbi ds, dh, dp, dpr, dpi;
     int rc = need_write(t);
     if (rc == GW_OK)
         rc = fixed(t, DB_SERIES, &ds);
@@ -809,38 +994,49 @@ int gw_store_series_put(struct gw_store_txn *t, uint64_t sid, uint64_t hash, uin
         rc = fixed(t, DB_SHASH, &dh);
     if (rc == GW_OK)
         rc = fixed(t, DB_POSTINGS, &dp);
+    if (rc == GW_OK)
+        rc = fixed(t, DB_PAIRS, &dpr);
+    if (rc == GW_OK)
+        rc = fixed(t, DB_PAIR_IDS, &dpi);
     if (rc != GW_OK)
         return rc;
-    if (!labels || labels_len == 0 || labels_len > SIZE_MAX - GW_SERIES_HDR)
+    if (sid > UINT32_MAX)
+        return GW_ELIMIT;
+    if (!labels || labels_len == 0)
         return GW_EINVAL;
-    if ((rc = labels_check(labels, labels_len)) != GW_OK)
+    size_t count;
+    if ((rc = labels_check(labels, labels_len, &count)) != GW_OK)
         return rc;
 
     uint8_t kb[8];
     gw_store_put_be64(kb, sid);
-    MDB_val k = {8, kb}, d = {GW_SERIES_HDR + labels_len, NULL};
-    int mrc = mdb_put(t->txn, ds, &k, &d, MDB_NOOVERWRITE | MDB_RESERVE);
-    if (mrc == MDB_KEYEXIST) {
-        const uint8_t *e = d.mv_data;
-        if (d.mv_size == GW_SERIES_HDR + labels_len && gw_store_get_be32(e) == node_id &&
-            gw_store_get_be16(e + 4) == gpu && memcmp(e + GW_SERIES_HDR, labels, labels_len) == 0)
+    MDB_val k = {8, kb}, d;
+    int mrc = mdb_get(t->txn, ds, &k, &d);
+    if (mrc == MDB_SUCCESS) {
+        struct gw_store_series se;
+        if ((rc = series_decode(t, sid, &d, scratch(t), &se)) != GW_OK)
+            return rc;
+        if (se.node_id == node_id && se.gpu == gpu && se.labels_len == labels_len &&
+            memcmp(se.labels, labels, labels_len) == 0)
             return GW_OK;
         return GW_EINVAL;
     }
-    if (mrc != MDB_SUCCESS)
-        return terr(t, mrc, "series put");
-    uint8_t *w = d.mv_data;
-    gw_store_put_be32(w, node_id);
-    gw_store_put_be16(w + 4, gpu);
-    memcpy(w + GW_SERIES_HDR, labels, labels_len);
+    if (mrc != MDB_NOTFOUND)
+        return terr(t, mrc, "series get");
 
-    uint8_t hb[8];
-    gw_store_put_be64(hb, hash);
-    MDB_val hk = {8, hb}, sv = {8, kb};
-    mrc = mdb_put(t->txn, dh, &hk, &sv, MDB_NODUPDATA);
-    if (mrc != MDB_SUCCESS && mrc != MDB_KEYEXIST)
-        return terr(t, mrc, "series hash put");
+    /* count <= labels_len / 4, so this cannot overflow */
+    size_t cap = GW_SERIES_FIXED + 10 + 5 * count;
+    uint8_t local[GW_SERIES_FIXED + 10 + 5 * 64];
+    uint8_t *rec = cap <= sizeof local ? local : gw_arena_alloc(scratch(t), cap);
+    if (!rec)
+        return GW_ENOMEM;
+    gw_store_put_be64(rec, gw_store_bias(INT64_MIN));
+    gw_store_put_be32(rec + 8, node_id);
+    gw_store_put_be16(rec + 12, gpu);
+    size_t o = GW_SERIES_FIXED + gw_store_uvarint_put(rec + GW_SERIES_FIXED, count);
 
+    uint64_t next = 0;
+    int loaded = 0;
     struct gw_store_lab_iter it;
     gw_store_lab_iter_init(&it, labels, labels_len);
     const char *n, *v;
@@ -848,26 +1044,85 @@ int gw_store_series_put(struct gw_store_txn *t, uint64_t sid, uint64_t hash, uin
     uint8_t key[GW_KEY_MAX];
     size_t kl;
     while (gw_store_lab_iter_next(&it, &n, &nl, &v, &vl) == 1) {
-        if (gw_store_postings_key(key, &kl, n, nl, v, vl) != GW_OK)
+        if (gw_store_pair_key(key, &kl, n, nl, v, vl) != GW_OK)
             return GW_EINVAL;
-        MDB_val pk = {kl, key}, pv = {8, kb};
-        mrc = mdb_put(t->txn, dp, &pk, &pv, MDB_NODUPDATA);
+        uint32_t id;
+        rc = pair_lookup(t, dpr, dpi, key, kl, n, nl, v, vl, &id);
+        if (rc == GW_ENOTFOUND) {
+            if (!loaded) {
+                rc = gw_store_meta_get_u64(t, "next_pair_id", &next);
+                if (rc == GW_ENOTFOUND)
+                    next = 1;
+                else if (rc != GW_OK)
+                    return rc;
+                loaded = 1;
+            }
+            if (next == 0 || next > UINT32_MAX)
+                return GW_ELIMIT;
+            id = (uint32_t)next++;
+            uint8_t ib[4];
+            gw_store_put_be32(ib, id);
+            MDB_val pk = {kl, key}, iv = {4, ib};
+            mrc = mdb_put(t->txn, dpr, &pk, &iv, MDB_NOOVERWRITE);
+            if (mrc != MDB_SUCCESS)
+                return terr(t, mrc, "pair put");
+            MDB_val tv = {nl + 1 + vl, NULL};
+            mrc = mdb_put(t->txn, dpi, &iv, &tv, MDB_APPEND | MDB_RESERVE);
+            if (mrc == MDB_KEYEXIST)
+                return GW_ECORRUPT; /* next_pair_id behind the stored ids */
+            if (mrc != MDB_SUCCESS)
+                return terr(t, mrc, "pair id put");
+            uint8_t *w = tv.mv_data;
+            memcpy(w, n, nl);
+            w[nl] = 0;
+            memcpy(w + nl + 1, v, vl);
+        } else if (rc != GW_OK) {
+            return rc;
+        }
+        o += gw_store_uvarint_put(rec + o, id);
+    }
+    if (loaded && (rc = gw_store_meta_put_u64(t, "next_pair_id", next)) != GW_OK)
+        return rc;
+
+    /* sids come from a counter: usually the largest key so far */
+    MDB_val rv = {o, rec};
+    mrc = mdb_put(t->txn, ds, &k, &rv, MDB_APPEND);
+    if (mrc == MDB_KEYEXIST) {
+        rv.mv_data = rec;
+        rv.mv_size = o;
+        mrc = mdb_put(t->txn, ds, &k, &rv, MDB_NOOVERWRITE);
+    }
+    if (mrc != MDB_SUCCESS)
+        return terr(t, mrc, "series put");
+
+    uint8_t sb[4], hb[8];
+    gw_store_put_be32(sb, (uint32_t)sid);
+    gw_store_put_be64(hb, hash);
+    MDB_val hk = {8, hb}, sv = {4, sb};
+    mrc = mdb_put(t->txn, dh, &hk, &sv, MDB_NODUPDATA);
+    if (mrc != MDB_SUCCESS && mrc != MDB_KEYEXIST)
+        return terr(t, mrc, "series hash put");
+
+    struct gw_store_rec r;
+    if (gw_store_rec_parse(rec, o, &r) != GW_OK)
+        return GW_ECORRUPT;
+    size_t off = 0;
+    for (uint64_t i = 0; i < r.n; i++) {
+        uint32_t id;
+        if (gw_store_rec_next_id(&r, &off, &id) != GW_OK)
+            return GW_ECORRUPT;
+        uint8_t ib[4];
+        gw_store_put_be32(ib, id);
+        MDB_val pk = {4, ib}, pv = {4, sb};
+        mrc = mdb_put(t->txn, dp, &pk, &pv, MDB_APPENDDUP);
+        if (mrc == MDB_KEYEXIST) {
+            pv.mv_data = sb;
+            pv.mv_size = 4;
+            mrc = mdb_put(t->txn, dp, &pk, &pv, MDB_NODUPDATA);
+        }
         if (mrc != MDB_SUCCESS && mrc != MDB_KEYEXIST)
             return terr(t, mrc, "postings put");
     }
-    return GW_OK;
-}
-
-static int series_decode(uint64_t sid, const MDB_val *d, struct gw_store_series *out)
-{
-    if (d->mv_size < GW_SERIES_HDR)
-        return GW_ECORRUPT;
-    const uint8_t *p = d->mv_data;
-    out->sid = sid;
-    out->node_id = gw_store_get_be32(p);
-    out->gpu = gw_store_get_be16(p + 4);
-    out->labels = p + GW_SERIES_HDR;
-    out->labels_len = d->mv_size - GW_SERIES_HDR;
     return GW_OK;
 }
 
@@ -883,12 +1138,12 @@ int gw_store_series_get(struct gw_store_txn *t, uint64_t sid, struct gw_store_se
     int mrc = mdb_get(t->txn, ds, &k, &d);
     if (mrc != MDB_SUCCESS)
         return terr(t, mrc, "series get");
-    return series_decode(sid, &d, out);
+    return series_decode(t, sid, &d, scratch(t), out);
 }
 
-/* Reads every 8-byte dup of the cursor's current key (after MDB_SET_KEY
+/* Reads every 4-byte dup of the cursor's current key (after MDB_SET_KEY
  * filled first) with MDB_GET_MULTIPLE / MDB_NEXT_MULTIPLE. visit gets a
- * run of be64 values; returning nonzero stops. */
+ * run of be32 values; returning nonzero stops. */
 typedef int (*dup_visit)(void *ud, const uint8_t *p, size_t n);
 
 static int dups_read(struct gw_store_txn *t, MDB_cursor *c, MDB_val *first, dup_visit visit, void *ud)
@@ -898,9 +1153,9 @@ static int dups_read(struct gw_store_txn *t, MDB_cursor *c, MDB_val *first, dup_
     if (mrc != MDB_SUCCESS)
         return terr(t, mrc, "postings read");
     for (;;) {
-        if (d.mv_size % 8 != 0)
+        if (d.mv_size % 4 != 0)
             return GW_ECORRUPT;
-        int rc = visit(ud, d.mv_data, d.mv_size / 8);
+        int rc = visit(ud, d.mv_data, d.mv_size / 4);
         if (rc != 0)
             return rc;
         mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT_MULTIPLE);
@@ -915,14 +1170,14 @@ static int push_ids(void *ud, const uint8_t *p, size_t n)
 {
     struct gw_postings *out = ud;
     for (size_t i = 0; i < n; i++) {
-        int rc = gw_postings_push(out, gw_store_get_be64(p + 8 * i));
+        int rc = gw_postings_push(out, gw_store_get_be32(p + 4 * i));
         if (rc != GW_OK)
             return rc;
     }
     return 0;
 }
 
-/* Appends the sids stored under key (any fixed dup DB) to out. */
+/* Appends the sids stored under key (shash or postings) to out. */
 static int read_ids(struct gw_store_txn *t, MDB_cursor *c, const void *key, size_t klen, struct gw_postings *out)
 {
     MDB_val k = {klen, (void *)key}, d;
@@ -931,6 +1186,8 @@ static int read_ids(struct gw_store_txn *t, MDB_cursor *c, const void *key, size
         return GW_OK;
     if (mrc != MDB_SUCCESS)
         return terr(t, mrc, "postings seek");
+    if (d.mv_size != 4)
+        return GW_ECORRUPT;
     return dups_read(t, c, &d, push_ids, out);
 }
 
@@ -974,6 +1231,9 @@ int gw_store_series_each(struct gw_store_txn *t, gw_store_series_cb cb, void *ud
     MDB_cursor *c;
     if ((rc = cursor_open(t, ds, &c)) != GW_OK)
         return rc;
+    /* Labels live until the callback returns: one series at a time. */
+    struct gw_arena a;
+    gw_arena_init(&a, 16384, 0);
     MDB_val k, d;
     int mrc;
     for (mrc = mdb_cursor_get(c, &k, &d, MDB_FIRST); mrc == MDB_SUCCESS;
@@ -982,8 +1242,9 @@ int gw_store_series_each(struct gw_store_txn *t, gw_store_series_cb cb, void *ud
             rc = GW_ECORRUPT;
             break;
         }
+        gw_arena_reset(&a);
         struct gw_store_series se;
-        if ((rc = series_decode(gw_store_get_be64(k.mv_data), &d, &se)) != GW_OK)
+        if ((rc = series_decode(t, gw_store_get_be64(k.mv_data), &d, &a, &se)) != GW_OK)
             break;
         rc = cb(ud, &se);
         if (rc != GW_OK)
@@ -992,13 +1253,14 @@ int gw_store_series_each(struct gw_store_txn *t, gw_store_series_cb cb, void *ud
     if (rc == GW_OK && mrc != MDB_NOTFOUND && mrc != MDB_SUCCESS)
         rc = terr(t, mrc, "series scan");
     mdb_cursor_close(c);
+    gw_arena_free(&a);
     return rc < 0 ? rc : GW_OK;
 }
 
 int gw_store_series_maxt_get(struct gw_store_txn *t, uint64_t sid, int64_t *maxt)
 {
-    MDB_dbi dm;
-    int rc = fixed(t, DB_SERIES_MAXT, &dm);
+    MDB_dbi ds;
+    int rc = fixed(t, DB_SERIES, &ds);
     if (rc == GW_ENOTFOUND) {
         *maxt = INT64_MIN;
         return GW_OK;
@@ -1008,14 +1270,14 @@ int gw_store_series_maxt_get(struct gw_store_txn *t, uint64_t sid, int64_t *maxt
     uint8_t kb[8];
     gw_store_put_be64(kb, sid);
     MDB_val k = {8, kb}, d;
-    int mrc = mdb_get(t->txn, dm, &k, &d);
+    int mrc = mdb_get(t->txn, ds, &k, &d);
     if (mrc == MDB_NOTFOUND) {
         *maxt = INT64_MIN;
         return GW_OK;
     }
     if (mrc != MDB_SUCCESS)
-        return terr(t, mrc, "series maxt get");
-    if (d.mv_size != 8)
+        return terr(t, mrc, "series get");
+    if (d.mv_size < GW_SERIES_FIXED + 1)
         return GW_ECORRUPT;
     *maxt = gw_store_unbias(gw_store_get_be64(d.mv_data));
     return GW_OK;
@@ -1023,18 +1285,47 @@ int gw_store_series_maxt_get(struct gw_store_txn *t, uint64_t sid, int64_t *maxt
 
 int gw_store_series_maxt_put(struct gw_store_txn *t, uint64_t sid, int64_t maxt)
 {
-    MDB_dbi dm;
+    MDB_dbi ds;
     int rc = need_write(t);
     if (rc == GW_OK)
-        rc = fixed(t, DB_SERIES_MAXT, &dm);
+        rc = fixed(t, DB_SERIES, &ds);
     if (rc != GW_OK)
         return rc;
-    uint8_t kb[8], vb[8];
+    MDB_cursor *c;
+    if ((rc = cursor_open(t, ds, &c)) != GW_OK)
+        return rc;
+    uint8_t kb[8], local[256];
+    uint8_t *buf = NULL;
     gw_store_put_be64(kb, sid);
-    gw_store_put_be64(vb, gw_store_bias(maxt));
-    MDB_val k = {8, kb}, d = {8, vb};
-    int mrc = mdb_put(t->txn, dm, &k, &d, 0);
-    return mrc == MDB_SUCCESS ? GW_OK : terr(t, mrc, "series maxt put");
+    MDB_val k = {8, kb}, d;
+    int mrc = mdb_cursor_get(c, &k, &d, MDB_SET_KEY);
+    if (mrc != MDB_SUCCESS) {
+        rc = terr(t, mrc, "series get");
+        goto out;
+    }
+    if (d.mv_size < GW_SERIES_FIXED + 1) {
+        rc = GW_ECORRUPT;
+        goto out;
+    }
+    /* Same size: MDB_CURRENT rewrites the record in place. */
+    buf = d.mv_size <= sizeof local ? local : malloc(d.mv_size);
+    if (!buf) {
+        rc = GW_ENOMEM;
+        goto out;
+    }
+    memcpy(buf, d.mv_data, d.mv_size);
+    gw_store_put_be64(buf, gw_store_bias(maxt));
+    MDB_val nv = {d.mv_size, buf};
+    k.mv_data = kb;
+    k.mv_size = 8;
+    mrc = mdb_cursor_put(c, &k, &nv, MDB_CURRENT);
+    if (mrc != MDB_SUCCESS)
+        rc = terr(t, mrc, "series maxt put");
+out:
+    if (buf != local)
+        free(buf);
+    mdb_cursor_close(c);
+    return rc;
 }
 
 /* Removes (hash, sid) from shash; when the stored hash differs from the
@@ -1043,7 +1334,7 @@ static int shash_delete(struct gw_store_txn *t, MDB_dbi dh, uint64_t hash, const
 {
     uint8_t hb[8];
     gw_store_put_be64(hb, hash);
-    MDB_val k = {8, hb}, d = {8, (void *)sidb};
+    MDB_val k = {8, hb}, d = {4, (void *)sidb};
     int mrc = mdb_del(t->txn, dh, &k, &d);
     if (mrc == MDB_SUCCESS)
         return GW_OK;
@@ -1055,7 +1346,7 @@ static int shash_delete(struct gw_store_txn *t, MDB_dbi dh, uint64_t hash, const
         return rc;
     for (mrc = mdb_cursor_get(c, &k, &d, MDB_FIRST); mrc == MDB_SUCCESS;
          mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
-        if (d.mv_size == 8 && memcmp(d.mv_data, sidb, 8) == 0) {
+        if (d.mv_size == 4 && memcmp(d.mv_data, sidb, 4) == 0) {
             mrc = mdb_cursor_del(c, 0);
             break;
         }
@@ -1068,7 +1359,7 @@ static int shash_delete(struct gw_store_txn *t, MDB_dbi dh, uint64_t hash, const
 
 int gw_store_series_delete(struct gw_store_txn *t, uint64_t sid)
 {
-    MDB_dbi ds, dh, dp, dm;
+    MDB_dbi ds, dh, dp;
     int rc = need_write(t);
     if (rc == GW_OK)
         rc = fixed(t, DB_SERIES, &ds);
@@ -1076,52 +1367,49 @@ int gw_store_series_delete(struct gw_store_txn *t, uint64_t sid)
         rc = fixed(t, DB_SHASH, &dh);
     if (rc == GW_OK)
         rc = fixed(t, DB_POSTINGS, &dp);
-    if (rc == GW_OK)
-        rc = fixed(t, DB_SERIES_MAXT, &dm);
     if (rc != GW_OK)
         return rc;
-    uint8_t kb[8];
+    if (sid > UINT32_MAX)
+        return GW_ENOTFOUND;
+    uint8_t kb[8], sb[4];
     gw_store_put_be64(kb, sid);
+    gw_store_put_be32(sb, (uint32_t)sid);
     MDB_val k = {8, kb}, d;
     int mrc = mdb_get(t->txn, ds, &k, &d);
     if (mrc != MDB_SUCCESS)
         return terr(t, mrc, "series get");
-    if (d.mv_size < GW_SERIES_HDR)
-        return GW_ECORRUPT;
-    /* Copy: the page holding the labels changes as we delete. */
-    size_t ll = d.mv_size - GW_SERIES_HDR;
-    uint8_t *labels = malloc(ll ? ll : 1);
-    if (!labels)
+    /* Copy: the page holding the record changes as we delete. */
+    struct gw_arena *a = scratch(t);
+    uint8_t *rec = gw_arena_alloc(a, d.mv_size);
+    if (!rec)
         return GW_ENOMEM;
-    memcpy(labels, (const uint8_t *)d.mv_data + GW_SERIES_HDR, ll);
+    memcpy(rec, d.mv_data, d.mv_size);
+    MDB_val rv = {d.mv_size, rec};
+    struct gw_store_series se;
+    if ((rc = series_decode(t, sid, &rv, a, &se)) != GW_OK)
+        return rc;
+    struct gw_store_rec r;
+    if ((rc = gw_store_rec_parse(rec, rv.mv_size, &r)) != GW_OK)
+        return rc;
 
-    rc = shash_delete(t, dh, gw_store_hash(labels, ll), kb);
-    struct gw_store_lab_iter it;
-    gw_store_lab_iter_init(&it, labels, ll);
-    const char *n, *v;
-    size_t nl, vl;
-    uint8_t key[GW_KEY_MAX];
-    size_t kl;
-    int lrc;
-    while (rc == GW_OK && (lrc = gw_store_lab_iter_next(&it, &n, &nl, &v, &vl)) == 1) {
-        if (gw_store_postings_key(key, &kl, n, nl, v, vl) != GW_OK)
-            continue;
-        MDB_val pk = {kl, key}, pv = {8, kb};
+    rc = shash_delete(t, dh, gw_store_hash(se.labels, se.labels_len), sb);
+    size_t off = 0;
+    for (uint64_t i = 0; rc == GW_OK && i < r.n; i++) {
+        uint32_t id;
+        if ((rc = gw_store_rec_next_id(&r, &off, &id)) != GW_OK)
+            break;
+        uint8_t ib[4];
+        gw_store_put_be32(ib, id);
+        MDB_val pk = {4, ib}, pv = {4, sb};
         mrc = mdb_del(t->txn, dp, &pk, &pv);
         if (mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
             rc = terr(t, mrc, "postings delete");
-    }
-    if (rc == GW_OK) {
-        mrc = mdb_del(t->txn, dm, &k, NULL);
-        if (mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
-            rc = terr(t, mrc, "series maxt delete");
     }
     if (rc == GW_OK) {
         mrc = mdb_del(t->txn, ds, &k, NULL);
         if (mrc != MDB_SUCCESS)
             rc = terr(t, mrc, "series delete");
     }
-    free(labels);
     return rc;
 }
 
@@ -1214,37 +1502,52 @@ int gw_store_postings_get(struct gw_store_txn *t, const char *name, size_t name_
                           size_t value_len, struct gw_postings *out)
 {
     out->n = 0;
-    MDB_dbi dp;
+    MDB_dbi dp, dpr, dpi;
     int rc = fixed(t, DB_POSTINGS, &dp);
+    if (rc == GW_OK)
+        rc = fixed(t, DB_PAIRS, &dpr);
+    if (rc == GW_OK)
+        rc = fixed(t, DB_PAIR_IDS, &dpi);
     if (rc == GW_ENOTFOUND)
         return GW_OK;
     if (rc != GW_OK)
         return rc;
     uint8_t key[GW_KEY_MAX];
     size_t kl;
-    if (gw_store_postings_key(key, &kl, name, name_len, value, value_len) != GW_OK)
+    if (gw_store_pair_key(key, &kl, name, name_len, value, value_len) != GW_OK)
         return GW_OK; /* such a label can never be stored */
+    uint32_t id;
+    rc = pair_lookup(t, dpr, dpi, key, kl, name, name_len, value, value_len, &id);
+    if (rc == GW_ENOTFOUND || rc == GW_ELIMIT)
+        return GW_OK;
+    if (rc != GW_OK)
+        return rc;
     MDB_cursor *c;
     if ((rc = cursor_open(t, dp, &c)) != GW_OK)
         return rc;
-    rc = read_ids(t, c, key, kl, out);
+    uint8_t ib[4];
+    gw_store_put_be32(ib, id);
+    rc = read_ids(t, c, ib, 4, out);
     mdb_cursor_close(c);
+    if (rc != GW_OK)
+        out->n = 0;
     return rc;
 }
 
-/* One postings key of a label name while scanning its values. */
+/* One pair key of a label name while scanning its values. */
 struct vent {
     MDB_val key;
     const char *v;     /* full value (borrowed from the map) */
     size_t len;
+    uint32_t id;
     int trunc;
 };
 
-typedef int (*value_visit)(struct gw_store_txn *t, void *ud, const char *v, size_t len, const MDB_val *key);
+typedef int (*value_visit)(struct gw_store_txn *t, void *ud, const char *v, size_t len, uint32_t id);
 
 struct vscan {
     struct gw_store_txn *t;
-    MDB_cursor *aux;   /* for resolving long values */
+    MDB_dbi dids;
     const char *name;
     size_t name_len;
     value_visit visit;
@@ -1254,23 +1557,18 @@ struct vscan {
     int gtrunc;
 };
 
-/* Full value of a truncated key: from the labels of its first series. */
+/* Full value of a truncated key, from pair_ids. */
 static int resolve_long(struct vscan *vs, struct vent *e, uint64_t hash)
 {
-    MDB_val k = e->key, d;
-    int mrc = mdb_cursor_get(vs->aux, &k, &d, MDB_SET_KEY);
-    if (mrc != MDB_SUCCESS)
-        return mrc == MDB_NOTFOUND ? GW_ECORRUPT : terr(vs->t, mrc, "postings seek");
-    if (d.mv_size != 8)
-        return GW_ECORRUPT;
-    struct gw_store_series se;
-    int rc = gw_store_series_get(vs->t, gw_store_get_be64(d.mv_data), &se);
+    MDB_val pt;
+    int rc = pair_text(vs->t, vs->dids, e->id, &pt);
     if (rc != GW_OK)
-        return rc == GW_ENOTFOUND ? GW_ECORRUPT : rc;
-    const char *v;
-    size_t vl;
-    if (gw_store_labels_find(se.labels, se.labels_len, vs->name, vs->name_len, &v, &vl) != 1)
+        return rc;
+    const uint8_t *p = pt.mv_data;
+    if (pt.mv_size <= vs->name_len + 1 || memcmp(p, vs->name, vs->name_len) != 0 || p[vs->name_len] != 0)
         return GW_ECORRUPT;
+    const char *v = (const char *)p + vs->name_len + 1;
+    size_t vl = pt.mv_size - vs->name_len - 1;
     if (gw_store_hash(v, vl) != hash)
         return GW_ECORRUPT;
     e->v = v;
@@ -1305,34 +1603,32 @@ static int group_flush(struct vscan *vs)
             qsort(vs->g, vs->gn, sizeof *vs->g, cmp_vent);
     }
     for (size_t i = 0; i < vs->gn && rc == GW_OK; i++)
-        rc = vs->visit(vs->t, vs->ud, vs->g[i].v, vs->g[i].len, &vs->g[i].key);
+        rc = vs->visit(vs->t, vs->ud, vs->g[i].v, vs->g[i].len, vs->g[i].id);
     vs->gn = 0;
     vs->gtrunc = 0;
     return rc;
 }
 
-/* Visits every value of a label name in byte order. With resolve == 0
- * values are not needed (v is NULL) and keys come in key order. visit
- * returns 0 to go on, 1 to stop, or an error. */
+/* Visits every value of a label name (keys "name\0..." of `pairs`) in byte
+ * order. With resolve == 0 values are not needed (v is NULL) and come in
+ * key order. visit returns 0 to go on, 1 to stop, or an error. */
 static int values_scan(struct gw_store_txn *t, const char *name, size_t name_len, int resolve, value_visit visit,
                        void *ud)
 {
-    MDB_dbi dp;
-    int rc = fixed(t, DB_POSTINGS, &dp);
+    MDB_dbi dpr;
+    struct vscan vs = {.t = t, .name = name, .name_len = name_len, .visit = visit, .ud = ud};
+    int rc = fixed(t, DB_PAIRS, &dpr);
+    if (rc == GW_OK)
+        rc = fixed(t, DB_PAIR_IDS, &vs.dids);
     if (rc == GW_ENOTFOUND)
         return GW_OK;
     if (rc != GW_OK)
         return rc;
     if (name_len == 0 || name_len > GW_NAME_MAX_KEY || memchr(name, 0, name_len))
         return GW_OK;
-    struct vscan vs = {.t = t, .name = name, .name_len = name_len, .visit = visit, .ud = ud};
     MDB_cursor *c = NULL;
-    if ((rc = cursor_open(t, dp, &c)) != GW_OK)
+    if ((rc = cursor_open(t, dpr, &c)) != GW_OK)
         return rc;
-    if ((rc = cursor_open(t, dp, &vs.aux)) != GW_OK) {
-        mdb_cursor_close(c);
-        return rc;
-    }
     uint8_t prefix[GW_KEY_MAX];
     memcpy(prefix, name, name_len);
     prefix[name_len] = 0;
@@ -1340,15 +1636,20 @@ static int values_scan(struct gw_store_txn *t, const char *name, size_t name_len
     MDB_val k = {pl, prefix}, d;
     int mrc;
     for (mrc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE); mrc == MDB_SUCCESS && rc == GW_OK;
-         mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT_NODUP)) {
+         mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
         if (k.mv_size < pl || memcmp(k.mv_data, prefix, pl) != 0)
             break;
+        if (d.mv_size != 4) {
+            rc = GW_ECORRUPT;
+            break;
+        }
+        uint32_t id = gw_store_get_be32(d.mv_data);
         const uint8_t *vp = (const uint8_t *)k.mv_data + pl;
         size_t vl = k.mv_size - pl;
         uint64_t h;
         int trunc = gw_store_value_is_truncated(name_len, vp, vl, &h);
         if (!resolve) {
-            rc = visit(t, ud, NULL, 0, &k);
+            rc = visit(t, ud, NULL, 0, id);
             continue;
         }
         if (vl > P) {
@@ -1372,20 +1673,20 @@ static int values_scan(struct gw_store_txn *t, const char *name, size_t name_len
             e->key = k;
             e->v = (const char *)vp;
             e->len = vl;
+            e->id = id;
             e->trunc = trunc;
             vs.gtrunc |= trunc;
             continue;
         }
         rc = group_flush(&vs);
         if (rc == GW_OK)
-            rc = visit(t, ud, (const char *)vp, vl, &k);
+            rc = visit(t, ud, (const char *)vp, vl, id);
     }
     if (rc == GW_OK && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
-        rc = terr(t, mrc, "postings scan");
+        rc = terr(t, mrc, "label values scan");
     if (rc == GW_OK)
         rc = group_flush(&vs);
     free(vs.g);
-    mdb_cursor_close(vs.aux);
     mdb_cursor_close(c);
     return rc < 0 ? rc : GW_OK;
 }
@@ -1395,10 +1696,10 @@ struct values_ud {
     void *ud;
 };
 
-static int values_visit(struct gw_store_txn *t, void *ud, const char *v, size_t len, const MDB_val *key)
+static int values_visit(struct gw_store_txn *t, void *ud, const char *v, size_t len, uint32_t id)
 {
     (void)t;
-    (void)key;
+    (void)id;
     struct values_ud *u = ud;
     return u->cb(u->ud, v, len);
 }
@@ -1410,15 +1711,18 @@ int gw_store_label_values(struct gw_store_txn *t, const char *name, size_t name_
     return values_scan(t, name, name_len, 1, values_visit, &u);
 }
 
+/* Postings of the matching pairs, read one after another into `all`;
+ * list i is all.ids[start[i] .. start[i+1]). */
 struct match_ud {
     gw_store_value_pred pred;
     void *ud;
-    struct gw_postings *out;
     MDB_cursor *c;
-    size_t lists;
+    struct gw_postings all;
+    size_t *start;
+    size_t lists, cap;
 };
 
-static int match_visit(struct gw_store_txn *t, void *ud, const char *v, size_t len, const MDB_val *key)
+static int match_visit(struct gw_store_txn *t, void *ud, const char *v, size_t len, uint32_t id)
 {
     struct match_ud *m = ud;
     if (m->pred) {
@@ -1428,8 +1732,18 @@ static int match_visit(struct gw_store_txn *t, void *ud, const char *v, size_t l
         if (p != 1)
             return 0;
     }
-    m->lists++;
-    return read_ids(t, m->c, key->mv_data, key->mv_size, m->out);
+    if (m->lists + 1 >= m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 16;
+        size_t *s = realloc(m->start, cap * sizeof *s);
+        if (!s)
+            return GW_ENOMEM;
+        m->start = s;
+        m->cap = cap;
+    }
+    m->start[m->lists++] = m->all.n;
+    uint8_t ib[4];
+    gw_store_put_be32(ib, id);
+    return read_ids(t, m->c, ib, 4, &m->all);
 }
 
 static int postings_union(struct gw_store_txn *t, const char *name, size_t name_len, gw_store_value_pred pred,
@@ -1442,13 +1756,35 @@ static int postings_union(struct gw_store_txn *t, const char *name, size_t name_
         return GW_OK;
     if (rc != GW_OK)
         return rc;
-    struct match_ud m = {pred, ud, out, NULL, 0};
+    struct match_ud m = {.pred = pred, .ud = ud};
+    gw_postings_init(&m.all);
     if ((rc = cursor_open(t, dp, &m.c)) != GW_OK)
         return rc;
     rc = values_scan(t, name, name_len, pred != NULL, match_visit, &m);
     mdb_cursor_close(m.c);
-    if (rc == GW_OK && m.lists > 1)
-        gw_postings_sort_unique(out);
+    if (rc == GW_OK && m.lists == 1) {
+        gw_postings_swap(&m.all, out);
+    } else if (rc == GW_OK && m.lists > 1) {
+        /* Views into `all`, merged k ways. */
+        struct gw_postings *views = malloc(m.lists * sizeof *views);
+        struct gw_postings **ptrs = malloc(m.lists * sizeof *ptrs);
+        if (!views || !ptrs) {
+            rc = GW_ENOMEM;
+        } else {
+            m.start[m.lists] = m.all.n;
+            for (size_t i = 0; i < m.lists; i++) {
+                views[i].ids = m.all.ids + m.start[i];
+                views[i].n = m.start[i + 1] - m.start[i];
+                views[i].cap = views[i].n;
+                ptrs[i] = &views[i];
+            }
+            rc = gw_postings_merge_many(ptrs, m.lists, out);
+        }
+        free(views);
+        free(ptrs);
+    }
+    gw_postings_free(&m.all);
+    free(m.start);
     if (rc != GW_OK)
         out->n = 0;
     return rc;
@@ -1471,14 +1807,14 @@ int gw_store_postings_matching(struct gw_store_txn *t, const char *name, size_t 
 
 int gw_store_label_names(struct gw_store_txn *t, gw_store_value_cb cb, void *ud)
 {
-    MDB_dbi dp;
-    int rc = fixed(t, DB_POSTINGS, &dp);
+    MDB_dbi dpr;
+    int rc = fixed(t, DB_PAIRS, &dpr);
     if (rc == GW_ENOTFOUND)
         return GW_OK;
     if (rc != GW_OK)
         return rc;
     MDB_cursor *c;
-    if ((rc = cursor_open(t, dp, &c)) != GW_OK)
+    if ((rc = cursor_open(t, dpr, &c)) != GW_OK)
         return rc;
     uint8_t seek[GW_KEY_MAX + 1];
     MDB_val k, d;
@@ -1498,7 +1834,7 @@ int gw_store_label_names(struct gw_store_txn *t, gw_store_value_cb cb, void *ud)
         rc = cb(ud, (const char *)seek, nl);
         if (rc != GW_OK)
             break;
-        /* Next name: the smallest key above every "name\0...". */
+        /* Next name: "name\1" is the smallest key above every "name\0...". */
         seek[nl] = 1;
         k.mv_data = seek;
         k.mv_size = nl + 1;
@@ -1668,39 +2004,102 @@ static int parts_collect(struct gw_store_txn *t, int64_t dlo, int64_t dhi, struc
     return GW_OK;
 }
 
-int gw_store_block_put(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid, int64_t mint,
-                       const uint8_t *block, size_t len)
+int gw_store_blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_start,
+                      const struct gw_store_blob_entry *entries, size_t n)
 {
     int rc = need_write(t);
     if (rc != GW_OK)
         return rc;
-    if (!block && len)
+    if (n == 0)
+        return GW_OK;
+    if (!entries)
         return GW_EINVAL;
+    if (n > (GW_BLOB_MAX - GW_BLOB_HDR) / GW_BLOB_ENT)
+        return GW_ELIMIT;
+    size_t total = GW_BLOB_HDR + n * GW_BLOB_ENT;
+    for (size_t i = 0; i < n; i++) {
+        if (entries[i].sid > UINT32_MAX)
+            return GW_ELIMIT;
+        if (i && entries[i].sid < entries[i - 1].sid)
+            return GW_EINVAL;
+        if (!entries[i].block && entries[i].len)
+            return GW_EINVAL;
+        if (entries[i].len > GW_BLOB_MAX - total)
+            return GW_ELIMIT;
+        total += entries[i].len;
+    }
     MDB_dbi dbi;
-    if ((rc = part_for_write(t, gw_store_day_of(mint), &dbi)) != GW_OK)
+    if ((rc = part_for_write(t, gw_store_day_of(window_start), &dbi)) != GW_OK)
         return rc;
-    uint8_t key[GW_BLOCK_KEY_LEN];
-    gw_store_block_key(key, node_id, gpu, sid, mint);
-    MDB_val k = {sizeof key, key}, d = {len, (void *)block};
-    int mrc = mdb_put(t->txn, dbi, &k, &d, 0);
-    return mrc == MDB_SUCCESS ? GW_OK : terr(t, mrc, "block put");
+    MDB_cursor *c;
+    if ((rc = cursor_open(t, dbi, &c)) != GW_OK)
+        return rc;
+    /* seq: 1 + the largest one of this node and window, found just before
+     * (node, window, 0xffffffff). */
+    uint8_t key[GW_BLOB_KEY_LEN];
+    gw_store_blob_key(key, node_id, window_start, UINT32_MAX);
+    MDB_val k = {sizeof key, key}, d;
+    uint32_t seq = 0;
+    int mrc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
+    if (mrc == MDB_SUCCESS) {
+        if (k.mv_size == sizeof key && memcmp(k.mv_data, key, sizeof key) == 0) {
+            rc = GW_ELIMIT; /* seq space of this window used up */
+            goto out;
+        }
+        mrc = mdb_cursor_get(c, &k, &d, MDB_PREV);
+    } else if (mrc == MDB_NOTFOUND) {
+        mrc = mdb_cursor_get(c, &k, &d, MDB_LAST);
+    }
+    if (mrc == MDB_SUCCESS) {
+        if (k.mv_size == sizeof key && memcmp(k.mv_data, key, 12) == 0)
+            seq = gw_store_get_be32((const uint8_t *)k.mv_data + 12) + 1;
+    } else if (mrc != MDB_NOTFOUND) {
+        rc = terr(t, mrc, "blob seek");
+        goto out;
+    }
+    gw_store_blob_key(key, node_id, window_start, seq);
+    k.mv_data = key;
+    k.mv_size = sizeof key;
+    d.mv_data = NULL;
+    d.mv_size = total;
+    mrc = mdb_cursor_put(c, &k, &d, MDB_RESERVE);
+    if (mrc != MDB_SUCCESS) {
+        rc = terr(t, mrc, "blob put");
+        goto out;
+    }
+    uint8_t *w = d.mv_data;
+    memcpy(w, "GWB1", 4);
+    gw_store_put_be32(w + 4, (uint32_t)n);
+    uint8_t *dir = w + GW_BLOB_HDR, *area = dir + n * GW_BLOB_ENT;
+    uint32_t end = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (entries[i].len)
+            memcpy(area + end, entries[i].block, entries[i].len);
+        end += (uint32_t)entries[i].len;
+        gw_store_put_be32(dir + i * GW_BLOB_ENT, (uint32_t)entries[i].sid);
+        gw_store_put_be32(dir + i * GW_BLOB_ENT + 4, end);
+    }
+out:
+    mdb_cursor_close(c);
+    return rc;
 }
 
 /* Shared by blocks_get and blocks_any: cb == NULL means "stop at the
- * first block and return 1". */
-static int blocks_scan(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid, int64_t mint_lo,
-                       int64_t maxt, gw_store_block_cb cb, void *ud)
+ * first block and return 1". Blobs are visited in key order (day, window
+ * start, seq), the blocks of a blob in directory order. */
+static int blocks_scan(struct gw_store_txn *t, uint32_t node_id, uint64_t sid, int64_t mint_lo, int64_t maxt,
+                       gw_store_block_cb cb, void *ud)
 {
     if (!t || !t->txn)
         return GW_EINVAL;
-    if (mint_lo > maxt)
+    if (mint_lo > maxt || sid > UINT32_MAX)
         return 0;
     struct part_vec pv = {0};
     int rc = parts_collect(t, gw_store_day_of(mint_lo), gw_store_day_of(maxt), &pv);
-    uint8_t seek[GW_BLOCK_KEY_LEN];
-    gw_store_block_key(seek, node_id, gpu, sid, mint_lo);
-    int found = 0;
-    for (size_t i = 0; rc == GW_OK && !found && i < pv.n; i++) {
+    uint8_t seek[GW_BLOB_KEY_LEN];
+    gw_store_blob_key(seek, node_id, mint_lo, 0);
+    int done = 0, found = 0;
+    for (size_t i = 0; rc == GW_OK && !done && i < pv.n; i++) {
         MDB_cursor *c;
         int mrc = mdb_cursor_open(t->txn, pv.v[i].dbi, &c);
         if (mrc != MDB_SUCCESS) {
@@ -1708,27 +2107,41 @@ static int blocks_scan(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, u
             break;
         }
         MDB_val k = {sizeof seek, seek}, d;
-        for (mrc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE); mrc == MDB_SUCCESS;
+        for (mrc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE); mrc == MDB_SUCCESS && !done;
              mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
-            if (k.mv_size != GW_BLOCK_KEY_LEN || memcmp(k.mv_data, seek, 14) != 0)
-                break;
-            int64_t bm = gw_store_unbias(gw_store_get_be64((const uint8_t *)k.mv_data + 14));
-            if (bm > maxt)
-                break;
-            if (!cb) {
-                found = 1;
+            if (k.mv_size != GW_BLOB_KEY_LEN) {
+                rc = GW_ECORRUPT;
                 break;
             }
-            int crc = cb(ud, bm, d.mv_data, d.mv_size);
-            if (crc != 0) {
-                rc = crc < 0 ? crc : GW_OK;
-                found = 1;
+            if (memcmp(k.mv_data, seek, 4) != 0)
                 break;
+            int64_t ws = gw_store_unbias(gw_store_get_be64((const uint8_t *)k.mv_data + 4));
+            if (ws > maxt)
+                break;
+            struct gw_store_blob b;
+            if ((rc = gw_store_blob_parse(d.mv_data, d.mv_size, &b)) != GW_OK)
+                break;
+            for (uint32_t j = gw_store_blob_lower(&b, (uint32_t)sid); j < b.n && gw_store_blob_sid(&b, j) == sid;
+                 j++) {
+                found = 1;
+                if (!cb) {
+                    done = 1;
+                    break;
+                }
+                const uint8_t *p;
+                size_t len;
+                gw_store_blob_block(&b, j, &p, &len);
+                int crc = cb(ud, ws, p, len);
+                if (crc != 0) {
+                    rc = crc < 0 ? crc : GW_OK;
+                    done = 1;
+                    break;
+                }
             }
         }
         /* NOTFOUND also covers a partition another process dropped. */
-        if (rc == GW_OK && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
-            rc = terr(t, mrc, "block scan");
+        if (rc == GW_OK && !done && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
+            rc = terr(t, mrc, "blob scan");
         mdb_cursor_close(c);
     }
     free(pv.v);
@@ -1740,15 +2153,59 @@ static int blocks_scan(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, u
 int gw_store_blocks_get(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid, int64_t mint_lo,
                         int64_t maxt, gw_store_block_cb cb, void *ud)
 {
+    (void)gpu;
     if (!cb)
         return GW_EINVAL;
-    return blocks_scan(t, node_id, gpu, sid, mint_lo, maxt, cb, ud);
+    return blocks_scan(t, node_id, sid, mint_lo, maxt, cb, ud);
 }
 
 int gw_store_blocks_any(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid, int64_t mint_lo,
                         int64_t maxt)
 {
-    return blocks_scan(t, node_id, gpu, sid, mint_lo, maxt, NULL, NULL);
+    (void)gpu;
+    return blocks_scan(t, node_id, sid, mint_lo, maxt, NULL, NULL);
+}
+
+int gw_store_partition_blocks_each(struct gw_store_txn *t, int64_t day, gw_store_any_block_cb cb, void *ud)
+{
+    if (!t || !t->txn || !cb)
+        return GW_EINVAL;
+    struct part_vec pv = {0};
+    int rc = parts_collect(t, day, day, &pv);
+    if (rc != GW_OK || pv.n == 0) {
+        free(pv.v);
+        return rc;
+    }
+    MDB_cursor *c;
+    int mrc = mdb_cursor_open(t->txn, pv.v[0].dbi, &c);
+    free(pv.v);
+    if (mrc != MDB_SUCCESS)
+        return terr(t, mrc, "partition cursor");
+    MDB_val k, d;
+    int done = 0;
+    for (mrc = mdb_cursor_get(c, &k, &d, MDB_FIRST); mrc == MDB_SUCCESS && !done;
+         mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
+        struct gw_store_blob b;
+        if (k.mv_size != GW_BLOB_KEY_LEN || gw_store_blob_parse(d.mv_data, d.mv_size, &b) != GW_OK) {
+            rc = GW_ECORRUPT;
+            break;
+        }
+        for (uint32_t j = 0; j < b.n; j++) {
+            const uint8_t *p;
+            size_t len;
+            gw_store_blob_block(&b, j, &p, &len);
+            int crc = cb(ud, gw_store_blob_sid(&b, j), p, len);
+            if (crc != 0) {
+                rc = crc < 0 ? crc : GW_OK;
+                done = 1;
+                break;
+            }
+        }
+    }
+    if (rc == GW_OK && !done && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
+        rc = terr(t, mrc, "partition scan");
+    mdb_cursor_close(c);
+    return rc;
 }
 
 int gw_store_partitions(struct gw_store_txn *t, gw_store_partition_cb cb, void *ud)
@@ -1833,6 +2290,41 @@ static uint64_t pages_of(const MDB_stat *st)
     return ((uint64_t)st->ms_branch_pages + st->ms_leaf_pages + st->ms_overflow_pages) * st->ms_psize;
 }
 
+/* Pages on LMDB's free list in txn's snapshot, counted as mdb_stat -f
+ * does (each record of the free DB, dbi 0, is an ID list whose first word
+ * is its length), and *trees = pages of the free and main DB trees. */
+static int free_list_pages(MDB_txn *txn, uint64_t *n, uint64_t *trees)
+{
+    MDB_stat fs, ms;
+    MDB_dbi main_dbi;
+    int mrc = mdb_stat(txn, 0, &fs);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_dbi_open(txn, NULL, 0, &main_dbi);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_stat(txn, main_dbi, &ms);
+    if (mrc != MDB_SUCCESS)
+        return map_mdb(mrc);
+    *trees = (uint64_t)fs.ms_branch_pages + fs.ms_leaf_pages + fs.ms_overflow_pages + ms.ms_branch_pages +
+             ms.ms_leaf_pages + ms.ms_overflow_pages;
+    MDB_cursor *c;
+    if ((mrc = mdb_cursor_open(txn, 0, &c)) != MDB_SUCCESS)
+        return map_mdb(mrc);
+    MDB_val k, d;
+    uint64_t total = 0;
+    while ((mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) == MDB_SUCCESS) {
+        size_t cnt;
+        if (d.mv_size < sizeof cnt)
+            continue;
+        memcpy(&cnt, d.mv_data, sizeof cnt);
+        total += cnt;
+    }
+    mdb_cursor_close(c);
+    if (mrc != MDB_NOTFOUND)
+        return map_mdb(mrc);
+    *n = total;
+    return GW_OK;
+}
+
 int gw_store_stats(struct gw_store *s, struct gw_store_stats *out, struct gw_error *err)
 {
     if (!s || !out)
@@ -1855,6 +2347,7 @@ int gw_store_stats(struct gw_store *s, struct gw_store_stats *out, struct gw_err
     st.map_bytes = info.me_mapsize;
     st.page_size = es.ms_psize;
     st.used_bytes = ((uint64_t)info.me_last_pgno + 1) * es.ms_psize;
+    uint64_t named = 0; /* bytes of meta and partitions */
     for (int i = 0; i < DB_COUNT; i++) {
         if (!s->have[i])
             continue;
@@ -1868,7 +2361,33 @@ int gw_store_stats(struct gw_store *s, struct gw_store_stats *out, struct gw_err
             st.series = ds.ms_entries;
         if (i != DB_META)
             st.index_bytes += pages_of(&ds);
+        else
+            named += pages_of(&ds);
     }
+    /* mdb_stat leaves out the pages of DUPSORT sub-databases (long
+     * postings lists). They are what remains of the live pages after every
+     * named database, the main and the free-list trees. */
+    struct part_vec pv = {0};
+    if (parts_collect(t, INT64_MIN, INT64_MAX, &pv) != GW_OK) {
+        free(pv.v);
+        rc = gw_error_set(err, GW_ENOMEM, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < pv.n; i++) {
+        MDB_stat ps;
+        if (mdb_stat(t->txn, pv.v[i].dbi, &ps) == MDB_SUCCESS)
+            named += pages_of(&ps);
+    }
+    free(pv.v);
+    uint64_t free_pages = 0, trees = 0;
+    if ((rc = free_list_pages(t->txn, &free_pages, &trees)) != GW_OK) {
+        gw_error_set(err, rc, "cannot read the free list of %s", s->dir);
+        goto out;
+    }
+    uint64_t live = st.used_bytes - (2 + free_pages) * es.ms_psize; /* 2 meta pages */
+    uint64_t known = st.index_bytes + named + trees * es.ms_psize;
+    if (st.used_bytes >= (2 + free_pages) * es.ms_psize && live > known)
+        st.index_bytes += live - known;
     size_t dl = strlen(s->dir);
     char *path = malloc(dl + sizeof "/data.mdb");
     if (!path) {

@@ -9,7 +9,7 @@
 
 /* LMDB's default maximum key size is 511 bytes; keys stay below this. */
 #define GW_KEY_MAX 480
-/* Postings keys: values are stored in full while name\0value fits in
+/* Label pair keys (`pairs`): values are stored in full while name\0value fits in
  * GW_KEY_MAX; otherwise the key keeps a prefix of the value
  * (GW_VALUE_PREFIX bytes, less for long names), then 0xff, then the be64
  * XXH3 of the whole value. Values never contain 0xff (refused). */
@@ -17,8 +17,11 @@
 #define GW_TRUNC_TAIL 9                          /* 0xff + be64 hash */
 #define GW_NAME_MAX_KEY (GW_KEY_MAX - 1 - GW_TRUNC_TAIL - 1) /* longest label name: 469 */
 
-#define GW_BLOCK_KEY_LEN 22      /* node(4) gpu(2) sid(8) mint(8) */
-#define GW_SERIES_HDR 6          /* node(4) gpu(2) before the labels */
+#define GW_BLOB_KEY_LEN 16       /* node(4) window_start(8) seq(4) */
+#define GW_SERIES_FIXED 14       /* maxt(8) node(4) gpu(2) before the pair ids */
+#define GW_BLOB_HDR 8            /* "GWB1" | u32 n */
+#define GW_BLOB_ENT 8            /* sid u32 | end offset u32 */
+#define GW_BLOB_MAX 0x7fffffffu  /* a blob stays under 2 GiB */
 #define GW_PART_NAME_MAX 32
 
 /* Big-endian helpers. */
@@ -53,20 +56,52 @@ int gw_store_lab_iter_next(struct gw_store_lab_iter *it, const char **name, size
 int gw_store_labels_find(const uint8_t *b, size_t len, const char *name, size_t name_len,
                          const char **value, size_t *value_len);
 
-/* Postings key for name=value into key (GW_KEY_MAX bytes). GW_OK,
+/* Pair key (name \0 value, long form when needed) into key (GW_KEY_MAX bytes). GW_OK,
  * GW_ETOOLARGE (name longer than GW_NAME_MAX_KEY), GW_EINVAL (empty name,
  * a NUL byte in the name or a 0xff byte in the value). */
-int gw_store_postings_key(uint8_t *key, size_t *klen, const char *name, size_t name_len,
+int gw_store_pair_key(uint8_t *key, size_t *klen, const char *name, size_t name_len,
                           const char *value, size_t value_len);
 /* Bytes of the value kept in a truncated key for a name of name_len. */
 size_t gw_store_value_prefix(size_t name_len);
-/* Given the value part of a postings key (after name\0): 1 if it is the
+/* Given the value part of a pair key (after name\0): 1 if it is the
  * truncated form (then *hash is set), 0 if it is the full value. */
 int gw_store_value_is_truncated(size_t name_len, const uint8_t *vpart, size_t vlen, uint64_t *hash);
 uint64_t gw_store_hash(const void *p, size_t len);
 
-/* Block key: node gpu sid mint. */
-void gw_store_block_key(uint8_t *key, uint32_t node_id, uint16_t gpu, uint64_t sid, int64_t mint);
+/* Series record: maxt node gpu uvarint n, then n uvarint pair ids. */
+struct gw_store_rec {
+    int64_t maxt;
+    uint32_t node_id;
+    uint16_t gpu;
+    uint64_t n;               /* pair ids */
+    const uint8_t *ids;       /* n uvarints */
+    size_t ids_len;
+};
+/* GW_OK or GW_ECORRUPT (short, n larger than the bytes could hold). */
+int gw_store_rec_parse(const uint8_t *v, size_t len, struct gw_store_rec *r);
+/* Next pair id of the record (at *off); GW_OK or GW_ECORRUPT (malformed
+ * or >= 2^32). */
+int gw_store_rec_next_id(const struct gw_store_rec *r, size_t *off, uint32_t *id);
+
+/* Blob key: node window_start seq. */
+void gw_store_blob_key(uint8_t *key, uint32_t node_id, int64_t window_start, uint32_t seq);
+
+/* A validated blob: the directory (n entries of 8 bytes) and the block area. */
+struct gw_store_blob {
+    uint32_t n;
+    const uint8_t *dir;
+    const uint8_t *data;
+    size_t data_len;
+};
+/* Checks the magic, that the directory fits, that sids are non-decreasing
+ * and that end offsets are non-decreasing and within the block area.
+ * GW_OK or GW_ECORRUPT. */
+int gw_store_blob_parse(const void *v, size_t len, struct gw_store_blob *b);
+/* Index of the first directory entry with sid >= sid (n when none). */
+uint32_t gw_store_blob_lower(const struct gw_store_blob *b, uint32_t sid);
+/* Entry i: its sid and its block. */
+uint32_t gw_store_blob_sid(const struct gw_store_blob *b, uint32_t i);
+void gw_store_blob_block(const struct gw_store_blob *b, uint32_t i, const uint8_t **p, size_t *len);
 
 /* Partition database names "p%08lld". parse returns 1 and sets *day when
  * name (not NUL-terminated) is exactly a canonical partition name. */
