@@ -690,18 +690,8 @@ static int flush_write_fn(struct gw_store_txn *t, void *ud)
         if (rc) return rc;
         i = j;
     }
-    /* newest persisted timestamp per series: the items list covers each
-     * flushed series once */
-    for (size_t k = 0; k < c->n_items; k++) {
-        const struct gw_head_series *s = c->items[k].s;
-        int64_t maxt = s->persisted_maxt;
-        for (const struct gw_head_chunk *ch = s->pending; ch; ch = ch->next) {
-            if (ch->maxt > maxt) maxt = ch->maxt;
-            if (ch == c->items[k].upto) break;
-        }
-        int rc = gw_store_series_maxt_put(t, s->sid, maxt);
-        if (rc) return rc;
-    }
+    /* A series' newest persisted timestamp is found from its blobs
+     * (gw_store_series_maxt_get); series records are not rewritten. */
     return GW_OK;
 }
 

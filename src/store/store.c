@@ -34,6 +34,7 @@
 #include <lmdb.h>
 
 #include "gpuwatch/arena.h"
+#include "gpuwatch/block.h"
 #include "gpuwatch/store.h"
 #include "store/store_int.h"
 
@@ -1257,6 +1258,12 @@ int gw_store_series_each(struct gw_store_txn *t, gw_store_series_cb cb, void *ud
     return rc < 0 ? rc : GW_OK;
 }
 
+static int blob_scan_newest(struct gw_store_txn *t, uint32_t node_id, uint64_t sid, int64_t *maxt);
+
+/* The newest persisted timestamp: the record's maxt field (kept for stores
+ * whose writer set it) or, found by walking the node's blobs from the
+ * newest backwards, the last block of the series. The flusher does not
+ * rewrite series records, so the blobs are the source. */
 int gw_store_series_maxt_get(struct gw_store_txn *t, uint64_t sid, int64_t *maxt)
 {
     MDB_dbi ds;
@@ -1279,7 +1286,13 @@ int gw_store_series_maxt_get(struct gw_store_txn *t, uint64_t sid, int64_t *maxt
         return terr(t, mrc, "series get");
     if (d.mv_size < GW_SERIES_FIXED + 1)
         return GW_ECORRUPT;
-    *maxt = gw_store_unbias(gw_store_get_be64(d.mv_data));
+    int64_t rec = gw_store_unbias(gw_store_get_be64(d.mv_data));
+    uint32_t node_id = gw_store_get_be32((const uint8_t *)d.mv_data + 8);
+    int64_t blob = INT64_MIN;
+    rc = blob_scan_newest(t, node_id, sid, &blob);
+    if (rc != GW_OK)
+        return rc;
+    *maxt = rec > blob ? rec : blob;
     return GW_OK;
 }
 
@@ -2148,6 +2161,69 @@ static int blocks_scan(struct gw_store_txn *t, uint32_t node_id, uint64_t sid, i
     if (rc != GW_OK)
         return rc;
     return cb ? GW_OK : found;
+}
+
+/* Walks node_id's blobs from the newest partition and window backwards and
+ * sets *maxt to the last timestamp of sid's last block in the first blob
+ * that holds sid (later windows and seqs hold later data: ingest is in
+ * order per series). INT64_MIN when none. */
+static int blob_scan_newest(struct gw_store_txn *t, uint32_t node_id, uint64_t sid, int64_t *maxt)
+{
+    *maxt = INT64_MIN;
+    if (sid > UINT32_MAX)
+        return GW_OK;
+    struct part_vec pv = {0};
+    int rc = parts_collect(t, INT64_MIN, INT64_MAX, &pv);
+    uint8_t seek[GW_BLOB_KEY_LEN];
+    memset(seek, 0xff, sizeof seek);
+    gw_store_put_be32(seek, node_id);
+    int done = 0;
+    for (size_t i = pv.n; rc == GW_OK && !done && i-- > 0;) {
+        MDB_cursor *c;
+        int mrc = mdb_cursor_open(t->txn, pv.v[i].dbi, &c);
+        if (mrc != MDB_SUCCESS) {
+            rc = terr(t, mrc, "partition cursor");
+            break;
+        }
+        MDB_val k = {sizeof seek, seek}, d;
+        mrc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
+        if (mrc == MDB_SUCCESS)
+            mrc = mdb_cursor_get(c, &k, &d, MDB_PREV);
+        else if (mrc == MDB_NOTFOUND)
+            mrc = mdb_cursor_get(c, &k, &d, MDB_LAST);
+        for (; mrc == MDB_SUCCESS && !done; mrc = mdb_cursor_get(c, &k, &d, MDB_PREV)) {
+            if (k.mv_size != GW_BLOB_KEY_LEN) {
+                rc = GW_ECORRUPT;
+                break;
+            }
+            if (memcmp(k.mv_data, seek, 4) != 0)
+                break;
+            struct gw_store_blob b;
+            if ((rc = gw_store_blob_parse(d.mv_data, d.mv_size, &b)) != GW_OK)
+                break;
+            uint32_t j = gw_store_blob_lower(&b, (uint32_t)sid);
+            if (j >= b.n || gw_store_blob_sid(&b, j) != sid)
+                continue;
+            while (j + 1 < b.n && gw_store_blob_sid(&b, j + 1) == sid)
+                j++;
+            const uint8_t *p;
+            size_t len;
+            gw_store_blob_block(&b, j, &p, &len);
+            uint32_t n;
+            int64_t mi, ma;
+            if (gw_block_info(p, len, &n, &mi, &ma) != GW_OK) {
+                rc = GW_ECORRUPT;
+                break;
+            }
+            *maxt = ma;
+            done = 1;
+        }
+        if (rc == GW_OK && !done && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
+            rc = terr(t, mrc, "blob scan");
+        mdb_cursor_close(c);
+    }
+    free(pv.v);
+    return rc;
 }
 
 int gw_store_blocks_get(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid, int64_t mint_lo,
