@@ -75,6 +75,7 @@
 #include <zstd.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -697,20 +698,44 @@ static size_t dec_section(struct wr *w, const double *v, size_t n, struct scratc
     return w->len - start;
 }
 
-static int zstd_compress(const uint8_t *src, size_t len, uint8_t *dst, size_t cap, size_t *out)
+/* One compression context per thread, made on first use and freed when
+ * the thread exits: creating one per block cost more than compressing. */
+static pthread_key_t cctx_key;
+static pthread_once_t cctx_once = PTHREAD_ONCE_INIT;
+
+static void cctx_free(void *p) { ZSTD_freeCCtx(p); }
+static void cctx_key_init(void) { (void)pthread_key_create(&cctx_key, cctx_free); }
+
+static ZSTD_CCtx *thread_cctx(void)
 {
-    ZSTD_CCtx *cc = ZSTD_createCCtx();
+    pthread_once(&cctx_once, cctx_key_init);
+    ZSTD_CCtx *cc = pthread_getspecific(cctx_key);
+    if (cc)
+        return cc;
+    cc = ZSTD_createCCtx();
     if (!cc)
-        return GW_ENOMEM;
+        return NULL;
     size_t r = ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, BLK_ZSTD_LEVEL);
     if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(cc, ZSTD_c_format, ZSTD_f_zstd1_magicless);
     if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 0);
     if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(cc, ZSTD_c_dictIDFlag, 0);
     if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(cc, ZSTD_c_contentSizeFlag, 1);
-    if (!ZSTD_isError(r)) r = ZSTD_compress2(cc, dst, cap, src, len);
-    ZSTD_freeCCtx(cc);
+    if (ZSTD_isError(r) || pthread_setspecific(cctx_key, cc) != 0) {
+        ZSTD_freeCCtx(cc);
+        return NULL;
+    }
+    return cc;
+}
+
+static int zstd_compress(const uint8_t *src, size_t len, uint8_t *dst, size_t cap, size_t *out)
+{
+    ZSTD_CCtx *cc = thread_cctx();
+    if (!cc)
+        return GW_ENOMEM;
+    size_t r = ZSTD_compress2(cc, dst, cap, src, len);
     if (ZSTD_isError(r)) {
         /* dstSize too small just means "not smaller": keep the raw body. */
+        ZSTD_CCtx_reset(cc, ZSTD_reset_session_only);
         *out = SIZE_MAX;
         return GW_OK;
     }

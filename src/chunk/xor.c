@@ -86,7 +86,7 @@ void gw_xor_free(struct gw_xor_chunk *c)
  * header and the pad byte); new memory is zeroed, the writer ORs bits in. */
 static int xor_reserve(struct gw_xor_chunk *c, uint32_t extra)
 {
-    uint64_t need = (uint64_t)XOR_HDR + c->nbits / 8u + 1u + extra;
+    uint64_t need = (uint64_t)XOR_HDR + c->nbits / 8u + 1u + extra + 9u;
     if (need <= c->cap)
         return GW_OK;
     uint64_t ncap = c->cap ? c->cap : XOR_INIT_CAP;
@@ -109,20 +109,24 @@ static int xor_reserve(struct gw_xor_chunk *c, uint32_t extra)
     return GW_OK;
 }
 
-/* Writes the low nbits (1..64) of u, most significant first. */
+/* Writes the low nbits (1..64) of u, most significant first: ORs the
+ * left-aligned bits into the big-endian 64-bit word at the current byte
+ * (and the byte after it when they straddle). xor_reserve keeps 9 spare
+ * bytes past the bit position, and unwritten bytes are zero. */
 static void put_bits(struct gw_xor_chunk *c, uint64_t u, unsigned nbits)
 {
-    unsigned left = nbits;
     uint32_t pos = c->nbits;
-    while (left > 0) {
-        unsigned used = pos & 7u;
-        unsigned room = 8u - used;
-        unsigned take = left < room ? left : room;
-        uint64_t chunk = (u >> (left - take)) & ((1u << take) - 1u);
-        c->b[XOR_HDR + pos / 8u] |= (uint8_t)(chunk << (room - take));
-        pos += take;
-        left -= take;
-    }
+    uint8_t *p = c->b + XOR_HDR + pos / 8u;
+    unsigned used = pos & 7u;
+    uint64_t v = nbits >= 64 ? u : (u & ((1ull << nbits) - 1u)) << (64u - nbits);
+    uint64_t w;
+    memcpy(&w, p, 8);
+    w = __builtin_bswap64(w) | (v >> used);
+    w = __builtin_bswap64(w);
+    memcpy(p, &w, 8);
+    if (used + nbits > 64u)
+        p[8] |= (uint8_t)(v << (8u - used));
+    pos += nbits;
     c->nbits = pos;
     /* The reference stream keeps a free zero byte after a whole-byte write
      * that lands on a byte boundary. */

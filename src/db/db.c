@@ -373,6 +373,30 @@ struct prep {
     int new_idx;              /* index into new series, -1 */
 };
 
+static int label_name_cmp(const struct gw_label *a, const struct gw_label *b)
+{
+    size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
+    int c = memcmp(a->name, b->name, n);
+    if (c) return c;
+    return a->name_len < b->name_len ? -1 : a->name_len > b->name_len;
+}
+
+/* Sorts by name (insertion sort: label sets are small and nearly always
+ * sorted already, as the remote-write spec asks senders to). */
+static void sort_labels(struct gw_label *ls, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        if (label_name_cmp(&ls[i - 1], &ls[i]) <= 0) continue;
+        struct gw_label x = ls[i];
+        size_t j = i;
+        while (j > 0 && label_name_cmp(&ls[j - 1], &x) > 0) {
+            ls[j] = ls[j - 1];
+            j--;
+        }
+        ls[j] = x;
+    }
+}
+
 struct lookup_ctx {
     struct gw_store_txn *t;
 };
@@ -476,7 +500,9 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
     res->histograms = req->n_histograms;
     res->exemplars = req->n_exemplars;
 
-    /* Phase 1, no lock: validate labels, canonical bytes, hashes. */
+    /* Phase 1, no lock: sorted labels, canonical bytes, head keys. Labels
+     * are validated in phase 2 only for series the head does not know:
+     * a known series was valid when it was created, with the same bytes. */
     if (req->n_series) {
         pp = calloc(req->n_series, sizeof *pp);
         if (!pp) return gw_error_set(err, GW_ENOMEM, "out of memory");
@@ -485,13 +511,7 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
         struct gw_rw_series *rs = &req->series[i];
         pp[i].new_idx = -1;
         if (rs->n_samples == 0) continue;
-        struct gw_error le = {0};
-        if (gw_labels_normalize(rs->labels, rs->n_labels, &le) != GW_OK) {
-            res->invalid_series++;
-            res->invalid_samples += rs->n_samples;
-            if (!res->first_invalid[0]) snprintf(res->first_invalid, sizeof res->first_invalid, "%s", le.msg);
-            continue;
-        }
+        sort_labels(rs->labels, rs->n_labels);
         size_t need = gw_labels_encoded_size(rs->labels, rs->n_labels);
         if ((rc = gw_buf_reserve(&lab, need))) {
             gw_error_set(err, rc, "out of memory");
@@ -518,6 +538,15 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
             const uint8_t *l = lab.data + pp[i].off;
             pp[i].s = gw_head_find(db->head, pp[i].lo, pp[i].hi);
             if (pp[i].s) continue;
+            struct gw_rw_series *rs = &req->series[i];
+            struct gw_error le = {0};
+            if (gw_labels_normalize(rs->labels, rs->n_labels, &le) != GW_OK) {
+                pp[i].valid = 0;
+                res->invalid_series++;
+                res->invalid_samples += rs->n_samples;
+                if (!res->first_invalid[0]) snprintf(res->first_invalid, sizeof res->first_invalid, "%s", le.msg);
+                continue;
+            }
             /* the same new series twice in one request */
             for (size_t k = 0; k < n_new; k++)
                 if (ns[k].lo == pp[i].lo && ns[k].hi == pp[i].hi) {
