@@ -56,6 +56,8 @@ void gw_head_free(struct gw_head *h);
 void gw_head_key(const uint8_t *labels, size_t len, uint64_t *lo, uint64_t *hi);
 struct gw_head_series *gw_head_find(struct gw_head *h, uint64_t lo, uint64_t hi);
 struct gw_head_series *gw_head_find_sid(struct gw_head *h, uint64_t sid);
+/* Hints the CPU to fetch the bucket (and its first series) of key lo. */
+void gw_head_prefetch(const struct gw_head *h, uint64_t lo);
 /* Adds a series. NULL on ENOMEM. */
 struct gw_head_series *gw_head_add(struct gw_head *h, uint64_t sid, uint64_t lo, uint64_t hi, uint32_t node_id,
                                    uint16_t gpu, int64_t persisted_maxt);

@@ -536,6 +536,7 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
         for (size_t i = 0; i < req->n_series; i++) {
             if (!pp[i].valid) continue;
             const uint8_t *l = lab.data + pp[i].off;
+            if (i + 4 < req->n_series) gw_head_prefetch(db->head, pp[i + 4].lo);
             pp[i].s = gw_head_find(db->head, pp[i].lo, pp[i].hi);
             if (pp[i].s) continue;
             struct gw_rw_series *rs = &req->series[i];
@@ -599,6 +600,9 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
     gw_buf_reset(&db->rec);
     uint64_t chunk_pos = db->last_wal_pos;
     for (size_t i = 0; i < req->n_series && rc == GW_OK; i++) {
+        /* each series' chunk tail is a cache miss: ask for a few ahead */
+        if (i + 4 < req->n_series && pp[i + 4].s && pp[i + 4].s->open.b)
+            __builtin_prefetch(pp[i + 4].s->open.b + 2 + pp[i + 4].s->open.nbits / 8, 1);
         if (!pp[i].valid || !pp[i].s) continue;
         struct gw_head_series *s = pp[i].s;
         const struct gw_rw_series *rs = &req->series[i];

@@ -89,6 +89,13 @@ struct gw_head_series *gw_head_find(struct gw_head *h, uint64_t lo, uint64_t hi)
     return NULL;
 }
 
+void gw_head_prefetch(const struct gw_head *h, uint64_t lo)
+{
+    struct gw_head_series *const *b = &h->by_hash[lo & (h->nbuckets - 1)];
+    __builtin_prefetch(b);
+    if (*b) __builtin_prefetch(*b);
+}
+
 struct gw_head_series *gw_head_find_sid(struct gw_head *h, uint64_t sid)
 {
     for (struct gw_head_series *s = h->by_sid[sid_bucket(sid, h->nbuckets)]; s; s = s->snext)
