@@ -20,11 +20,30 @@
 #include "gpuwatch/chunk.h"
 #include "gpuwatch/err.h"
 
+/* A head chunk: the newest samples in an XOR chunk; every
+ * GW_HEAD_FREEZE_SAMPLES of them are re-encoded as a block (about a third
+ * of the memory of XOR on jittered exporter data) and appended to
+ * `frozen`. Samples in frozen blocks precede those in x. */
+#define GW_HEAD_FREEZE_SAMPLES 64
+
+struct gw_hchunk {
+    uint8_t *frozen;             /* owned: repeated { uvarint len | block } */
+    uint32_t frozen_len, frozen_cap;
+    uint32_t frozen_n;           /* samples in frozen blocks */
+    struct gw_xor_chunk x;       /* owned: the newest samples */
+};
+
+static inline uint32_t gw_hchunk_n(const struct gw_hchunk *c) { return c->frozen_n + c->x.n; }
+/* Decodes every sample, oldest first, into t/v (capacity cap >=
+ * gw_hchunk_n). GW_OK, GW_ELIMIT, GW_ECORRUPT. */
+int gw_hchunk_decode(const struct gw_hchunk *c, int64_t *t, double *v, size_t cap, size_t *n);
+size_t gw_hchunk_mem(const struct gw_hchunk *c);
+
 struct gw_head_chunk {
     struct gw_head_chunk *next;  /* newer pending chunk */
     int64_t mint, maxt;
     uint64_t wal_pos;            /* WAL position at or before its first sample */
-    struct gw_xor_chunk x;       /* owned */
+    struct gw_hchunk x;          /* owned */
 };
 
 struct gw_head_series {
@@ -33,7 +52,8 @@ struct gw_head_series {
     uint32_t node_id;
     uint16_t gpu;
     uint8_t on_dirty;            /* linked in the head's dirty list */
-    struct gw_xor_chunk open;    /* open chunk; open.n == 0 when none */
+    struct gw_hchunk open;       /* open chunk; gw_hchunk_n(&open) == 0 when none;
+                                    its newest sample is last_t */
     int64_t open_mint;
     int64_t window_end;          /* exclusive end of the open chunk's window */
     uint64_t open_wal_pos;       /* WAL position at or before the open chunk's first sample */

@@ -601,8 +601,8 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
     uint64_t chunk_pos = db->last_wal_pos;
     for (size_t i = 0; i < req->n_series && rc == GW_OK; i++) {
         /* each series' chunk tail is a cache miss: ask for a few ahead */
-        if (i + 4 < req->n_series && pp[i + 4].s && pp[i + 4].s->open.b)
-            __builtin_prefetch(pp[i + 4].s->open.b + 2 + pp[i + 4].s->open.nbits / 8, 1);
+        if (i + 4 < req->n_series && pp[i + 4].s && pp[i + 4].s->open.x.b)
+            __builtin_prefetch(pp[i + 4].s->open.x.b + 2 + pp[i + 4].s->open.x.nbits / 8, 1);
         if (!pp[i].valid || !pp[i].s) continue;
         struct gw_head_series *s = pp[i].s;
         const struct gw_rw_series *rs = &req->series[i];
@@ -739,25 +739,21 @@ static int64_t window_of(const struct gw_db *db, int64_t t)
 static int encode_chunk(struct gw_db *db, struct flush_ctx *c, const struct gw_head_series *s,
                         const struct gw_head_chunk *ch, int64_t **tb, double **vb, size_t *cap)
 {
-    if (ch->x.n == 0) return GW_OK;
-    if (*cap < ch->x.n) {
-        int64_t *nt = realloc(*tb, ch->x.n * sizeof **tb);
+    size_t want = gw_hchunk_n(&ch->x);
+    if (want == 0) return GW_OK;
+    if (*cap < want) {
+        int64_t *nt = realloc(*tb, want * sizeof **tb);
         if (!nt) return GW_ENOMEM;
         *tb = nt;
-        double *nv = realloc(*vb, ch->x.n * sizeof **vb);
+        double *nv = realloc(*vb, want * sizeof **vb);
         if (!nv) return GW_ENOMEM;
         *vb = nv;
-        *cap = ch->x.n;
+        *cap = want;
     }
-    struct gw_xor_iter it;
-    struct gw_xor_chunk tmp = ch->x;
-    size_t blen;
-    const uint8_t *bytes = gw_xor_bytes(&tmp, &blen);
-    int rc = gw_xor_iter_init(&it, bytes, blen);
-    if (rc) return rc;
     size_t n = 0;
-    while (n < ch->x.n && gw_xor_iter_next(&it, &(*tb)[n], &(*vb)[n])) n++;
-    if (it.err || n != ch->x.n) return GW_ECORRUPT;
+    int rc = gw_hchunk_decode(&ch->x, *tb, *vb, *cap, &n);
+    if (rc) return rc;
+    if (n != want) return GW_ECORRUPT;
     size_t off = c->data.len;
     rc = gw_block_encode(*tb, *vb, n, &c->data);
     if (rc) return rc;

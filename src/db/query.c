@@ -133,23 +133,22 @@ static int sel_cmp(const void *a, const void *b)
     return gw_labels_compare(x->labels, x->labels_len, y->labels, y->labels_len);
 }
 
-static int copy_chunk(struct sample_vec *dst, const struct gw_xor_chunk *c, int64_t mint, int64_t maxt)
+static int copy_chunk(struct sample_vec *dst, const struct gw_hchunk *c, int64_t mint, int64_t maxt)
 {
-    if (c->n == 0) return GW_OK;
-    struct gw_xor_chunk tmp = *c;
-    size_t len;
-    const uint8_t *b = gw_xor_bytes(&tmp, &len);
-    struct gw_xor_iter it;
-    int rc = gw_xor_iter_init(&it, b, len);
-    if (rc) return rc;
-    int64_t t;
-    double v;
-    while (gw_xor_iter_next(&it, &t, &v)) {
-        if (t < mint) continue;
-        if (t > maxt) break;
-        if ((rc = sv_push(dst, t, v))) return rc;
+    size_t want = gw_hchunk_n(c);
+    if (want == 0) return GW_OK;
+    int64_t *tb = malloc(want * sizeof *tb);
+    double *vb = malloc(want * sizeof *vb);
+    size_t n = 0;
+    int rc = tb && vb ? gw_hchunk_decode(c, tb, vb, want, &n) : GW_ENOMEM;
+    for (size_t i = 0; i < n && rc == GW_OK; i++) {
+        if (tb[i] < mint) continue;
+        if (tb[i] > maxt) break;
+        rc = sv_push(dst, tb[i], vb[i]);
     }
-    return it.err;
+    free(tb);
+    free(vb);
+    return rc;
 }
 
 struct block_ctx {
@@ -292,10 +291,10 @@ static int collect(struct gw_db *db, struct gw_store_txn *t, const struct gw_mat
                 if (with_samples && c->maxt >= mint && c->mint <= maxt && rc == GW_OK)
                     rc = copy_chunk(&sels[i].head, &c->x, mint, maxt);
             }
-            if (hs->open.n) {
+            if (gw_hchunk_n(&hs->open)) {
                 if (hs->open_mint < sels[i].head_mint) sels[i].head_mint = hs->open_mint;
-                if (hs->open.t > sels[i].head_maxt) sels[i].head_maxt = hs->open.t;
-                if (with_samples && hs->open.t >= mint && hs->open_mint <= maxt && rc == GW_OK)
+                if (hs->last_t > sels[i].head_maxt) sels[i].head_maxt = hs->last_t;
+                if (with_samples && hs->last_t >= mint && hs->open_mint <= maxt && rc == GW_OK)
                     rc = copy_chunk(&sels[i].head, &hs->open, mint, maxt);
             }
             sels[i].in_head = sels[i].head_mint <= sels[i].head_maxt;

@@ -9,9 +9,12 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "gpuwatch/block.h"
+#include "gpuwatch/codec.h"
 #include "gpuwatch/head.h"
 
 struct gw_head {
+    struct gw_buf scratch;            /* block encoding when freezing */
     int64_t window_ms;
     uint32_t max_samples;
     struct gw_head_series **by_hash;  /* buckets */
@@ -31,6 +34,7 @@ struct gw_head *gw_head_new(int64_t window_ms, uint32_t max_samples)
 {
     struct gw_head *h = calloc(1, sizeof *h);
     if (!h) return NULL;
+    gw_buf_init(&h->scratch, 0);
     h->window_ms = window_ms > 0 ? window_ms : 2 * 3600 * 1000;
     h->max_samples = max_samples && max_samples <= GW_XOR_MAX_SAMPLES ? max_samples : 1024;
     h->nbuckets = 1024;
@@ -45,12 +49,95 @@ struct gw_head *gw_head_new(int64_t window_ms, uint32_t max_samples)
     return h;
 }
 
+static void hchunk_init(struct gw_hchunk *c)
+{
+    memset(c, 0, sizeof *c);
+    gw_xor_init(&c->x);
+}
+
+static void hchunk_free(struct gw_hchunk *c)
+{
+    free(c->frozen);
+    gw_xor_free(&c->x);
+    hchunk_init(c);
+}
+
+size_t gw_hchunk_mem(const struct gw_hchunk *c)
+{
+    return c->frozen_cap + gw_xor_mem(&c->x);
+}
+
+int gw_hchunk_decode(const struct gw_hchunk *c, int64_t *t, double *v, size_t cap, size_t *n)
+{
+    size_t got = 0, off = 0;
+    while (off < c->frozen_len) {
+        uint64_t len;
+        size_t k = gw_uvarint_get(c->frozen + off, c->frozen_len - off, &len);
+        if (!k || len > c->frozen_len - off - k) return GW_ECORRUPT;
+        off += k;
+        size_t m = 0;
+        int rc = gw_block_decode(c->frozen + off, (size_t)len, t + got, v + got, cap - got, &m);
+        if (rc) return rc;
+        got += m;
+        off += (size_t)len;
+    }
+    if (c->x.n) {
+        if (cap - got < c->x.n) return GW_ELIMIT;
+        struct gw_xor_chunk tmp = c->x;
+        size_t blen;
+        const uint8_t *b = gw_xor_bytes(&tmp, &blen);
+        struct gw_xor_iter it;
+        int rc = gw_xor_iter_init(&it, b, blen);
+        if (rc) return rc;
+        while (gw_xor_iter_next(&it, &t[got], &v[got])) got++;
+        if (it.err) return it.err;
+    }
+    *n = got;
+    return GW_OK;
+}
+
+/* Re-encodes the XOR part as a block appended to the frozen list. */
+static int hchunk_freeze(struct gw_head *h, struct gw_hchunk *c)
+{
+    int64_t t[GW_HEAD_FREEZE_SAMPLES];
+    double v[GW_HEAD_FREEZE_SAMPLES];
+    size_t n = 0;
+    struct gw_xor_chunk tmp = c->x;
+    size_t blen;
+    const uint8_t *b = gw_xor_bytes(&tmp, &blen);
+    struct gw_xor_iter it;
+    int rc = gw_xor_iter_init(&it, b, blen);
+    if (rc) return rc;
+    while (n < GW_HEAD_FREEZE_SAMPLES && gw_xor_iter_next(&it, &t[n], &v[n])) n++;
+    if (it.err || n != c->x.n) return GW_ECORRUPT;
+    gw_buf_reset(&h->scratch);
+    if ((rc = gw_block_encode(t, v, n, &h->scratch))) return rc;
+    uint8_t lb[10];
+    size_t ll = gw_uvarint_put(lb, h->scratch.len);
+    size_t need = (size_t)c->frozen_len + ll + h->scratch.len;
+    if (need > UINT32_MAX) return GW_ELIMIT;
+    if (need > c->frozen_cap) {
+        size_t ncap = need + need / 4 + 16;
+        uint8_t *p = realloc(c->frozen, ncap);
+        if (!p) return GW_ENOMEM;
+        c->frozen = p;
+        c->frozen_cap = (uint32_t)ncap;
+    }
+    memcpy(c->frozen + c->frozen_len, lb, ll);
+    memcpy(c->frozen + c->frozen_len + ll, h->scratch.data, h->scratch.len);
+    c->frozen_len = (uint32_t)need;
+    c->frozen_n += (uint32_t)n;
+    gw_xor_free(&c->x);
+    gw_xor_init(&c->x);
+    return GW_OK;
+}
+
 static void free_pending(struct gw_head_series *s)
 {
     struct gw_head_chunk *c = s->pending;
     while (c) {
         struct gw_head_chunk *n = c->next;
-        gw_xor_free(&c->x);
+        hchunk_free(&c->x);
         free(c);
         c = n;
     }
@@ -64,7 +151,7 @@ void gw_head_free(struct gw_head *h)
         struct gw_head_series *s = h->by_sid[i];
         while (s) {
             struct gw_head_series *n = s->snext;
-            gw_xor_free(&s->open);
+            hchunk_free(&s->open);
             free_pending(s);
             free(s);
             s = n;
@@ -72,6 +159,7 @@ void gw_head_free(struct gw_head *h)
     }
     free(h->by_hash);
     free(h->by_sid);
+    gw_buf_free(&h->scratch);
     free(h);
 }
 
@@ -144,7 +232,7 @@ struct gw_head_series *gw_head_add(struct gw_head *h, uint64_t sid, uint64_t lo,
     s->hash_hi = hi;
     s->node_id = node_id;
     s->gpu = gpu;
-    gw_xor_init(&s->open);
+    hchunk_init(&s->open);
     s->persisted_maxt = persisted_maxt;
     s->last_t = persisted_maxt;
     s->last_v = 0;
@@ -172,33 +260,34 @@ enum gw_head_append_result gw_head_check(const struct gw_head_series *s, int64_t
     if (t < s->last_t) return GW_HEAD_OUT_OF_ORDER;
     /* Same timestamp as the newest sample, which is only in the store: its
      * value is not at hand here, so let the caller look it up. */
-    if (t == s->persisted_maxt && s->open.n == 0 && !s->pending) return GW_HEAD_OUT_OF_ORDER;
+    if (t == s->persisted_maxt && gw_hchunk_n(&s->open) == 0 && !s->pending) return GW_HEAD_OUT_OF_ORDER;
     return dbits(v) == s->last_v ? GW_HEAD_DUPLICATE : GW_HEAD_CONFLICT;
 }
 
-static int chunk_lookup(const struct gw_xor_chunk *c, int64_t t, uint64_t *bits)
+static int chunk_lookup(const struct gw_hchunk *c, int64_t t, uint64_t *bits)
 {
-    if (c->n == 0 || t > c->t) return 0;
-    struct gw_xor_chunk tmp = *c;
-    size_t len;
-    const uint8_t *b = gw_xor_bytes(&tmp, &len);
-    struct gw_xor_iter it;
-    if (gw_xor_iter_init(&it, b, len) != GW_OK) return 0;
-    int64_t ts;
-    double v;
-    while (gw_xor_iter_next(&it, &ts, &v)) {
-        if (ts > t) return 0;
-        if (ts == t) {
-            memcpy(bits, &v, sizeof *bits);
-            return 1;
-        }
+    size_t n = gw_hchunk_n(c);
+    if (n == 0) return 0;
+    int64_t *tb = malloc(n * sizeof *tb);
+    double *vb = malloc(n * sizeof *vb);
+    int found = 0;
+    size_t got = 0;
+    if (tb && vb && gw_hchunk_decode(c, tb, vb, n, &got) == GW_OK) {
+        for (size_t i = 0; i < got && tb[i] <= t; i++)
+            if (tb[i] == t) {
+                memcpy(bits, &vb[i], sizeof *bits);
+                found = 1;
+                break;
+            }
     }
-    return 0;
+    free(tb);
+    free(vb);
+    return found;
 }
 
 int gw_head_lookup(const struct gw_head_series *s, int64_t t, uint64_t *bits)
 {
-    if (s->open.n && t >= s->open_mint) return chunk_lookup(&s->open, t, bits);
+    if (gw_hchunk_n(&s->open) && t >= s->open_mint) return chunk_lookup(&s->open, t, bits);
     for (const struct gw_head_chunk *c = s->pending; c; c = c->next)
         if (t >= c->mint && t <= c->maxt) return chunk_lookup(&c->x, t, bits);
     return 0;
@@ -214,14 +303,14 @@ static void list_dirty(struct gw_head *h, struct gw_head_series *s)
 
 int gw_head_cut(struct gw_head *h, struct gw_head_series *s)
 {
-    if (s->open.n == 0) return GW_OK;
+    if (gw_hchunk_n(&s->open) == 0) return GW_OK;
     struct gw_head_chunk *c = calloc(1, sizeof *c);
     if (!c) return GW_ENOMEM;
     c->x = s->open;           /* move the chunk */
     c->mint = s->open_mint;
-    c->maxt = s->open.t;
+    c->maxt = s->last_t;
     c->wal_pos = s->open_wal_pos;
-    gw_xor_init(&s->open);
+    hchunk_init(&s->open);
     s->open_wal_pos = UINT64_MAX;
     if (s->pending_tail) s->pending_tail->next = c;
     else s->pending = c;
@@ -244,19 +333,22 @@ int gw_head_append(struct gw_head *h, struct gw_head_series *s, int64_t t, doubl
     enum gw_head_append_result r = gw_head_check(s, t, v);
     *res = r;
     if (r != GW_HEAD_ACCEPTED) return GW_OK;
-    if (s->open.n > 0 && (t >= s->window_end || s->open.n >= h->max_samples)) {
+    uint32_t held = gw_hchunk_n(&s->open);
+    if (held > 0 && (t >= s->window_end || held >= h->max_samples)) {
         int rc = gw_head_cut(h, s);
         if (rc) return rc;
+        held = 0;
     }
-    if (s->open.n == 0) {
+    if (held == 0) {
         s->open_mint = t;
         s->window_end = window_end_of(h, t);
         s->open_wal_pos = wal_pos;
     }
-    int rc = gw_xor_append(&s->open, t, v);
+    int rc = gw_xor_append(&s->open.x, t, v);
     if (rc) return rc;
     s->last_t = t;
     s->last_v = dbits(v);
+    if (s->open.x.n >= GW_HEAD_FREEZE_SAMPLES) return hchunk_freeze(h, &s->open);
     return GW_OK;
 }
 
@@ -265,7 +357,7 @@ size_t gw_head_cut_idle(struct gw_head *h, int64_t t)
     size_t n = 0;
     for (size_t i = 0; i < h->nbuckets; i++)
         for (struct gw_head_series *s = h->by_sid[i]; s; s = s->snext)
-            if (s->open.n > 0 && s->window_end <= t && gw_head_cut(h, s) == GW_OK) n++;
+            if (gw_hchunk_n(&s->open) > 0 && s->window_end <= t && gw_head_cut(h, s) == GW_OK) n++;
     return n;
 }
 
@@ -274,7 +366,7 @@ size_t gw_head_cut_all(struct gw_head *h)
     size_t n = 0;
     for (size_t i = 0; i < h->nbuckets; i++)
         for (struct gw_head_series *s = h->by_sid[i]; s; s = s->snext)
-            if (s->open.n > 0 && gw_head_cut(h, s) == GW_OK) n++;
+            if (gw_hchunk_n(&s->open) > 0 && gw_head_cut(h, s) == GW_OK) n++;
     return n;
 }
 
@@ -294,7 +386,7 @@ void gw_head_pending_done(struct gw_head *h, struct gw_head_series *s, struct gw
             struct gw_head_chunk *n = c->next;
             if (c->maxt > s->persisted_maxt) s->persisted_maxt = c->maxt;
             int last = (c == upto);
-            gw_xor_free(&c->x);
+            hchunk_free(&c->x);
             free(c);
             c = n;
             if (last || !c) break;
@@ -310,7 +402,7 @@ uint64_t gw_head_min_wal_pos(const struct gw_head *h)
     uint64_t m = UINT64_MAX;
     for (size_t i = 0; i < h->nbuckets; i++)
         for (const struct gw_head_series *s = h->by_sid[i]; s; s = s->snext) {
-            if (s->open.n > 0 && s->open_wal_pos < m) m = s->open_wal_pos;
+            if (gw_hchunk_n(&s->open) > 0 && s->open_wal_pos < m) m = s->open_wal_pos;
             for (const struct gw_head_chunk *c = s->pending; c; c = c->next)
                 if (c->wal_pos < m) m = c->wal_pos;
         }
@@ -324,15 +416,15 @@ void gw_head_stats(const struct gw_head *h, struct gw_head_stats *st)
     for (size_t i = 0; i < h->nbuckets; i++)
         for (const struct gw_head_series *s = h->by_sid[i]; s; s = s->snext) {
             st->series++;
-            st->bytes += sizeof *s + gw_xor_mem(&s->open);
-            if (s->open.n) {
+            st->bytes += sizeof *s + gw_hchunk_mem(&s->open);
+            if (gw_hchunk_n(&s->open)) {
                 st->open_chunks++;
-                st->samples += s->open.n;
+                st->samples += gw_hchunk_n(&s->open);
             }
             for (const struct gw_head_chunk *c = s->pending; c; c = c->next) {
                 st->pending_chunks++;
-                st->samples += c->x.n;
-                st->bytes += sizeof *c + gw_xor_mem(&c->x);
+                st->samples += gw_hchunk_n(&c->x);
+                st->bytes += sizeof *c + gw_hchunk_mem(&c->x);
             }
         }
 }
