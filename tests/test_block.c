@@ -330,7 +330,7 @@ static void fuzz_block(const uint8_t *blk, size_t len, int64_t *t, double *v, si
 static void test_block_truncated_and_corrupt(void **state)
 {
     (void)state;
-    enum { N = 300 };
+    enum { N = 1200 }; /* shape 4 must pass BLK_ZSTD_MIN to take the zstd path */
     int64_t t[N], dt[N];
     double v[N], dv[N];
     struct gw_buf b;

@@ -86,6 +86,7 @@
 #define BLK_FLAG_ZSTD 0x01u
 #define BLK_FLAG_GRID 0x02u
 #define BLK_ZSTD_LEVEL 3
+#define BLK_ZSTD_MIN 1024
 #define BLK_MAX_K 15
 
 enum { SEQ_ZERO = 0, SEQ_VARINT = 1, SEQ_RUNS = 2, SEQ_PACK = 3, SEQ_RICE = 4 };
@@ -291,19 +292,27 @@ static struct seqplan seq_plan(const int64_t *r, size_t cnt, int64_t *sel)
     p.size = sv;
     if (sr < p.size) { p.kind = SEQ_RUNS; p.size = sr; }
     if (sp < p.size) { p.kind = SEQ_PACK; p.size = sp; }
-    /* Rice around the median: try parameters near log2 of the mean. */
+    /* Rice around the median: try parameters near log2 of the mean, the
+     * four candidates costed in one pass. */
     int64_t med = median(r, cnt, sel);
     long double sum = 0;
     for (size_t i = 0; i < cnt; i++)
         sum += (long double)rice_z(r[i], med);
     uint64_t mean = (uint64_t)(sum / (long double)cnt);
     int k0 = (int)bitwidth(mean) - 1;
+    size_t kbits[4] = {0, 0, 0, 0};
+    int klo = k0 - 2;
+    for (size_t i = 0; i < cnt; i++) {
+        uint64_t z = rice_z(r[i], med);
+        for (int d = 0; d < 4; d++) {
+            int k = klo + d;
+            if (k >= 0 && k <= 63) kbits[d] += rice_bits(z, (unsigned)k);
+        }
+    }
     for (int k = k0 - 2; k <= k0 + 1; k++) {
         if (k < 0 || k > 63)
             continue;
-        size_t bits = 0;
-        for (size_t i = 0; i < cnt; i++)
-            bits += rice_bits(rice_z(r[i], med), (unsigned)k);
+        size_t bits = kbits[k - klo];
         size_t sz = 2 + uvlen(gw_zigzag(med)) + (bits + 7u) / 8u;
         if (sz < p.size) {
             p.kind = SEQ_RICE;
@@ -812,7 +821,10 @@ int gw_block_encode(const int64_t *t, const double *v, size_t n, struct gw_buf *
     hl += gw_uvarint_put(hdr + hl, gw_zigzag(t[0]));
     hl += gw_uvarint_put(hdr + hl, span);
     size_t zsz = SIZE_MAX;
-    if (w.len >= 8) {
+    /* Small bodies are already entropy-coded (Rice, bit packing) and zstd
+     * rarely shortens them, while trying costs more than the rest of the
+     * encoding: it is tried from BLK_ZSTD_MIN bytes on. */
+    if (w.len >= BLK_ZSTD_MIN) {
         rc = zstd_compress(body, w.len, alt, w.len - 1, &zsz);
         if (rc != GW_OK)
             goto out;
