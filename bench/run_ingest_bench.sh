@@ -7,9 +7,9 @@
 #
 # Per system, on a fresh data dir: wall time and samples/s of the send,
 # server CPU microseconds per sample (utime+stime from /proc/PID/stat over
-# the send), peak RSS (VmHWM), RSS after the send per active series, and
-# on-disk bytes per sample after flushing: gpuwatch SIGTERM (flushes the
-# head into the store); VictoriaMetrics /internal/force_flush, 5 s, then
+# the send and the flush), peak RSS (VmHWM), RSS after the send per active
+# series, and on-disk bytes per sample after flushing: gpuwatch POST
+# /api/v1/admin/flush then SIGTERM; VictoriaMetrics /internal/force_flush, 5 s, then
 # SIGTERM; Prometheus SIGTERM (its head stays in the WAL, not compacted
 # blocks - its size is reported as is and flagged in the notes).
 #
@@ -149,15 +149,19 @@ run_one() {
     res=$("$load" send --url "$url" --nodes "$nodes" --gpus "$gpus" --duration "$duration" --interval "$interval" \
         --start "$start_ms" --conns "$conns" --batch "$batch" --retry-for 60s --quiet || true)
     echo "$res" >&2
+    local hwm rss
+    rss=$(status_kb "$server_pid" VmRSS)
     if [[ "$sys" == victoria-metrics ]]; then
         # VictoriaMetrics acks before its in-memory parts are merged: count the flush too.
         curl -s --max-time 60 "http://127.0.0.1:$port/internal/force_flush" >/dev/null || true
         sleep 5
     fi
+    if [[ "$sys" == gpuwatch ]]; then
+        # Count the work of writing the head into the store (block encoding) too.
+        curl -s --max-time 300 -X POST "http://127.0.0.1:$port/api/v1/admin/flush" >/dev/null || true
+    fi
     cpu1=$(cpu_ticks "$server_pid")
-    local hwm rss
     hwm=$(status_kb "$server_pid" VmHWM)
-    rss=$(status_kb "$server_pid" VmRSS)
     local samples elapsed rate result
     samples=$(field samples "$res")
     elapsed=$(field elapsed_s "$res")
@@ -192,6 +196,6 @@ done
     echo "|---|---|---|---|---|---|---|---|---|---|"
     printf '%s\n' "${rows[@]}"
     echo
-    echo "CPU = utime+stime of the server process during the send (VictoriaMetrics: plus its force_flush) / samples acked; gpuwatch's flush at shutdown is not counted. Disk = data dir after flush and stop / samples acked (includes WAL, index and metadata)."
+    echo "CPU = utime+stime of the server process during the send plus its flush (VictoriaMetrics: /internal/force_flush; gpuwatch: POST /api/v1/admin/flush, which encodes the whole head into stored blocks) / samples acked; Prometheus' later head compaction is not counted. RSS after send = VmRSS right after the last sample was acked; per series = that / series. Disk = data dir after flush and stop / samples acked (includes WAL, index, metadata and, for VictoriaMetrics, its cache dir)."
 } | tee "$out"
 echo "written to $out" >&2
