@@ -162,6 +162,40 @@ static void test_head_freeze_round_trip(void **state)
     gw_head_free(h);
 }
 
+static void test_head_evict_idle(void **state)
+{
+    (void)state;
+    struct gw_head *h = gw_head_new(3600000, 1024);
+    enum gw_head_append_result r;
+    for (uint64_t i = 1; i <= 3000; i++) {
+        struct gw_head_series *s = gw_head_add(h, i, i * 7919, i, 0, 0, INT64_MIN);
+        assert_non_null(s);
+        assert_int_equal(gw_head_append(h, s, (int64_t)i * 1000, 1.0, 0, &r), GW_OK);
+    }
+    /* everything has head data: nothing goes */
+    assert_int_equal(gw_head_evict_idle(h, INT64_MAX), 0);
+    gw_head_cut_all(h);
+    struct gw_head_series *d = gw_head_take_dirty(h);
+    size_t nd = 0;
+    while (d) {
+        struct gw_head_series *next = d->dnext;
+        gw_head_pending_done(h, d, d->pending_tail);
+        d = next;
+        nd++;
+    }
+    assert_int_equal(nd, 3000);
+    /* stored now; the ones older than t leave */
+    assert_int_equal(gw_head_evict_idle(h, 1000 * 1000 + 1), 1000);
+    assert_null(gw_head_find_sid(h, 1));
+    assert_null(gw_head_find(h, 1000 * 7919, 1000));
+    assert_non_null(gw_head_find_sid(h, 1001));
+    assert_non_null(gw_head_find(h, 1001 * 7919, 1001));
+    struct gw_head_stats st;
+    gw_head_stats(h, &st);
+    assert_int_equal(st.series, 2000);
+    gw_head_free(h);
+}
+
 static void test_head_stats(void **state)
 {
     (void)state;
@@ -185,6 +219,7 @@ int main(void)
         cmocka_unit_test(test_head_append_outcomes),
         cmocka_unit_test(test_head_cut_at_window_and_cap),
         cmocka_unit_test(test_head_freeze_round_trip),
+        cmocka_unit_test(test_head_evict_idle),
         cmocka_unit_test(test_head_stats),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

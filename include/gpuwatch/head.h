@@ -115,6 +115,11 @@ struct gw_head_series *gw_head_take_dirty(struct gw_head *h);
  * its list), sets persisted_maxt, and re-lists s as dirty if more remain. */
 void gw_head_pending_done(struct gw_head *h, struct gw_head_series *s, struct gw_head_chunk *upto);
 
+/* Drops series that hold no head data (no open or pending chunk) and whose
+ * newest sample is older than t: they live on in the store and come back
+ * on their next sample. Returns how many were dropped. */
+size_t gw_head_evict_idle(struct gw_head *h, int64_t t);
+
 /* Smallest WAL position still needed by open or pending chunks
  * (UINT64_MAX when none). */
 uint64_t gw_head_min_wal_pos(const struct gw_head *h);

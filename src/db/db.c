@@ -954,6 +954,13 @@ static void *bg_main(void *arg)
             if (gw_db_flush_pending(db, &e) != GW_OK)
                 gw_log(GW_LOG_WARN, "db", "msg=\"flush failed; will retry\" err=\"%s\"", e.msg);
         }
+        if (tick % 60 == 30) {
+            /* series silent for an hour leave the head (their data is stored) */
+            pthread_mutex_lock(&db->mu);
+            size_t ev = db->max_t == INT64_MIN ? 0 : gw_head_evict_idle(db->head, db->max_t - 3600 * 1000);
+            pthread_mutex_unlock(&db->mu);
+            if (ev) gw_log(GW_LOG_INFO, "db", "msg=\"idle series left the head\" count=%zu", ev);
+        }
         if (tick % 60 == 0) {
             gw_error_clear(&e);
             if (checkpoint(db, 0, &e) != GW_OK)

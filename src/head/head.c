@@ -370,6 +370,30 @@ size_t gw_head_cut_all(struct gw_head *h)
     return n;
 }
 
+size_t gw_head_evict_idle(struct gw_head *h, int64_t t)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < h->nbuckets; i++) {
+        struct gw_head_series **pp = &h->by_sid[i];
+        while (*pp) {
+            struct gw_head_series *s = *pp;
+            if (gw_hchunk_n(&s->open) || s->pending || s->on_dirty || s->last_t >= t) {
+                pp = &s->snext;
+                continue;
+            }
+            *pp = s->snext;
+            struct gw_head_series **hp = &h->by_hash[s->hash_lo & (h->nbuckets - 1)];
+            while (*hp && *hp != s) hp = &(*hp)->hnext;
+            if (*hp) *hp = s->hnext;
+            hchunk_free(&s->open);
+            free(s);
+            h->count--;
+            n++;
+        }
+    }
+    return n;
+}
+
 struct gw_head_series *gw_head_take_dirty(struct gw_head *h)
 {
     struct gw_head_series *d = h->dirty;
