@@ -6,11 +6,14 @@
  * Usage: bench_rw_decode [series_per_body] [iterations]
  * Defaults: 2000 series, 2000 iterations. Prints body sizes and ns/sample
  * (CPU time, wall time in parentheses) for the protobuf decode alone and
- * for snappy + decode. */
+ * for snappy + decode, and for comparison protobuf-c's generated
+ * prometheus__write_request__unpack on the same bytes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "remote.pb-c.h"   /* protobuf-c's generated unpacker, for comparison */
 
 #include "gpuwatch/arena.h"
 #include "gpuwatch/buf.h"
@@ -129,6 +132,19 @@ int main(int argc, char **argv)
     dt_all = cpu_ns() - t0;
     wt_all = wall_ns() - w0;
 
+    t0 = cpu_ns();
+    w0 = wall_ns();
+    long pbc_iters = iters / 4 > 0 ? iters / 4 : 1;
+    for (long it = 0; it < pbc_iters; it++) {
+        Prometheus__WriteRequest *wr = prometheus__write_request__unpack(NULL, pb.len, pb.data);
+        if (!wr || wr->n_timeseries != n_series) {
+            fprintf(stderr, "protobuf-c unpack failed\n");
+            return 1;
+        }
+        prometheus__write_request__free_unpacked(wr, NULL);
+    }
+    double dt_pbc = cpu_ns() - t0, wt_pbc = wall_ns() - w0;
+
     printf("series/body %zu  labels/series 10  samples/series 1\n", n_series);
     printf("protobuf bytes/body %zu (%.1f/sample)  snappy bytes/body %zu (%.1f/sample)\n", pb.len,
            (double)pb.len / (double)n_series, comp.len, (double)comp.len / (double)n_series);
@@ -136,6 +152,8 @@ int main(int argc, char **argv)
     printf("decode protobuf:          %.1f ns/sample cpu (%.1f wall), %.0f MB/s\n", dt_pb / per,
            wt_pb / per, (double)pb.len * (double)iters / (dt_pb / 1e9) / 1e6);
     printf("decode snappy + protobuf: %.1f ns/sample cpu (%.1f wall)\n", dt_all / per, wt_all / per);
+    double per_pbc = (double)pbc_iters * (double)n_series;
+    printf("protobuf-c unpack + free: %.1f ns/sample cpu (%.1f wall)\n", dt_pbc / per_pbc, wt_pbc / per_pbc);
 
     gw_arena_free(&arena);
     gw_buf_free(&pb);
