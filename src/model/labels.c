@@ -23,10 +23,10 @@
 
 #include "gpuwatch/codec.h"
 #include "gpuwatch/labels.h"
+#include "model/model_int.h"
 
 #define METRIC_NAME "__name__"
 #define METRIC_NAME_LEN 8u
-#define QUOTE_MAX 64 /* bytes of an offending name/value shown in messages */
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -44,7 +44,7 @@ static int cmp_bytes(const char *a, size_t alen, const char *b, size_t blen)
 
 /* Renders up to QUOTE_MAX bytes of s for an error message: printable ASCII
  * as is, `"` and `\` escaped, everything else as \xNN; "..." when cut. */
-static const char *quote(char *dst, size_t cap, const char *s, size_t len)
+const char *gw_model_quote(char *dst, size_t cap, const char *s, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
     size_t o = 0;
@@ -169,31 +169,31 @@ int gw_labels_normalize(struct gw_label *ls, size_t n, struct gw_error *err)
         const struct gw_label *l = &ls[i];
         if (l->name_len == 0 || l->name == NULL)
             return gw_error_set(err, GW_EINVAL, "empty label name (value \"%s\")",
-                                quote(q, sizeof q, l->value, l->value ? l->value_len : 0));
+                                gw_model_quote(q, sizeof q, l->value, l->value ? l->value_len : 0));
         if (l->name_len > GW_LABEL_NAME_MAX)
             return gw_error_set(err, GW_EINVAL, "label name \"%s\" too long: %u bytes (limit %d)",
-                                quote(q, sizeof q, l->name, l->name_len), l->name_len,
+                                gw_model_quote(q, sizeof q, l->name, l->name_len), l->name_len,
                                 GW_LABEL_NAME_MAX);
         if (!valid_name(l->name, l->name_len, 0))
             return gw_error_set(err, GW_EINVAL, "invalid label name \"%s\"",
-                                quote(q, sizeof q, l->name, l->name_len));
+                                gw_model_quote(q, sizeof q, l->name, l->name_len));
         if (i > 0 && label_cmp(&ls[i - 1], l) == 0)
             return gw_error_set(err, GW_EINVAL, "duplicate label name \"%s\"",
-                                quote(q, sizeof q, l->name, l->name_len));
+                                gw_model_quote(q, sizeof q, l->name, l->name_len));
         if (l->value_len == 0 || l->value == NULL)
             return gw_error_set(err, GW_EINVAL, "empty value for label \"%s\"",
-                                quote(q, sizeof q, l->name, l->name_len));
+                                gw_model_quote(q, sizeof q, l->name, l->name_len));
         if (l->value_len > GW_LABEL_VALUE_MAX)
             return gw_error_set(err, GW_EINVAL, "value of label \"%s\" too long: %u bytes (limit %d)",
-                                quote(q, sizeof q, l->name, l->name_len), l->value_len,
+                                gw_model_quote(q, sizeof q, l->name, l->name_len), l->value_len,
                                 GW_LABEL_VALUE_MAX);
         if (!valid_utf8(l->value, l->value_len))
             return gw_error_set(err, GW_EINVAL, "invalid UTF-8 in value of label \"%s\"",
-                                quote(q, sizeof q, l->name, l->name_len));
+                                gw_model_quote(q, sizeof q, l->name, l->name_len));
         if (l->name_len == METRIC_NAME_LEN && memcmp(l->name, METRIC_NAME, METRIC_NAME_LEN) == 0) {
             if (!valid_name(l->value, l->value_len, 1))
                 return gw_error_set(err, GW_EINVAL, "invalid metric name \"%s\"",
-                                    quote(q, sizeof q, l->value, l->value_len));
+                                    gw_model_quote(q, sizeof q, l->value, l->value_len));
             have_name = 1;
         }
     }

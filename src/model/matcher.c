@@ -33,9 +33,9 @@
 #include <string.h>
 
 #include "gpuwatch/labels.h"
+#include "model/model_int.h"
 #include "gpuwatch/matcher.h"
 
-#define QUOTE_MAX 64
 #define DFA_WS_INTS 1000 /* automaton workspace (PCRE2's customary size) */
 #define DFA_STEP_BUDGET 4000000u /* automaton steps before giving up */
 #define JIT_STACK_MAX (512u * 1024u)
@@ -53,39 +53,6 @@ struct re_ctx {
     uint64_t dfa_steps;        /* callouts seen in the current fallback run */
 };
 
-/* Renders up to QUOTE_MAX bytes of s for a message (escapes non-printables). */
-static const char *quote(char *dst, size_t cap, const char *s, size_t len)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t o = 0;
-    size_t n = len < QUOTE_MAX ? len : QUOTE_MAX;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            if (o + 3 > cap)
-                break;
-            dst[o++] = '\\';
-            dst[o++] = (char)c;
-        } else if (c >= 0x20 && c < 0x7f) {
-            if (o + 2 > cap)
-                break;
-            dst[o++] = (char)c;
-        } else {
-            if (o + 5 > cap)
-                break;
-            dst[o++] = '\\';
-            dst[o++] = 'x';
-            dst[o++] = hex[c >> 4];
-            dst[o++] = hex[c & 15];
-        }
-    }
-    if (len > n && o + 4 <= cap) {
-        memcpy(dst + o, "...", 3);
-        o += 3;
-    }
-    dst[o] = '\0';
-    return dst;
-}
 
 static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 
@@ -317,7 +284,7 @@ static int compile_regex(struct gw_matcher *m, struct gw_error *err)
     const char *why = re2_check(m->value, m->value_len, &off);
     if (why != NULL) {
         rc = gw_error_set(err, GW_EPARSE, "invalid regular expression \"%s\": %s (at offset %zu)",
-                          quote(q, sizeof q, m->value, m->value_len), why, off);
+                          gw_model_quote(q, sizeof q, m->value, m->value_len), why, off);
         goto out;
     }
 
@@ -338,7 +305,7 @@ static int compile_regex(struct gw_matcher *m, struct gw_error *err)
             goto out;
         }
         rc = gw_error_set(err, GW_EPARSE, "invalid regular expression \"%s\": %s (at offset %zu)",
-                          quote(q, sizeof q, m->value, m->value_len), (const char *)msg,
+                          gw_model_quote(q, sizeof q, m->value, m->value_len), (const char *)msg,
                           (size_t)eoff);
         goto out;
     }
@@ -878,8 +845,8 @@ int gw_selector_parse(const char *s, size_t len, struct gw_matcher *out, size_t 
                     const char *other = name_idx != SIZE_MAX ? name_src : out[explicit_name_idx].value;
                     size_t other_len = name_idx != SIZE_MAX ? name_src_len : out[explicit_name_idx].value_len;
                     rc = sp_fail(&p, item_at, "metric name must not be set twice: \"%s\" or \"%s\"",
-                                 quote(q1, sizeof q1, other, other_len),
-                                 quote(q2, sizeof q2, lname, lname_len));
+                                 gw_model_quote(q1, sizeof q1, other, other_len),
+                                 gw_model_quote(q2, sizeof q2, lname, lname_len));
                     goto out;
                 }
                 rc = sp_add(&p, out, max, &cnt, item_at, GW_MATCH_EQ, "__name__", 8, lname, lname_len);
@@ -920,8 +887,8 @@ int gw_selector_parse(const char *s, size_t len, struct gw_matcher *out, size_t 
                 if (is_metric_name(lname, lname_len)) {
                     if (name_idx != SIZE_MAX) {
                         rc = sp_fail(&p, item_at, "metric name must not be set twice: \"%s\" or \"%s\"",
-                                     quote(q1, sizeof q1, name_src, name_src_len),
-                                     quote(q2, sizeof q2, str, val_len));
+                                     gw_model_quote(q1, sizeof q1, name_src, name_src_len),
+                                     gw_model_quote(q2, sizeof q2, str, val_len));
                         goto out;
                     }
                 }
