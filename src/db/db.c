@@ -29,6 +29,7 @@
 #include "gpuwatch/log.h"
 
 #define GW_IDLE_GRACE_MS (15 * 60 * 1000)
+#define GW_WAL_CHECKPOINT_BYTES (256ull << 20)
 
 void gw_db_opts_default(struct gw_db_opts *o)
 {
@@ -961,7 +962,8 @@ static void *bg_main(void *arg)
             pthread_mutex_unlock(&db->mu);
             if (ev) gw_log(GW_LOG_INFO, "db", "msg=\"idle series left the head\" count=%zu", ev);
         }
-        if (tick % 60 == 0) {
+        /* every minute, and sooner when a fast backfill grows the WAL */
+        if (tick % 60 == 0 || (tick % 5 == 0 && gw_wal_disk_bytes(db->wal) > GW_WAL_CHECKPOINT_BYTES)) {
             gw_error_clear(&e);
             if (checkpoint(db, 0, &e) != GW_OK)
                 gw_log(GW_LOG_WARN, "db", "msg=\"checkpoint failed; will retry\" err=\"%s\"", e.msg);
