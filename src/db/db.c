@@ -935,6 +935,7 @@ static void *bg_main(void *arg)
 {
     struct gw_db *db = arg;
     uint64_t tick = 0;
+    uint64_t last_ckpt_wal_bytes = 0;
     for (;;) {
         pthread_mutex_lock(&db->bg_mu);
         if (!db->stopping) {
@@ -963,8 +964,10 @@ static void *bg_main(void *arg)
             if (ev) gw_log(GW_LOG_INFO, "db", "msg=\"idle series left the head\" count=%zu", ev);
         }
         /* every minute, and sooner when a fast backfill grows the WAL */
-        if (tick % 60 == 0 || (tick % 5 == 0 && gw_wal_disk_bytes(db->wal) > GW_WAL_CHECKPOINT_BYTES)) {
+        uint64_t wal_bytes = tick % 5 == 0 ? gw_wal_disk_bytes(db->wal) : 0;
+        if (tick % 60 == 0 || wal_bytes > last_ckpt_wal_bytes + GW_WAL_CHECKPOINT_BYTES) {
             gw_error_clear(&e);
+            last_ckpt_wal_bytes = wal_bytes ? wal_bytes : gw_wal_disk_bytes(db->wal);
             if (checkpoint(db, 0, &e) != GW_OK)
                 gw_log(GW_LOG_WARN, "db", "msg=\"checkpoint failed; will retry\" err=\"%s\"", e.msg);
         }
