@@ -363,6 +363,88 @@ static void test_http_write_bad_bodies(void **state)
     gw_buf_free(&w);
 }
 
+/* ---- remote write 2.0: a hand-encoded io.prometheus.write.v2.Request ---- */
+
+static void pb_varint(struct gw_buf *b, uint64_t v)
+{
+    uint8_t tmp[10];
+    size_t n = 0;
+    while (v >= 0x80) {
+        tmp[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    tmp[n++] = (uint8_t)v;
+    assert_int_equal(gw_buf_append(b, tmp, n), GW_OK);
+}
+
+static void pb_bytes(struct gw_buf *b, uint8_t tag, const void *p, size_t n)
+{
+    pb_varint(b, tag);
+    pb_varint(b, n);
+    assert_int_equal(gw_buf_append(b, p, n), GW_OK);
+}
+
+static void test_http_write_v2(void **state)
+{
+    struct fixture *f = *state;
+    static const char *syms[] = {"", "__name__", "rw2_metric", "job", "v2", "gpu", "3"};
+    struct gw_buf req, ts, smp, z;
+    gw_buf_init(&req, 0);
+    gw_buf_init(&ts, 0);
+    gw_buf_init(&smp, 0);
+    gw_buf_init(&z, 0);
+    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) pb_bytes(&req, 0x22, syms[i], strlen(syms[i]));
+    /* labels_refs (packed): __name__=rw2_metric, gpu=3, job=v2 */
+    static const uint8_t refs[] = {1, 2, 5, 6, 3, 4};
+    pb_bytes(&ts, 0x0A, refs, sizeof refs);
+    for (int i = 0; i < 3; i++) {
+        gw_buf_reset(&smp);
+        double v = 1.5 + i;
+        uint8_t raw[9];
+        raw[0] = 0x09;
+        memcpy(raw + 1, &v, 8);   /* little-endian host */
+        assert_int_equal(gw_buf_append(&smp, raw, 9), GW_OK);
+        pb_varint(&smp, 0x10);
+        pb_varint(&smp, (uint64_t)(f->base + i * 15000));
+        pb_bytes(&ts, 0x12, smp.data, smp.len);
+    }
+    pb_bytes(&req, 0x2A, ts.data, ts.len);
+    assert_int_equal(gw_snappy_encode(req.data, req.len, &z), GW_OK);
+    struct resp r;
+    char v[64];
+    http_do(f->port, "POST", "/api/v1/write",
+            "Content-Type: application/x-protobuf;proto=io.prometheus.write.v2.Request\r\n"
+            "Content-Encoding: snappy\r\nX-Prometheus-Remote-Write-Version: 2.0.0\r\n",
+            z.data, z.len, &r);
+    assert_int_equal(r.status, 204);
+    assert_non_null(header_value(&r, "X-Prometheus-Remote-Write-Samples-Written", v, sizeof v));
+    assert_string_equal(v, "3");
+    assert_non_null(header_value(&r, "X-Prometheus-Remote-Write-Histograms-Written", v, sizeof v));
+    assert_string_equal(v, "0");
+    resp_free(&r);
+    /* the same request again: idempotent, still 204 and counted as written */
+    http_do(f->port, "POST", "/api/v1/write",
+            "Content-Type: application/x-protobuf;proto=io.prometheus.write.v2.Request\r\n"
+            "Content-Encoding: snappy\r\n",
+            z.data, z.len, &r);
+    assert_int_equal(r.status, 204);
+    resp_free(&r);
+    char target[256];
+    snprintf(target, sizeof target, "/api/v1/query?query=rw2_metric%%5B1h%%5D&time=%.3f",
+             (double)(f->base + 60000) / 1000.0);
+    http_do(f->port, "GET", target, "", NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"job\":\"v2\""));
+    assert_non_null(strstr(r.body, "\"gpu\":\"3\""));
+    assert_non_null(strstr(r.body, "\"1.5\""));
+    assert_non_null(strstr(r.body, "\"3.5\""));
+    resp_free(&r);
+    gw_buf_free(&req);
+    gw_buf_free(&ts);
+    gw_buf_free(&smp);
+    gw_buf_free(&z);
+}
+
 static void test_http_write_too_large(void **state)
 {
     struct fixture *f = *state;
@@ -784,6 +866,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_http_write_method_not_allowed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_write_unsupported_media, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_write_bad_bodies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_write_v2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_write_too_large, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_write_refused_and_retry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_series_labels_values, setup, teardown),
