@@ -43,7 +43,8 @@ const char *gw_strerror(int rc);
  * Returns rc so callers can write `return gw_error_set(err, GW_EINVAL, ...)`. */
 int gw_error_set(struct gw_error *err, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-int gw_error_setv(struct gw_error *err, int rc, const char *fmt, va_list ap);
+int gw_error_setv(struct gw_error *err, int rc, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* Clears err (code GW_OK, empty msg). NULL is a no-op. */
 void gw_error_clear(struct gw_error *err);

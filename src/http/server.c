@@ -88,7 +88,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
     *req_cls = NULL;
 }
 
-static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char msg[512];
     (void)cls;
