@@ -1162,9 +1162,27 @@ static void test_rw_content_type_table(void **state)
     }
 }
 
+/* Regression (fuzzer find): an empty body arrives as a NULL pointer with
+ * length 0 and must decode to an empty request for both versions. */
+static void test_rw_empty_body_null_pointer(void **state)
+{
+    (void)state;
+    struct gw_arena a;
+    gw_arena_init(&a, 4096, 1 << 20);
+    for (int version = 1; version <= 2; version++) {
+        struct gw_rw_request out;
+        struct gw_error err = {0};
+        assert_int_equal(gw_rw_decode(NULL, 0, version, &a, &out, &err), GW_OK);
+        assert_int_equal(out.n_series, 0);
+        assert_int_equal(out.n_samples, 0);
+    }
+    gw_arena_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rw_empty_body_null_pointer),
         cmocka_unit_test(test_rw_v1_random_roundtrip),
         cmocka_unit_test(test_rw_v1_stale_nan_bit_exact),
         cmocka_unit_test(test_rw_v1_worked_example),

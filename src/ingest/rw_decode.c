@@ -890,7 +890,7 @@ int gw_rw_decode(const uint8_t *pb, size_t len, int version, struct gw_arena *a,
         return gw_error_set(err, GW_EINVAL, "remote write: unknown protocol version %d", version);
     if (len > UINT32_MAX)
         return gw_error_set(err, GW_ETOOLARGE, "remote write: body of %zu bytes is too large", len);
-    end = pb + len;
+    end = len ? pb + len : pb;   /* NULL + 0 is undefined */
 
     memset(&k, 0, sizeof k);
     rc = version == 1 ? v1_count(&c, pb, end, &k) : v2_count(&c, pb, end, &k);
