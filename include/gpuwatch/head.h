@@ -38,6 +38,10 @@ static inline uint32_t gw_hchunk_n(const struct gw_hchunk *c) { return c->frozen
  * gw_hchunk_n). GW_OK, GW_ELIMIT, GW_ECORRUPT. */
 int gw_hchunk_decode(const struct gw_hchunk *c, int64_t *t, double *v, size_t cap, size_t *n);
 size_t gw_hchunk_mem(const struct gw_hchunk *c);
+/* Deep copy (readers copy under the db mutex and decode after it). */
+int gw_hchunk_clone(struct gw_hchunk *dst, const struct gw_hchunk *src);
+/* Frees the memory of a chunk (a clone, or one the head gave up). */
+void gw_hchunk_release(struct gw_hchunk *c);
 
 struct gw_head_chunk {
     struct gw_head_chunk *next;  /* newer pending chunk */

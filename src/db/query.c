@@ -125,6 +125,8 @@ struct sel {
     struct sample_vec head;       /* samples from the head in range */
     int64_t head_mint, head_maxt; /* of all head data of the series */
     int in_head;
+    struct gw_hchunk *copies;     /* head chunks copied under the mutex */
+    size_t n_copies;
 };
 
 static int sel_cmp(const void *a, const void *b)
@@ -237,6 +239,8 @@ static void free_sels(struct sel *sels, size_t n)
     for (size_t i = 0; i < n; i++) {
         free(sels[i].labels);
         sv_free(&sels[i].head);
+        for (size_t k = 0; k < sels[i].n_copies; k++) gw_hchunk_release(&sels[i].copies[k]);
+        free(sels[i].copies);
     }
     free(sels);
 }
@@ -281,25 +285,47 @@ static int collect(struct gw_db *db, struct gw_store_txn *t, const struct gw_mat
     }
     gw_postings_free(&p);
     if (rc == GW_OK && db->head) {
+        /* Under the ingest mutex only copy the chunks (memcpy); decode after. */
         pthread_mutex_lock(&db->mu);
         for (size_t i = 0; i < n && rc == GW_OK; i++) {
             struct gw_head_series *hs = gw_head_find_sid(db->head, sels[i].sid);
             if (!hs) continue;
-            for (struct gw_head_chunk *c = hs->pending; c; c = c->next) {
+            size_t want = gw_hchunk_n(&hs->open) ? 1 : 0;
+            for (struct gw_head_chunk *c = hs->pending; c; c = c->next) want++;
+            if (with_samples && want) {
+                sels[i].copies = calloc(want, sizeof *sels[i].copies);
+                if (!sels[i].copies) {
+                    rc = GW_ENOMEM;
+                    break;
+                }
+            }
+            for (struct gw_head_chunk *c = hs->pending; c && rc == GW_OK; c = c->next) {
                 if (c->mint < sels[i].head_mint) sels[i].head_mint = c->mint;
                 if (c->maxt > sels[i].head_maxt) sels[i].head_maxt = c->maxt;
-                if (with_samples && c->maxt >= mint && c->mint <= maxt && rc == GW_OK)
-                    rc = copy_chunk(&sels[i].head, &c->x, mint, maxt);
+                if (with_samples && c->maxt >= mint && c->mint <= maxt) {
+                    rc = gw_hchunk_clone(&sels[i].copies[sels[i].n_copies], &c->x);
+                    if (rc == GW_OK) sels[i].n_copies++;
+                }
             }
-            if (gw_hchunk_n(&hs->open)) {
+            if (rc == GW_OK && gw_hchunk_n(&hs->open)) {
                 if (hs->open_mint < sels[i].head_mint) sels[i].head_mint = hs->open_mint;
                 if (hs->last_t > sels[i].head_maxt) sels[i].head_maxt = hs->last_t;
-                if (with_samples && hs->last_t >= mint && hs->open_mint <= maxt && rc == GW_OK)
-                    rc = copy_chunk(&sels[i].head, &hs->open, mint, maxt);
+                if (with_samples && hs->last_t >= mint && hs->open_mint <= maxt) {
+                    rc = gw_hchunk_clone(&sels[i].copies[sels[i].n_copies], &hs->open);
+                    if (rc == GW_OK) sels[i].n_copies++;
+                }
             }
             sels[i].in_head = sels[i].head_mint <= sels[i].head_maxt;
         }
         pthread_mutex_unlock(&db->mu);
+        for (size_t i = 0; i < n && rc == GW_OK; i++) {
+            for (size_t k = 0; k < sels[i].n_copies && rc == GW_OK; k++)
+                rc = copy_chunk(&sels[i].head, &sels[i].copies[k], mint, maxt);
+            for (size_t k = 0; k < sels[i].n_copies; k++) gw_hchunk_release(&sels[i].copies[k]);
+            free(sels[i].copies);
+            sels[i].copies = NULL;
+            sels[i].n_copies = 0;
+        }
     }
     if (rc) {
         free_sels(sels, n);

@@ -67,6 +67,26 @@ size_t gw_hchunk_mem(const struct gw_hchunk *c)
     return c->frozen_cap + gw_xor_mem(&c->x);
 }
 
+int gw_hchunk_clone(struct gw_hchunk *dst, const struct gw_hchunk *src)
+{
+    hchunk_init(dst);
+    if (src->frozen_len) {
+        dst->frozen = malloc(src->frozen_len);
+        if (!dst->frozen) return GW_ENOMEM;
+        memcpy(dst->frozen, src->frozen, src->frozen_len);
+        dst->frozen_len = dst->frozen_cap = src->frozen_len;
+        dst->frozen_n = src->frozen_n;
+    }
+    int rc = gw_xor_clone(&dst->x, &src->x);
+    if (rc) {
+        hchunk_free(dst);
+        return rc;
+    }
+    return GW_OK;
+}
+
+void gw_hchunk_release(struct gw_hchunk *c) { hchunk_free(c); }
+
 int gw_hchunk_decode(const struct gw_hchunk *c, int64_t *t, double *v, size_t cap, size_t *n)
 {
     size_t got = 0, off = 0;
