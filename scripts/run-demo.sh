@@ -10,9 +10,14 @@ listen=${3:-127.0.0.1:9201}
 work=$(mktemp -d /tmp/gpuwatch-demo.XXXXXX)
 pids=()
 cleanup() {
+  trap - EXIT INT TERM
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  for p in "${pids[@]}"; do
+    for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$p" 2>/dev/null || true
+  done
   rm -rf "$work"
+  exit 0
 }
 trap cleanup EXIT INT TERM
 
