@@ -1,11 +1,12 @@
 # gpuwatch - convenience targets around CMake. See README.md.
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
+BUILD_TSAN ?= build-tsan
 JOBS       ?= $(shell nproc)
 DATA       ?= ./data
 LISTEN     ?= 127.0.0.1:9201
 
-.PHONY: all deps build test test-unit test-asan run bench clean
+.PHONY: all deps build test test-unit test-asan test-tsan run bench clean
 
 all: build
 
@@ -19,10 +20,12 @@ build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 # Everything CI runs: unit + integration tests, then the unit tests again
-# under AddressSanitizer + UndefinedBehaviorSanitizer.
+# under AddressSanitizer + UndefinedBehaviorSanitizer and under
+# ThreadSanitizer.
 test: deps build
 	cd $(BUILD) && ctest --output-on-failure
 	$(MAKE) test-asan
+	$(MAKE) test-tsan
 
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -L unit
@@ -33,6 +36,12 @@ test-asan:
 	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --output-on-failure -L unit
 
+test-tsan:
+	cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=Debug -DGW_BUILD_BENCH=OFF \
+		-DCMAKE_C_FLAGS="-fsanitize=thread -O1" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread"
+	cmake --build $(BUILD_TSAN) -j $(JOBS)
+	cd $(BUILD_TSAN) && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L unit
+
 # The main job: gpuwatch serving a local data dir, fed by a local
 # Prometheus that scrapes node_exporter and remote-writes to it.
 run: deps build
@@ -42,4 +51,4 @@ bench: deps build
 	bash bench/run_ingest_bench.sh $(BUILD)
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN)

@@ -245,20 +245,32 @@ static void free_sels(struct sel *sels, size_t n)
     free(sels);
 }
 
-/* Collects the selected series with labels and (optionally) head samples. */
-static int collect(struct gw_db *db, struct gw_store_txn *t, const struct gw_matcher *ms, size_t nm, int64_t mint,
-                   int64_t maxt, int with_samples, struct sel **out, size_t *n_out)
+/* Collects the selected series with labels and (optionally) head samples.
+ *
+ * Order matters twice. No store transaction is held while the ingest mutex
+ * is taken (ingest takes the mutex first and the store's locks second), and
+ * the head is copied before the caller opens the transaction it reads
+ * blocks with: the flusher commits a chunk to the store before it drops it
+ * from the head, so every sample is in the head copy or in that later
+ * snapshot (repeats are dropped by timestamp). */
+static int collect(struct gw_db *db, const struct gw_matcher *ms, size_t nm, int64_t mint, int64_t maxt,
+                   int with_samples, struct sel **out, size_t *n_out)
 {
+    struct gw_store_txn *t = NULL;
+    int rc = gw_store_read_begin(db->store, &t, NULL);
+    if (rc) return rc;
     struct gw_postings p;
     gw_postings_init(&p);
-    int rc = select_postings(t, ms, nm, &p);
+    rc = select_postings(t, ms, nm, &p);
     if (rc) {
         gw_postings_free(&p);
+        gw_store_read_end(t);
         return rc;
     }
     struct sel *sels = calloc(p.n ? p.n : 1, sizeof *sels);
     if (!sels) {
         gw_postings_free(&p);
+        gw_store_read_end(t);
         return GW_ENOMEM;
     }
     size_t n = 0;
@@ -284,6 +296,7 @@ static int collect(struct gw_db *db, struct gw_store_txn *t, const struct gw_mat
         n++;
     }
     gw_postings_free(&p);
+    gw_store_read_end(t);
     if (rc == GW_OK && db->head) {
         /* Under the ingest mutex only copy the chunks (memcpy); decode after. */
         pthread_mutex_lock(&db->mu);
@@ -353,15 +366,15 @@ static int has_data(struct gw_db *db, struct gw_store_txn *t, const struct sel *
 
 int gw_db_select(struct gw_db *db, const struct gw_db_select *q, gw_db_series_cb cb, void *ud, struct gw_error *err)
 {
-    struct gw_store_txn *t = NULL;
-    int rc = gw_store_read_begin(db->store, &t, err);
-    if (rc) return rc;
     struct sel *sels = NULL;
     size_t n = 0;
-    rc = collect(db, t, q->matchers, q->n_matchers, q->mint, q->maxt, q->with_samples, &sels, &n);
+    int rc = collect(db, q->matchers, q->n_matchers, q->mint, q->maxt, q->with_samples, &sels, &n);
+    if (rc) return gw_error_set(err, rc, "cannot select series: %s", gw_strerror(rc));
+    struct gw_store_txn *t = NULL;
+    rc = gw_store_read_begin(db->store, &t, err);
     if (rc) {
-        gw_store_read_end(t);
-        return gw_error_set(err, rc, "cannot select series: %s", gw_strerror(rc));
+        free_sels(sels, n);
+        return rc;
     }
     qsort(sels, n, sizeof *sels, sel_cmp);
     struct sample_vec stored = {0}, merged = {0};
@@ -502,18 +515,21 @@ static int covers_all(int64_t mint, int64_t maxt)
 }
 
 /* Labels of every series selected by the sets (or all) with data in range. */
-static int gather(struct gw_db *db, struct gw_store_txn *t, const struct gw_db_matcher_set *sets, size_t n_sets,
-                  int64_t mint, int64_t maxt, const char *name, size_t name_len, struct strset *out)
+static int gather(struct gw_db *db, const struct gw_db_matcher_set *sets, size_t n_sets, int64_t mint,
+                  int64_t maxt, const char *name, size_t name_len, struct strset *out)
 {
-    struct gw_matcher none;
-    memset(&none, 0, sizeof none);
     size_t rounds = n_sets ? n_sets : 1;
     int rc = GW_OK;
     for (size_t k = 0; k < rounds && rc == GW_OK; k++) {
         struct sel *sels = NULL;
         size_t n = 0;
-        rc = collect(db, t, n_sets ? sets[k].matchers : NULL, n_sets ? sets[k].n : 0, mint, maxt, 0, &sels, &n);
+        rc = collect(db, n_sets ? sets[k].matchers : NULL, n_sets ? sets[k].n : 0, mint, maxt, 0, &sels, &n);
         if (rc) break;
+        struct gw_store_txn *t = NULL;
+        if ((rc = gw_store_read_begin(db->store, &t, NULL))) {
+            free_sels(sels, n);
+            break;
+        }
         for (size_t i = 0; i < n && rc == GW_OK; i++) {
             if (!covers_all(mint, maxt) && !has_data(db, t, &sels[i], mint, maxt)) continue;
             struct gw_label ls[GW_LABELS_MAX];
@@ -528,6 +544,7 @@ static int gather(struct gw_db *db, struct gw_store_txn *t, const struct gw_db_m
                 }
             }
         }
+        gw_store_read_end(t);
         free_sels(sels, n);
     }
     return rc;
@@ -544,9 +561,9 @@ int gw_db_label_names(struct gw_db *db, const struct gw_db_matcher_set *sets, si
         gw_store_read_end(t);
         return rc == 1 ? GW_OK : rc;
     }
-    struct strset ss = {0};
-    rc = gather(db, t, sets, n_sets, mint, maxt, NULL, 0, &ss);
     gw_store_read_end(t);
+    struct strset ss = {0};
+    rc = gather(db, sets, n_sets, mint, maxt, NULL, 0, &ss);
     if (rc == GW_OK) rc = strset_emit(&ss, cb, ud);
     strset_free(&ss);
     if (rc) gw_error_set(err, rc, "cannot list label names: %s", gw_strerror(rc));
@@ -564,9 +581,9 @@ int gw_db_label_values(struct gw_db *db, const char *name, size_t name_len, cons
         gw_store_read_end(t);
         return rc == 1 ? GW_OK : rc;
     }
-    struct strset ss = {0};
-    rc = gather(db, t, sets, n_sets, mint, maxt, name, name_len, &ss);
     gw_store_read_end(t);
+    struct strset ss = {0};
+    rc = gather(db, sets, n_sets, mint, maxt, name, name_len, &ss);
     if (rc == GW_OK) rc = strset_emit(&ss, cb, ud);
     strset_free(&ss);
     if (rc) gw_error_set(err, rc, "cannot list label values: %s", gw_strerror(rc));
