@@ -327,8 +327,9 @@ static int cmd_stats(int argc, char **argv)
 /* POSTs to a running serve: returns HTTP status or -1. */
 static int http_post(const char *hostport, const char *path, char *resp, size_t resp_len)
 {
-    char host[256];
-    snprintf(host, sizeof host, "%s", hostport);
+    char host[320];
+    if (strlen(hostport) >= sizeof host) return -1;
+    memcpy(host, hostport, strlen(hostport) + 1);
     char *colon = strrchr(host, ':');
     if (!colon) return -1;
     *colon = '\0';
