@@ -189,7 +189,7 @@ done
     echo
     echo "Machine: $(nproc) cores, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM; sender on the same machine."
     echo "Workload: $nodes nodes x $gpus GPUs, $n_series series, $duration at $interval = $n_samples samples, gw_rwload --conns $conns --batch $batch (remote write 1.0, snappy)."
-    echo "gpuwatch: $("$build/gpuwatch" version 2>/dev/null | head -1 || true), source commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo "?")$(git -C "$root" diff --quiet HEAD 2>/dev/null || echo " + uncommitted changes")."
+    echo "gpuwatch: $("$build/gpuwatch" version 2>/dev/null | head -1 || true), source commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo "?")$(git -C "$root" diff --quiet HEAD -- . ':!bench/results' 2>/dev/null || echo " + uncommitted changes")."
     echo "Versions: $(prometheus --version 2>/dev/null | head -1 || true); victoria-metrics $(dpkg-query -W -f '${Version}' victoria-metrics 2>/dev/null || echo "?")."
     echo
     echo "| system | samples acked | wall s | samples/s | server CPU µs/sample | peak RSS MiB | RSS after send MiB | RSS bytes/series | disk bytes/sample | notes |"
