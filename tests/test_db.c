@@ -14,7 +14,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <errno.h>
+#include <time.h>
+
 #include "gpuwatch/codec.h"
+#include "wal/wal_int.h"   /* the WAL's write seam, to inject a full disk */
 #include "gpuwatch/db.h"
 #include "gpuwatch/labels.h"
 
@@ -344,6 +348,73 @@ static void test_db_retention_drops_old_days(void **state)
     gw_db_close(db);
 }
 
+static ssize_t write_enospc(int fd, const void *buf, size_t n)
+{
+    (void)fd;
+    (void)buf;
+    (void)n;
+    errno = ENOSPC;
+    return -1;
+}
+
+/* A full disk under the WAL: writes get GW_EIO (5xx, retried by Prometheus);
+ * a retry of samples that reached the head but not the WAL is refused too,
+ * never acknowledged as a duplicate; once the disk has room the background
+ * thread writes the head to the store, opens a fresh WAL and writes resume,
+ * with every sample readable, also after a reopen. */
+static void test_db_wal_failure_recovers(void **state)
+{
+    (void)state;
+    struct gw_db_opts o;
+    gw_db_opts_default(&o);
+    o.dir = tmpdir;
+    o.initial_map_bytes = 1 << 20;
+    o.background = 1;
+    struct gw_db *db = NULL;
+    struct gw_error err = {0};
+    assert_int_equal(gw_db_open(&db, &o, &err), GW_OK);
+    int64_t now = gw_now_ms(), t0 = now - 10 * MIN_MS;
+    struct gw_append_result res;
+    struct req q;
+    req_init(&q);
+    struct gw_rw_series *x = req_series(&q, "m", "h1", NULL);
+    add(&q, x, t0, 1.0);
+    assert_int_equal(gw_db_append(db, &q.r, now, &res, &err), GW_OK);
+
+    ssize_t (*saved)(int, const void *, size_t) = gw_wal_io.write;
+    gw_wal_io.write = write_enospc;
+    req_init(&q);
+    x = req_series(&q, "m", "h1", NULL);
+    add(&q, x, t0 + 15000, 2.0);
+    assert_int_equal(gw_db_append(db, &q.r, now, &res, &err), GW_EIO);
+    /* the retry must not be answered as a harmless duplicate */
+    assert_int_equal(gw_db_append(db, &q.r, now, &res, &err), GW_EIO);
+    gw_wal_io.write = saved;
+
+    /* recovery runs every 10 s in the background; allow two rounds */
+    int rc = GW_EIO;
+    for (int i = 0; i < 250 && rc != GW_OK; i++) {
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        req_init(&q);
+        x = req_series(&q, "m", "h1", NULL);
+        add(&q, x, t0 + 30000, 3.0);
+        rc = gw_db_append(db, &q.r, now, &res, &err);
+    }
+    assert_int_equal(rc, GW_OK);
+    assert_int_equal(res.accepted, 1);
+    struct got g;
+    select_all(db, "m", t0, now, &g);
+    assert_int_equal(g.series, 1);
+    assert_int_equal(g.n[0], 3);
+    gw_db_close(db);
+    db = open_db(0);
+    select_all(db, "m", t0, now, &g);
+    assert_int_equal(g.n[0], 3);
+    assert_true(bits(g.v[0][2]) == 3.0);
+    gw_db_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -351,6 +422,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_db_crash_replay_and_flush, setup, teardown),
         cmocka_unit_test_setup_teardown(test_db_matchers_and_labels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_db_retention_drops_old_days, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_db_wal_failure_recovers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

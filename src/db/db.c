@@ -224,6 +224,7 @@ int gw_db_open(struct gw_db **out, const struct gw_db_opts *o, struct gw_error *
     db->max_t = INT64_MIN;
     db->next_sid = 1;
     pthread_mutex_init(&db->mu, NULL);
+    pthread_rwlock_init(&db->wal_rw, NULL);
     pthread_mutex_init(&db->flush_mu, NULL);
     pthread_mutex_init(&db->bg_mu, NULL);
     pthread_cond_init(&db->bg_cv, NULL);
@@ -313,7 +314,7 @@ int gw_db_open(struct gw_db **out, const struct gw_db_opts *o, struct gw_error *
     }
 done:
     free(store_dir);
-    free(wal_dir);
+    db->wal_dir = wal_dir;
     free(lock_path);
     *out = db;
     return GW_OK;
@@ -357,6 +358,8 @@ void gw_db_close(struct gw_db *db)
     gw_buf_free(&db->rec);
     gw_buf_free(&db->srec);
     pthread_mutex_destroy(&db->mu);
+    pthread_rwlock_destroy(&db->wal_rw);
+    free(db->wal_dir);
     pthread_mutex_destroy(&db->flush_mu);
     pthread_mutex_destroy(&db->bg_mu);
     pthread_cond_destroy(&db->bg_cv);
@@ -491,8 +494,8 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
                  struct gw_error *err)
 {
     memset(res, 0, sizeof *res);
-    if (!db->head || !db->wal) return gw_error_set(err, GW_EINVAL, "database opened read-only");
-    int rc = GW_OK;
+    if (!db->head) return gw_error_set(err, GW_EINVAL, "database opened read-only");
+    int rc = GW_OK, wal_locked = 0;
     struct prep *pp = NULL;
     struct new_series *ns = NULL;
     size_t n_new = 0;
@@ -525,10 +528,13 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
         pp[i].valid = 1;
     }
 
+    pthread_rwlock_rdlock(&db->wal_rw);
+    wal_locked = 1;
     pthread_mutex_lock(&db->mu);
-    if (db->failed) {
+    if (db->failed || !db->wal) {
         pthread_mutex_unlock(&db->mu);
-        rc = gw_error_set(err, GW_EIO, "write-ahead log failed earlier; restart gpuwatch");
+        rc = gw_error_set(err, GW_EIO, "write-ahead log unavailable after a write failure (disk full?); "
+                                       "retrying until it recovers");
         goto out;
     }
     /* Phase 2: resolve series, creating the missing ones in the store. */
@@ -655,12 +661,21 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
         goto out;
     }
     if (need_commit) rc = gw_wal_commit(db->wal, pos, err);
+    if (rc) {
+        /* The samples are in the head but not durable: refuse every write
+         * until the head is in the store and a fresh WAL is open, or a retry
+         * of these samples would be answered 2xx as duplicates. */
+        pthread_mutex_lock(&db->mu);
+        db->failed = 1;
+        pthread_mutex_unlock(&db->mu);
+    }
     if (rc == GW_OK && req->n_metadata) {
         struct md_ctx mc = {.req = req};
         int mrc = gw_store_write(db->store, metadata_fn, &mc, NULL);
         if (mrc == GW_OK) res->metadata = req->n_metadata;
     }
 out:
+    if (wal_locked) pthread_rwlock_unlock(&db->wal_rw);
     free(pp);
     free(ns);
     gw_buf_free(&lab);
@@ -881,18 +896,59 @@ static int checkpoint(struct gw_db *db, int all, struct gw_error *err)
     int rc = flush_pending(db, all, err);
     if (rc) return rc;
     uint64_t keep_from = UINT64_MAX;
+    pthread_rwlock_rdlock(&db->wal_rw);
+    if (!db->wal) {
+        pthread_rwlock_unlock(&db->wal_rw);
+        return gw_error_set(err, GW_EIO, "write-ahead log unavailable");
+    }
     if (all) {
         rc = gw_wal_cut(db->wal, &keep_from, err);
-        if (rc) return rc;
+        if (rc) goto out;
     }
     pthread_mutex_lock(&db->mu);
     uint64_t m = gw_head_min_wal_pos(db->head);
     pthread_mutex_unlock(&db->mu);
     if (m < keep_from) keep_from = m;
     rc = gw_store_sync(db->store, err);
+    if (rc == GW_OK && keep_from != UINT64_MAX) rc = gw_wal_truncate_before(db->wal, keep_from, err);
+out:
+    pthread_rwlock_unlock(&db->wal_rw);
+    return rc;
+}
+
+/* After a WAL write or sync failure (a full disk, an I/O error): write the
+ * whole head into the store and sync it, then replace the WAL with a fresh
+ * one and delete the old segments, whose every record is now in the store.
+ * Writes are refused until this succeeds; it is retried every 10 s. */
+static int recover_wal(struct gw_db *db, struct gw_error *err)
+{
+    pthread_mutex_lock(&db->mu);
+    gw_head_cut_all(db->head);
+    pthread_mutex_unlock(&db->mu);
+    int rc = flush_pending(db, 1, err);
+    if (rc == GW_OK) rc = gw_store_sync(db->store, err);
     if (rc) return rc;
-    if (keep_from == UINT64_MAX) return GW_OK;
-    return gw_wal_truncate_before(db->wal, keep_from, err);
+    pthread_rwlock_wrlock(&db->wal_rw);
+    gw_wal_close(db->wal);    /* unwritten records belong to requests that got 5xx */
+    db->wal = NULL;
+    struct gw_wal_opts wo = {.dir = db->wal_dir, .segment_bytes = 32u << 20, .fsync = db->o.fsync,
+                             .batch_interval_ms = 100};
+    struct gw_wal *nw = NULL;
+    uint64_t next = 0;
+    rc = gw_wal_open(&nw, &wo, err);
+    if (rc == GW_OK) rc = gw_wal_cut(nw, &next, err);
+    if (rc == GW_OK) rc = gw_wal_truncate_before(nw, next, err);
+    if (rc == GW_OK) {
+        db->wal = nw;
+        pthread_mutex_lock(&db->mu);
+        db->failed = 0;
+        db->last_wal_pos = next;
+        pthread_mutex_unlock(&db->mu);
+    } else {
+        gw_wal_close(nw);
+    }
+    pthread_rwlock_unlock(&db->wal_rw);
+    return rc;
 }
 
 int gw_db_flush(struct gw_db *db, struct gw_error *err)
@@ -963,11 +1019,29 @@ static void *bg_main(void *arg)
             pthread_mutex_unlock(&db->mu);
             if (ev) gw_log(GW_LOG_INFO, "db", "msg=\"idle series left the head\" count=%zu", ev);
         }
+        pthread_mutex_lock(&db->mu);
+        int failed = db->failed;
+        pthread_mutex_unlock(&db->mu);
+        if (failed) {
+            if (tick % 10 == 0) {
+                gw_error_clear(&e);
+                if (recover_wal(db, &e) == GW_OK)
+                    gw_log(GW_LOG_INFO, "db", "msg=\"write-ahead log recovered; accepting writes again\"");
+                else
+                    gw_log(GW_LOG_WARN, "db", "msg=\"write-ahead log still failing; writes refused\" err=\"%s\"", e.msg);
+            }
+            continue;
+        }
         /* every minute, and sooner when a fast backfill grows the WAL */
-        uint64_t wal_bytes = tick % 5 == 0 ? gw_wal_disk_bytes(db->wal) : 0;
+        uint64_t wal_bytes = 0;
+        if (tick % 5 == 0) {
+            pthread_rwlock_rdlock(&db->wal_rw);
+            wal_bytes = db->wal ? gw_wal_disk_bytes(db->wal) : 0;
+            pthread_rwlock_unlock(&db->wal_rw);
+        }
         if (tick % 60 == 0 || wal_bytes > last_ckpt_wal_bytes + GW_WAL_CHECKPOINT_BYTES) {
             gw_error_clear(&e);
-            last_ckpt_wal_bytes = wal_bytes ? wal_bytes : gw_wal_disk_bytes(db->wal);
+            last_ckpt_wal_bytes = wal_bytes;
             if (checkpoint(db, 0, &e) != GW_OK)
                 gw_log(GW_LOG_WARN, "db", "msg=\"checkpoint failed; will retry\" err=\"%s\"", e.msg);
         }

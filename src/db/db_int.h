@@ -20,7 +20,10 @@ struct gw_db {
     char *dir;
     int lock_fd;                 /* flock on DIR/LOCK (serve and writers) */
     struct gw_store *store;
-    struct gw_wal *wal;          /* NULL when read_only */
+    struct gw_wal *wal;          /* NULL when read_only, or after a failed reopen */
+    pthread_rwlock_t wal_rw;     /* writers of WAL records hold it shared; swapping
+                                    in a fresh WAL after a failure holds it exclusive */
+    char *wal_dir;
     struct gw_head *head;        /* NULL when read_only */
 
     pthread_mutex_t mu;          /* head, next_sid, last_wal_pos, wal record order */

@@ -686,7 +686,9 @@ int gw_db_stats(struct gw_db *db, struct gw_db_stats *st, struct gw_error *err)
         st->head_series = hs.series;
         st->head_samples = hs.samples;
         st->head_bytes = hs.bytes;
-        st->wal_bytes = gw_wal_disk_bytes(db->wal);
+        pthread_rwlock_rdlock(&db->wal_rw);
+        st->wal_bytes = db->wal ? gw_wal_disk_bytes(db->wal) : 0;
+        pthread_rwlock_unlock(&db->wal_rw);
     }
     return GW_OK;
 }
