@@ -129,7 +129,7 @@ struct gw_db_stats {
     uint64_t store_file_bytes;   /* LMDB data file */
     uint64_t store_used_bytes;   /* LMDB pages in use */
     uint64_t wal_bytes;
-    int64_t mint, maxt;          /* of stored + head data; INT64_MAX/MIN when empty */
+    int64_t mint, maxt;          /* of stored (to the UTC day) + head data; INT64_MAX/MIN when empty */
     /* counters since open */
     uint64_t appended, refused;
 };

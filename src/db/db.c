@@ -702,6 +702,7 @@ struct flush_block {
     int64_t window;
     uint64_t sid;
     int64_t mint, maxt;
+    uint32_t n;                   /* samples */
     size_t off, len;
 };
 
@@ -723,6 +724,23 @@ static int block_order(const void *a, const void *b)
     return x->mint < y->mint ? -1 : x->mint > y->mint;
 }
 
+/* Adds to the running totals of a day partition kept in meta
+ * ("stat.<day>.blocks|samples|bytes"). */
+static int add_day_stats(struct gw_store_txn *t, int64_t day, uint64_t blocks, uint64_t samples, uint64_t bytes)
+{
+    static const char *const what[3] = {"blocks", "samples", "bytes"};
+    uint64_t add[3] = {blocks, samples, bytes};
+    for (int i = 0; i < 3; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "stat.%lld.%s", (long long)day, what[i]);
+        uint64_t v = 0;
+        if (gw_store_meta_get_u64(t, key, &v) != GW_OK) v = 0;
+        int rc = gw_store_meta_put_u64(t, key, v + add[i]);
+        if (rc) return rc;
+    }
+    return GW_OK;
+}
+
 static int flush_write_fn(struct gw_store_txn *t, void *ud)
 {
     struct flush_ctx *c = ud;
@@ -740,7 +758,34 @@ static int flush_write_fn(struct gw_store_txn *t, void *ud)
         i = j;
     }
     /* A series' newest persisted timestamp is found from its blobs
-     * (gw_store_series_maxt_get); series records are not rewritten. */
+     * (gw_store_series_maxt_get); series records are not rewritten.
+     * Per-day totals for `gpuwatch stats`, so it need not read every block. */
+    struct { int64_t day; uint64_t blocks, samples, bytes; } days[8];
+    size_t nd = 0;
+    for (size_t k = 0; k < c->n_blocks; k++) {
+        int64_t w = c->blocks[k].window;
+        int64_t day = w >= 0 ? w / GW_DAY_MS : -((-w + GW_DAY_MS - 1) / GW_DAY_MS);
+        size_t d = 0;
+        while (d < nd && days[d].day != day) d++;
+        if (d == nd) {
+            if (nd == sizeof days / sizeof days[0]) {
+                int rc = add_day_stats(t, days[0].day, days[0].blocks, days[0].samples, days[0].bytes);
+                if (rc) return rc;
+                memmove(days, days + 1, (nd - 1) * sizeof days[0]);
+                d = --nd;
+            }
+            days[d].day = day;
+            days[d].blocks = days[d].samples = days[d].bytes = 0;
+            nd++;
+        }
+        days[d].blocks++;
+        days[d].samples += c->blocks[k].n;
+        days[d].bytes += c->blocks[k].len;
+    }
+    for (size_t d = 0; d < nd; d++) {
+        int rc = add_day_stats(t, days[d].day, days[d].blocks, days[d].samples, days[d].bytes);
+        if (rc) return rc;
+    }
     return GW_OK;
 }
 
@@ -775,7 +820,7 @@ static int encode_chunk(struct gw_db *db, struct flush_ctx *c, const struct gw_h
     if (rc) return rc;
     c->blocks[c->n_blocks++] = (struct flush_block){.node_id = s->node_id, .window = window_of(db, (*tb)[0]),
                                                     .sid = s->sid, .mint = (*tb)[0], .maxt = (*tb)[n - 1],
-                                                    .off = off, .len = c->data.len - off};
+                                                    .n = (uint32_t)n, .off = off, .len = c->data.len - off};
     return GW_OK;
 }
 

@@ -634,8 +634,20 @@ static int part_cb(void *ud, const struct gw_store_partition *p)
 {
     struct part_ctx *c = ud;
     struct count_ctx cc = {.mint = INT64_MAX, .maxt = INT64_MIN};
-    int rc = gw_store_partition_blocks_each(c->t, p->day, count_block_cb, &cc);
-    if (rc) return rc;
+    char kb[64], ks[64], ky[64];
+    snprintf(kb, sizeof kb, "stat.%lld.blocks", (long long)p->day);
+    snprintf(ks, sizeof ks, "stat.%lld.samples", (long long)p->day);
+    snprintf(ky, sizeof ky, "stat.%lld.bytes", (long long)p->day);
+    if (gw_store_meta_get_u64(c->t, kb, &cc.blocks) == GW_OK && gw_store_meta_get_u64(c->t, ks, &cc.samples) == GW_OK &&
+        gw_store_meta_get_u64(c->t, ky, &cc.bytes) == GW_OK) {
+        /* totals kept by the flusher; the day's time span is the day */
+        cc.mint = p->day * GW_DAY_MS;
+        cc.maxt = cc.mint + GW_DAY_MS - 1;
+    } else {
+        cc.blocks = cc.samples = cc.bytes = 0;
+        int rc = gw_store_partition_blocks_each(c->t, p->day, count_block_cb, &cc);
+        if (rc) return rc;
+    }
     if (c->st) {
         c->st->stored_samples += cc.samples;
         c->st->stored_block_bytes += cc.bytes;
