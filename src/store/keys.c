@@ -74,6 +74,7 @@
 
 #include "gpuwatch/err.h"
 #include "gpuwatch/store.h"
+#include "gpuwatch/codec.h"
 #include "store/store_int.h"
 
 void gw_store_put_be64(uint8_t *p, uint64_t v)
@@ -137,35 +138,6 @@ int64_t gw_store_day_of(int64_t t_ms)
     return d;
 }
 
-size_t gw_store_uvarint_put(uint8_t *buf, uint64_t v)
-{
-    size_t n = 0;
-    while (v >= 0x80) {
-        buf[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    buf[n++] = (uint8_t)v;
-    return n;
-}
-
-size_t gw_store_uvarint_get(const uint8_t *p, size_t len, uint64_t *v)
-{
-    uint64_t x = 0;
-    unsigned shift = 0;
-    for (size_t i = 0; i < len && i < 10; i++) {
-        uint8_t b = p[i];
-        if (i == 9 && b > 1)
-            return 0;
-        x |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80)) {
-            *v = x;
-            return i + 1;
-        }
-        shift += 7;
-    }
-    return 0;
-}
-
 void gw_store_lab_iter_init(struct gw_store_lab_iter *it, const uint8_t *b, size_t len)
 {
     it->p = b;
@@ -177,7 +149,7 @@ void gw_store_lab_iter_init(struct gw_store_lab_iter *it, const uint8_t *b, size
 static int lab_str(struct gw_store_lab_iter *it, const char **s, size_t *n)
 {
     uint64_t v;
-    size_t k = gw_store_uvarint_get(it->p + it->off, it->len - it->off, &v);
+    size_t k = gw_uvarint_get(it->p + it->off, it->len - it->off, &v);
     if (k == 0)
         return 0;
     it->off += k;
@@ -272,7 +244,7 @@ int gw_store_rec_parse(const uint8_t *v, size_t len, struct gw_store_rec *r)
     r->maxt = gw_store_unbias(gw_store_get_be64(v));
     r->node_id = gw_store_get_be32(v + 8);
     r->gpu = gw_store_get_be16(v + 12);
-    size_t k = gw_store_uvarint_get(v + GW_SERIES_FIXED, len - GW_SERIES_FIXED, &r->n);
+    size_t k = gw_uvarint_get(v + GW_SERIES_FIXED, len - GW_SERIES_FIXED, &r->n);
     if (k == 0)
         return GW_ECORRUPT;
     r->ids = v + GW_SERIES_FIXED + k;
@@ -287,7 +259,7 @@ int gw_store_rec_next_id(const struct gw_store_rec *r, size_t *off, uint32_t *id
     uint64_t v;
     if (*off >= r->ids_len)
         return GW_ECORRUPT;
-    size_t k = gw_store_uvarint_get(r->ids + *off, r->ids_len - *off, &v);
+    size_t k = gw_uvarint_get(r->ids + *off, r->ids_len - *off, &v);
     if (k == 0 || v > UINT32_MAX)
         return GW_ECORRUPT;
     *off += k;

@@ -35,6 +35,7 @@
 
 #include "gpuwatch/arena.h"
 #include "gpuwatch/block.h"
+#include "gpuwatch/codec.h"
 #include "gpuwatch/store.h"
 #include "store/store_int.h"
 
@@ -955,10 +956,10 @@ static int rebuild_labels(struct gw_store_txn *t, MDB_dbi dids, const struct gw_
         const uint8_t *p = tx[i].mv_data;
         size_t nl = (size_t)((const uint8_t *)memchr(p, 0, tx[i].mv_size) - p);
         size_t vl = tx[i].mv_size - nl - 1;
-        o += gw_store_uvarint_put(b + o, nl);
+        o += gw_uvarint_put(b + o, nl);
         memcpy(b + o, p, nl);
         o += nl;
-        o += gw_store_uvarint_put(b + o, vl);
+        o += gw_uvarint_put(b + o, vl);
         memcpy(b + o, p + nl + 1, vl);
         o += vl;
     }
@@ -1034,7 +1035,7 @@ int gw_store_series_put(struct gw_store_txn *t, uint64_t sid, uint64_t hash, uin
     gw_store_put_be64(rec, gw_store_bias(INT64_MIN));
     gw_store_put_be32(rec + 8, node_id);
     gw_store_put_be16(rec + 12, gpu);
-    size_t o = GW_SERIES_FIXED + gw_store_uvarint_put(rec + GW_SERIES_FIXED, count);
+    size_t o = GW_SERIES_FIXED + gw_uvarint_put(rec + GW_SERIES_FIXED, count);
 
     uint64_t next = 0;
     int loaded = 0;
@@ -1080,7 +1081,7 @@ int gw_store_series_put(struct gw_store_txn *t, uint64_t sid, uint64_t hash, uin
         } else if (rc != GW_OK) {
             return rc;
         }
-        o += gw_store_uvarint_put(rec + o, id);
+        o += gw_uvarint_put(rec + o, id);
     }
     if (loaded && (rc = gw_store_meta_put_u64(t, "next_pair_id", next)) != GW_OK)
         return rc;
@@ -1908,7 +1909,7 @@ int gw_store_metadata_put(struct gw_store_txn *t, const char *metric, size_t met
     if (help_len > SIZE_MAX / 4 || unit_len > SIZE_MAX / 4)
         return GW_ETOOLARGE;
     uint8_t vb[10];
-    size_t vn = gw_store_uvarint_put(vb, help_len);
+    size_t vn = gw_uvarint_put(vb, help_len);
     MDB_val k = {metric_len, (void *)metric}, d = {1 + vn + help_len + unit_len, NULL};
     int mrc = mdb_put(t->txn, dm, &k, &d, MDB_RESERVE);
     if (mrc != MDB_SUCCESS)
@@ -1941,7 +1942,7 @@ int gw_store_metadata_each(struct gw_store_txn *t, gw_store_metadata_cb cb, void
         const uint8_t *p = d.mv_data;
         uint64_t hl;
         size_t vn;
-        if (d.mv_size < 2 || (vn = gw_store_uvarint_get(p + 1, d.mv_size - 1, &hl)) == 0 ||
+        if (d.mv_size < 2 || (vn = gw_uvarint_get(p + 1, d.mv_size - 1, &hl)) == 0 ||
             hl > d.mv_size - 1 - vn) {
             rc = GW_ECORRUPT;
             break;

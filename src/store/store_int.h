@@ -39,9 +39,6 @@ int64_t gw_store_unbias(uint64_t u);
 /* floor(t_ms / GW_DAY_MS) also for negative t. */
 int64_t gw_store_day_of(int64_t t_ms);
 
-/* Unsigned LEB128; get returns bytes consumed or 0 when malformed. */
-size_t gw_store_uvarint_put(uint8_t *buf, uint64_t v);
-size_t gw_store_uvarint_get(const uint8_t *p, size_t len, uint64_t *v);
 
 /* Iterates canonical label bytes (uvarint name_len name uvarint value_len
  * value ...). next() returns 1 with a label, 0 at the end, GW_ECORRUPT. */
