@@ -162,6 +162,34 @@ static void test_head_freeze_round_trip(void **state)
     gw_head_free(h);
 }
 
+/* A replay appends without freezing; the first append after it freezes the
+ * whole, longer XOR part. */
+static void test_head_freeze_after_replay(void **state)
+{
+    (void)state;
+    struct gw_head *h = gw_head_new(7200000, 1024);
+    struct gw_head_series *s = gw_head_add(h, 1, 1, 1, 0, 0, INT64_MIN);
+    enum gw_head_append_result r;
+    gw_head_set_freeze(h, 0);
+    for (int i = 0; i < 200; i++) assert_int_equal(gw_head_append(h, s, 1000 + i * 15000, i * 0.5, 0, &r), GW_OK);
+    assert_int_equal(s->open.frozen_n, 0);
+    assert_int_equal(s->open.x.n, 200);
+    gw_head_set_freeze(h, 1);
+    assert_int_equal(gw_head_append(h, s, 1000 + 200 * 15000, 100.0, 0, &r), GW_OK);
+    assert_int_equal(s->open.frozen_n, 201);
+    assert_int_equal(s->open.x.n, 0);
+    int64_t t[201];
+    double v[201];
+    size_t n = 0;
+    assert_int_equal(gw_hchunk_decode(&s->open, t, v, 201, &n), GW_OK);
+    assert_int_equal(n, 201);
+    for (int i = 0; i < 201; i++) {
+        assert_int_equal(t[i], 1000 + i * 15000);
+        assert_true(v[i] == i * 0.5);
+    }
+    gw_head_free(h);
+}
+
 static void test_head_evict_idle(void **state)
 {
     (void)state;
@@ -219,6 +247,7 @@ int main(void)
         cmocka_unit_test(test_head_append_outcomes),
         cmocka_unit_test(test_head_cut_at_window_and_cap),
         cmocka_unit_test(test_head_freeze_round_trip),
+        cmocka_unit_test(test_head_freeze_after_replay),
         cmocka_unit_test(test_head_evict_idle),
         cmocka_unit_test(test_head_stats),
     };

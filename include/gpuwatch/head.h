@@ -75,6 +75,8 @@ struct gw_head;
 /* NULL on ENOMEM. window_ms must divide a day; max_samples <= GW_XOR_MAX_SAMPLES. */
 struct gw_head *gw_head_new(int64_t window_ms, uint32_t max_samples);
 void gw_head_free(struct gw_head *h);
+/* Turns freezing of full XOR parts on (default) or off (WAL replay). */
+void gw_head_set_freeze(struct gw_head *h, int on);
 
 /* 128-bit identity of canonical labels. */
 void gw_head_key(const uint8_t *labels, size_t len, uint64_t *lo, uint64_t *hi);

@@ -30,6 +30,7 @@
 
 #define GW_IDLE_GRACE_MS (15 * 60 * 1000)
 #define GW_WAL_CHECKPOINT_BYTES (256ull << 20)
+#define GW_STARTUP_CHECKPOINT_BYTES (32ull << 20)
 
 void gw_db_opts_default(struct gw_db_opts *o)
 {
@@ -104,7 +105,12 @@ struct replay_ctx {
     struct gw_store_txn *rt;      /* read txn for lookups, renewed per record */
     uint64_t skipped_persisted, applied, orphan, series_created;
     struct gw_error *err;
+    /* sid -> series for the replay: sids are dense counters, and a direct
+     * index avoids a hash walk per sample */
+    struct gw_head_series **by_sid;
+    size_t by_sid_cap;
 };
+
 
 static struct gw_head_series *load_series(struct gw_db *db, struct gw_store_txn *t, uint64_t sid)
 {
@@ -115,6 +121,27 @@ static struct gw_head_series *load_series(struct gw_db *db, struct gw_store_txn 
     uint64_t lo, hi;
     gw_head_key(ss.labels, ss.labels_len, &lo, &hi);
     return gw_head_add(db->head, sid, lo, hi, ss.node_id, ss.gpu, maxt);
+}
+
+static struct gw_head_series *replay_series(struct replay_ctx *c, uint64_t sid)
+{
+    if (sid < c->by_sid_cap && c->by_sid[sid]) return c->by_sid[sid];
+    struct gw_head_series *s = gw_head_find_sid(c->db->head, sid);
+    if (!s) s = load_series(c->db, c->rt, sid);
+    if (s && sid < ((size_t)1 << 28)) {
+        if (sid >= c->by_sid_cap) {
+            size_t nc = c->by_sid_cap ? c->by_sid_cap : 4096;
+            while (nc <= sid) nc *= 2;
+            struct gw_head_series **p = realloc(c->by_sid, nc * sizeof *p);
+            if (p) {
+                memset(p + c->by_sid_cap, 0, (nc - c->by_sid_cap) * sizeof *p);
+                c->by_sid = p;
+                c->by_sid_cap = nc;
+            }
+        }
+        if (sid < c->by_sid_cap) c->by_sid[sid] = s;
+    }
+    return s;
 }
 
 struct replay_series_ctx {
@@ -145,13 +172,10 @@ static int replay_sample_one(void *ud, uint64_t sid, int64_t t, double v)
 {
     struct replay_ctx *c = ud;
     struct gw_db *db = c->db;
-    struct gw_head_series *s = gw_head_find_sid(db->head, sid);
+    struct gw_head_series *s = replay_series(c, sid);
     if (!s) {
-        s = load_series(db, c->rt, sid);
-        if (!s) {
-            c->orphan++;
-            return GW_OK;
-        }
+        c->orphan++;
+        return GW_OK;
     }
     if (t <= s->persisted_maxt) {
         c->skipped_persisted++;
@@ -207,6 +231,7 @@ static int replay_cb(void *ud, uint8_t type, const uint8_t *payload, size_t len,
 }
 
 static void *bg_main(void *arg);
+static int checkpoint(struct gw_db *db, int all, struct gw_error *err);
 
 int gw_db_open(struct gw_db **out, const struct gw_db_opts *o, struct gw_error *err)
 {
@@ -231,6 +256,7 @@ int gw_db_open(struct gw_db **out, const struct gw_db_opts *o, struct gw_error *
     gw_buf_init(&db->rec, GW_WAL_MAX_RECORD);
     gw_buf_init(&db->srec, GW_WAL_MAX_RECORD);
     int rc;
+    uint64_t replayed_bytes = 0;
     char *store_dir = NULL, *wal_dir = NULL, *lock_path = NULL;
     db->dir = strdup(o->dir ? o->dir : "");
     if (!db->dir || !*db->dir) {
@@ -282,8 +308,12 @@ int gw_db_open(struct gw_db **out, const struct gw_db_opts *o, struct gw_error *
         struct gw_wal_replay_stats st;
         memset(&st, 0, sizeof st);
         uint64_t t0 = gw_mono_ns();
+        gw_head_set_freeze(db->head, 0);   /* faster replay; chunks freeze after it */
         rc = gw_wal_replay(wal_dir, 0, replay_cb, &rcx, &st, err);
+        gw_head_set_freeze(db->head, 1);
         gw_store_read_end(rcx.rt);
+        free(rcx.by_sid);
+        replayed_bytes = st.bytes;
         if (rc) goto fail;
         if (st.records)
             gw_log(GW_LOG_INFO, "db",
@@ -304,6 +334,14 @@ int gw_db_open(struct gw_db **out, const struct gw_db_opts *o, struct gw_error *
         if (rc) goto fail;
         /* Replayed chunks keep their old positions; new chunks get positions
          * from here on, which is a lower bound of their real records. */
+    }
+    if (replayed_bytes > GW_STARTUP_CHECKPOINT_BYTES) {
+        /* Write settled windows to the store and drop the WAL they came
+         * from now, so that a process that keeps crashing does not replay
+         * an ever longer WAL at every start. */
+        struct gw_error ce = {0};
+        if (checkpoint(db, 0, &ce) != GW_OK)
+            gw_log(GW_LOG_WARN, "db", "msg=\"checkpoint after replay failed\" err=\"%s\"", ce.msg);
     }
     if (db->o.background) {
         if (pthread_create(&db->bg, NULL, bg_main, db) != 0) {

@@ -15,6 +15,7 @@
 
 struct gw_head {
     struct gw_buf scratch;            /* block encoding when freezing */
+    int no_freeze;                    /* replay: keep XOR only */
     int64_t window_ms;
     uint32_t max_samples;
     struct gw_head_series **by_hash;  /* buckets */
@@ -119,19 +120,32 @@ int gw_hchunk_decode(const struct gw_hchunk *c, int64_t *t, double *v, size_t ca
 /* Re-encodes the XOR part as a block appended to the frozen list. */
 static int hchunk_freeze(struct gw_head *h, struct gw_hchunk *c)
 {
-    int64_t t[GW_HEAD_FREEZE_SAMPLES];
-    double v[GW_HEAD_FREEZE_SAMPLES];
-    size_t n = 0;
+    int64_t tl[GW_HEAD_FREEZE_SAMPLES];
+    double vl[GW_HEAD_FREEZE_SAMPLES];
+    int64_t *t = tl;
+    double *v = vl;
+    size_t n = 0, want = c->x.n;
+    /* more than the usual 64 after a replay, which does not freeze */
+    if (want > GW_HEAD_FREEZE_SAMPLES) {
+        t = malloc(want * sizeof *t);
+        v = malloc(want * sizeof *v);
+    }
+    int rc = GW_ENOMEM;
+    if (!t || !v) goto out;
     struct gw_xor_chunk tmp = c->x;
     size_t blen;
     const uint8_t *b = gw_xor_bytes(&tmp, &blen);
     struct gw_xor_iter it;
-    int rc = gw_xor_iter_init(&it, b, blen);
-    if (rc) return rc;
-    while (n < GW_HEAD_FREEZE_SAMPLES && gw_xor_iter_next(&it, &t[n], &v[n])) n++;
-    if (it.err || n != c->x.n) return GW_ECORRUPT;
+    if ((rc = gw_xor_iter_init(&it, b, blen))) goto out;
+    while (n < want && gw_xor_iter_next(&it, &t[n], &v[n])) n++;
+    rc = GW_ECORRUPT;
+    if (it.err || n != want) goto out;
     gw_buf_reset(&h->scratch);
-    if ((rc = gw_block_encode(t, v, n, &h->scratch))) return rc;
+    rc = gw_block_encode(t, v, n, &h->scratch);
+out:
+    if (t != tl) free(t);
+    if (v != vl) free(v);
+    if (rc) return rc;
     uint8_t lb[10];
     size_t ll = gw_uvarint_put(lb, h->scratch.len);
     size_t need = (size_t)c->frozen_len + ll + h->scratch.len;
@@ -163,6 +177,8 @@ static void free_pending(struct gw_head_series *s)
     }
     s->pending = s->pending_tail = NULL;
 }
+
+void gw_head_set_freeze(struct gw_head *h, int on) { h->no_freeze = !on; }
 
 void gw_head_free(struct gw_head *h)
 {
@@ -368,7 +384,7 @@ int gw_head_append(struct gw_head *h, struct gw_head_series *s, int64_t t, doubl
     if (rc) return rc;
     s->last_t = t;
     s->last_v = dbits(v);
-    if (s->open.x.n >= GW_HEAD_FREEZE_SAMPLES) return hchunk_freeze(h, &s->open);
+    if (s->open.x.n >= GW_HEAD_FREEZE_SAMPLES && !h->no_freeze) return hchunk_freeze(h, &s->open);
     return GW_OK;
 }
 
