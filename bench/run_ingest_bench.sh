@@ -10,7 +10,7 @@
 # the send and the flush), peak RSS (VmHWM), RSS after the send per active
 # series, and on-disk bytes per sample after flushing: gpuwatch POST
 # /api/v1/admin/flush then SIGTERM; VictoriaMetrics /internal/force_flush, 5 s, then
-# SIGTERM; Prometheus SIGTERM (its head stays in the WAL, not compacted
+# SIGTERM once its data dir stopped shrinking (merges done); Prometheus SIGTERM (its head stays in the WAL, not compacted
 # blocks - its size is reported as is and flagged in the notes).
 #
 # Usage: bench/run_ingest_bench.sh [--build DIR] [--nodes 63] [--gpus 8]
@@ -168,6 +168,17 @@ run_one() {
     rate=$(field samples_per_s "$res")
     result=$(field result "$res")
     [[ -n "$samples" && "$samples" != 0 ]] || samples=1
+    if [[ "$sys" == victoria-metrics ]]; then
+        # Let its background merges finish: wait until the data dir stops
+        # shrinking (checked every 2 s, at most 120 s).
+        local prev=-1 cur same=0 deadline=$((SECONDS + 120))
+        while ((SECONDS < deadline && same < 3)); do
+            cur=$(du -sb "$dir" | awk '{print $1}')
+            if [[ "$cur" == "$prev" ]]; then same=$((same + 1)); else same=0; fi
+            prev=$cur
+            sleep 2
+        done
+    fi
     stop_server 300
     local bytes
     bytes=$(du -sb "$dir" | awk '{print $1}')
