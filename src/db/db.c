@@ -14,6 +14,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -875,9 +878,10 @@ static struct gw_head_chunk *flushable_upto(const struct gw_db *db, const struct
     return upto;
 }
 
-static int flush_pending(struct gw_db *db, int all, struct gw_error *err)
+static int flush_pending_count(struct gw_db *db, int all, size_t *flushed, struct gw_error *err)
 {
     int rc = GW_OK;
+    if (flushed) *flushed = 0;
     pthread_mutex_lock(&db->flush_mu);
     for (;;) {
         struct flush_ctx c;
@@ -954,6 +958,7 @@ static int flush_pending(struct gw_db *db, int all, struct gw_error *err)
             gw_head_pending_done(db->head, c.items[i].s, rc == GW_OK ? c.items[i].upto : NULL);
         pthread_mutex_unlock(&db->mu);
         size_t taken = c.n_items;
+        if (flushed && rc == GW_OK) *flushed += c.n_blocks;
         free(c.items);
         free(c.blocks);
         free(c.entries);
@@ -967,6 +972,11 @@ static int flush_pending(struct gw_db *db, int all, struct gw_error *err)
     }
     pthread_mutex_unlock(&db->flush_mu);
     return rc;
+}
+
+static int flush_pending(struct gw_db *db, int all, struct gw_error *err)
+{
+    return flush_pending_count(db, all, NULL, err);
 }
 
 int gw_db_flush_pending(struct gw_db *db, struct gw_error *err)
@@ -1092,9 +1102,15 @@ static void *bg_main(void *arg)
             pthread_mutex_lock(&db->mu);
             if (db->max_t != INT64_MIN) gw_head_cut_idle(db->head, db->max_t - GW_IDLE_GRACE_MS);
             pthread_mutex_unlock(&db->mu);
-            if (gw_db_flush_pending(db, &e) != GW_OK)
-                gw_log(GW_LOG_WARN, "db", "msg=\"flush failed; will retry\" err=\"%s\"", e.msg);
         }
+        /* settled chunks go to the store within a second, so a fast backfill
+         * does not hold finished windows in memory */
+        size_t flushed = 0;
+        if (flush_pending_count(db, 0, &flushed, &e) != GW_OK)
+            gw_log(GW_LOG_WARN, "db", "msg=\"flush failed; will retry\" err=\"%s\"", e.msg);
+#ifdef __GLIBC__
+        if (flushed >= 10000) malloc_trim(0);   /* hand the freed chunks back */
+#endif
         if (tick % 60 == 30) {
             /* series silent for an hour leave the head (their data is stored) */
             pthread_mutex_lock(&db->mu);
