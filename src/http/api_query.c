@@ -58,20 +58,28 @@ static void internal_error(struct gw_http_resp *rs, int rc, const struct gw_erro
 
 /* ---- parameters ---- */
 
-static int param_time(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, int64_t def,
-                      int64_t *out)
+/* An optional time or duration parameter: def when absent or empty, a
+ * bad_data answer naming `what` when it does not parse. */
+static int param_ms(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, int64_t def,
+                    int (*parse)(const char *, int64_t *), const char *what, int64_t *out)
 {
     const struct gw_param *p = gw_params_get(&rq->params, name);
     if (p == NULL || p->val_len == 0) {
         *out = def;
         return 0;
     }
-    if (gw_parse_time_ms(p->val, out) != GW_OK) {
-        gw_resp_api_error(rs, "bad_data", "invalid parameter \"%s\": cannot parse \"%.200s\" to a valid timestamp",
-                          name, p->val);
+    if (parse(p->val, out) != GW_OK) {
+        gw_resp_api_error(rs, "bad_data", "invalid parameter \"%s\": cannot parse \"%.200s\" to a valid %s", name,
+                          p->val, what);
         return -1;
     }
     return 0;
+}
+
+static int param_time(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, int64_t def,
+                      int64_t *out)
+{
+    return param_ms(rq, rs, name, def, gw_parse_time_ms, "timestamp", out);
 }
 
 static int param_required_time(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, int64_t *out)
@@ -87,17 +95,7 @@ static int param_required_time(struct gw_http_req *rq, struct gw_http_resp *rs, 
 static int param_duration(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, int64_t def,
                           int64_t *out)
 {
-    const struct gw_param *p = gw_params_get(&rq->params, name);
-    if (p == NULL || p->val_len == 0) {
-        *out = def;
-        return 0;
-    }
-    if (gw_parse_step_ms(p->val, out) != GW_OK) {
-        gw_resp_api_error(rs, "bad_data", "invalid parameter \"%s\": cannot parse \"%.200s\" to a valid duration",
-                          name, p->val);
-        return -1;
-    }
-    return 0;
+    return param_ms(rq, rs, name, def, gw_parse_step_ms, "duration", out);
 }
 
 static int param_limit(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, uint64_t *out)
