@@ -26,7 +26,8 @@ enum gw_err {
     GW_ESTORE = -13,      /* other storage engine failure              */
     GW_EUNSUPPORTED = -14,/* valid but not supported (type, encoding)  */
     GW_ETOONEW = -15,     /* timestamp too far in the future           */
-    GW_ESHUTDOWN = -16    /* the component is shutting down            */
+    GW_ESHUTDOWN = -16,   /* the component is shutting down            */
+    GW_ETIMEOUT = -17     /* a deadline passed (query timeout)         */
 };
 
 #define GW_ERROR_MSG_LEN 256

@@ -25,6 +25,7 @@ const char *gw_strerror(int rc)
     case GW_EUNSUPPORTED: return "unsupported";
     case GW_ETOONEW: return "sample timestamp too far in the future";
     case GW_ESHUTDOWN: return "shutting down";
+    case GW_ETIMEOUT: return "timed out";
     }
     return "unknown error";
 }
