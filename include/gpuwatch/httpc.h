@@ -1,0 +1,95 @@
+/* gpuwatch/httpc.h - small blocking HTTP/1.1 client over TCP: one
+ * keep-alive connection to one host:port, requests with headers and a
+ * body, responses with Content-Length, chunked or read-until-close bodies.
+ * Used by the simulator to remote-write and to POST alerts.
+ *
+ * - URLs: http://host[:port][/path[?query]]; host may be a name, an IPv4
+ *   address or a bracketed IPv6 address ("http://[::1]:9201/api/v1/write").
+ *   https:// is refused with GW_EUNSUPPORTED (no TLS in this client).
+ * - Addresses come from getaddrinfo (IPv4 and IPv6); each one is tried in
+ *   turn within the connect timeout.
+ * - Every wait is a poll() on a non-blocking socket bounded by the
+ *   request's deadline (timeout_ms from the start of the request), so a
+ *   stalled server costs at most that long.
+ * - A request on a reused keep-alive connection that fails before any
+ *   response byte arrives (the server closed the idle connection) is sent
+ *   once more on a fresh connection, as HTTP clients commonly do.
+ * - Response bodies are capped (max_body_bytes): GW_ETOOLARGE beyond.
+ * - SIGPIPE is never raised (MSG_NOSIGNAL).
+ *
+ * Errors: GW_EINVAL (bad URL or arguments), GW_EUNSUPPORTED (https),
+ * GW_EIO (resolve/connect/send/receive failure, connection closed early),
+ * GW_ETIMEOUT (deadline passed), GW_EPARSE (malformed response),
+ * GW_ETOOLARGE (response over the caps), GW_ENOMEM. Detail in err.
+ * After any error the connection is closed; the next request reconnects.
+ *
+ * One gw_httpc is used by one thread at a time. */
+#ifndef GW_HTTPC_H
+#define GW_HTTPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gpuwatch/buf.h"
+#include "gpuwatch/err.h"
+
+#define GW_HTTPC_MAX_HEADER_BYTES (64u << 10)   /* status line + response headers */
+
+struct gw_url {
+    char host[256];            /* without brackets for IPv6 */
+    char port[8];              /* "80" when absent */
+    char path[2048];           /* "/" when absent; query string included */
+    int ipv6_literal;          /* host was given in [brackets] */
+};
+/* Parses an http:// URL. GW_OK; GW_EUNSUPPORTED for https:// (and other
+ * schemes); GW_EINVAL naming what is wrong (empty host, bad port, too long). */
+int gw_url_parse(const char *url, struct gw_url *u, struct gw_error *err);
+
+struct gw_httpc_opts {
+    int connect_timeout_ms;    /* per connection attempt (default 5000) */
+    int timeout_ms;            /* whole request: send + response (default 30000) */
+    size_t max_body_bytes;     /* response body cap (default 16 MiB) */
+    const char *user_agent;    /* default "gpuwatch"; copied */
+};
+void gw_httpc_opts_default(struct gw_httpc_opts *o);
+
+struct gw_httpc;
+/* Parses url and prepares a connection (connects lazily on the first
+ * request). o may be NULL (defaults). Owned: free with gw_httpc_close().
+ * Errors as gw_url_parse, or GW_ENOMEM. */
+int gw_httpc_open(struct gw_httpc **out, const char *url, const struct gw_httpc_opts *o,
+                  struct gw_error *err);
+void gw_httpc_close(struct gw_httpc *c);          /* NULL is a no-op */
+/* The parsed URL (borrowed, valid until close). */
+const struct gw_url *gw_httpc_url(const struct gw_httpc *c);
+
+struct gw_httpc_header {
+    const char *name;
+    const char *value;
+};
+
+/* A response; init once, reuse across requests, free at the end. */
+struct gw_httpc_response {
+    int status;                /* e.g. 204 */
+    int http_minor;            /* 0 or 1 */
+    struct gw_buf headers;     /* raw header lines after the status line ("Name: value\r\n"...) */
+    struct gw_buf body;        /* decoded body (chunked framing removed); NUL after len */
+};
+void gw_httpc_response_init(struct gw_httpc_response *r);
+void gw_httpc_response_free(struct gw_httpc_response *r);
+/* Value of the first response header called name (case-insensitive),
+ * leading/trailing blanks removed; borrowed from r. NULL when absent. */
+const char *gw_httpc_response_header(const struct gw_httpc_response *r, const char *name,
+                                     size_t *len);
+
+/* Sends one request and reads the whole response into resp (any status:
+ * 4xx/5xx are GW_OK here, look at resp->status). method "GET", "POST", ...;
+ * path NULL means the URL's path. Host, User-Agent and Content-Length are
+ * added (Content-Length only when body != NULL or the method is POST/PUT);
+ * the headers given must not repeat them. Interim 1xx responses are
+ * skipped. The connection is kept open unless the server asks to close it. */
+int gw_httpc_request(struct gw_httpc *c, const char *method, const char *path,
+                     const struct gw_httpc_header *headers, size_t n_headers,
+                     const void *body, size_t body_len, struct gw_httpc_response *resp,
+                     struct gw_error *err);
+
+#endif /* GW_HTTPC_H */
