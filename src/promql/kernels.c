@@ -26,6 +26,7 @@
  *    that instead of invoking C's undefined behaviour.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,4 +293,494 @@ double pq_quantile(double phi, double *vals, size_t n)
     double upper = fmin(fn - 1, lower + 1);
     double weight = rank - floor(rank);
     return vals[(size_t)lower] * (1 - weight) + vals[(size_t)upper] * weight;
+}
+
+/* --------------------------------------------- classic bucket quantile */
+
+/* util/almost.Equal: a and b differ by less than epsilon relative to their
+ * magnitude (absolute near zero). */
+static int almost_equal(double a, double b, double epsilon)
+{
+    const double min_normal = 2.2250738585072014e-308;
+    if (isnan(a) && isnan(b))
+        return 1;
+    if (a == b)
+        return 1;
+    double abs_sum = fabs(a) + fabs(b);
+    double diff = fabs(a - b);
+    if (a == 0 || b == 0 || abs_sum < min_normal)
+        return diff < epsilon * min_normal;
+    return diff / fmin(abs_sum, 1.7976931348623157e308) < epsilon;
+}
+
+/* Prometheus' smallDeltaTolerance: relative count differences below this
+ * between neighbouring buckets are floating-point noise. */
+#define PQ_SMALL_DELTA_TOLERANCE 1e-12
+
+static int cmp_bucket_upper(const void *a, const void *b)
+{
+    double x = ((const struct pq_bucket *)a)->upper, y = ((const struct pq_bucket *)b)->upper;
+    int xn = isnan(x), yn = isnan(y);
+    if (xn || yn)   /* a total order for qsort: NaN bounds first */
+        return yn - xn;
+    return (x > y) - (x < y);
+}
+
+double pq_bucket_quantile(double q, struct pq_bucket *b, size_t n, int *forced_monotonic)
+{
+    if (forced_monotonic)
+        *forced_monotonic = 0;
+    if (isnan(q))
+        return NAN;
+    if (q < 0)
+        return -INFINITY;
+    if (q > 1)
+        return INFINITY;
+    if (n == 0)
+        return NAN;
+    qsort(b, n, sizeof *b, cmp_bucket_upper);
+    if (!(isinf(b[n - 1].upper) && b[n - 1].upper > 0))
+        return NAN;
+
+    /* coalesceBuckets: merge equal upper bounds (sorted input) */
+    size_t m = 0;
+    struct pq_bucket last = b[0];
+    for (size_t i = 1; i < n; i++) {
+        if (b[i].upper == last.upper) {
+            last.count += b[i].count;
+        } else {
+            b[m++] = last;
+            last = b[i];
+        }
+    }
+    b[m++] = last;
+
+    /* ensureMonotonicAndIgnoreSmallDeltas */
+    int forced = 0;
+    double prev = b[0].count;
+    for (size_t i = 1; i < m; i++) {
+        double curr = b[i].count;
+        if (curr == prev)
+            continue;
+        if (almost_equal(prev, curr, PQ_SMALL_DELTA_TOLERANCE)) {
+            b[i].count = prev;
+            continue;
+        }
+        if (curr < prev) {
+            b[i].count = prev;
+            forced = 1;
+            continue;
+        }
+        prev = curr;
+    }
+
+    if (m < 2)
+        return NAN;
+    double observations = b[m - 1].count;
+    if (observations == 0)
+        return NAN;
+    double rank = q * observations;
+    /* sort.Search over the first m-1 buckets: first count >= rank */
+    size_t lo = 0, hi = m - 1;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (!(b[mid].count >= rank))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    size_t i = lo;
+    if (forced_monotonic)
+        *forced_monotonic = forced;
+    if (i == m - 1)
+        return b[m - 2].upper;
+    if (i == 0 && b[0].upper <= 0)
+        return b[0].upper;
+    double bucket_start = 0;
+    double bucket_end = b[i].upper;
+    double count = b[i].count;
+    if (i > 0) {
+        bucket_start = b[i - 1].upper;
+        count -= b[i - 1].count;
+        rank -= b[i - 1].count;
+    }
+    return bucket_start + (bucket_end - bucket_start) * (rank / count);
+}
+
+/* -------------------------------------------------- window functions */
+
+/* time.Duration(ms * 1e6).Seconds(): whole seconds plus the nanosecond
+ * remainder divided by 1e9, two roundings as Go does them. */
+static double go_duration_seconds(int64_t ms)
+{
+    int64_t sec = ms / 1000;
+    int64_t nsec = (ms % 1000) * 1000000;
+    return (double)sec + (double)nsec / 1e9;
+}
+
+/* extrapolatedRate: rate (counter, per second), increase (counter) and
+ * delta (gauge). Needs at least 2 samples. */
+static int extrapolated_rate(const int64_t *t, const double *v, size_t n, int64_t range_start,
+                             int64_t range_end, int is_counter, int is_rate, double *out)
+{
+    if (n < 2)
+        return 0;
+    int64_t first_t = t[0], last_t = t[n - 1];
+    double result = v[n - 1] - v[0];
+    if (is_counter) {
+        for (size_t i = 1; i < n; i++)
+            if (v[i] < v[i - 1])
+                result += v[i - 1];
+    }
+    double dur_to_start = (double)(first_t - range_start) / 1000;
+    double dur_to_end = (double)(range_end - last_t) / 1000;
+    double sampled = (double)(last_t - first_t) / 1000;
+    double avg_between = sampled / (double)(n - 1);
+    double threshold = avg_between * 1.1;
+    if (dur_to_start >= threshold)
+        dur_to_start = avg_between / 2;
+    if (is_counter) {
+        /* a counter cannot go below zero: do not extrapolate past the
+         * point where the line through the samples reaches zero */
+        double dur_to_zero = dur_to_start;
+        if (result > 0 && v[0] >= 0)
+            dur_to_zero = sampled * (v[0] / result);
+        if (dur_to_zero < dur_to_start)
+            dur_to_start = dur_to_zero;
+    }
+    if (dur_to_end >= threshold)
+        dur_to_end = avg_between / 2;
+    double factor = (sampled + dur_to_start + dur_to_end) / sampled;
+    if (is_rate)
+        factor /= go_duration_seconds(range_end - range_start);
+    *out = result * factor;
+    return 1;
+}
+
+/* instantValue: irate (is_rate) and idelta from the last two samples. */
+static int instant_value(const int64_t *t, const double *v, size_t n, int is_rate, double *out)
+{
+    if (n < 2)
+        return 0;
+    double prev = v[n - 2], last = v[n - 1];
+    int64_t dt = t[n - 1] - t[n - 2];
+    if (dt == 0)
+        return 0;
+    double r = last;
+    if (!is_rate || !(last < prev))
+        r = last - prev;   /* gauge, or counter without reset (or NaN) */
+    if (is_rate)
+        r /= (double)dt / 1000;
+    *out = r;
+    return 1;
+}
+
+/* linearRegression: least squares over (seconds since intercept_t, value)
+ * with Kahan-compensated sums; constant values give slope 0 (NaN when the
+ * constant is infinite). */
+static void linear_regression(const int64_t *t, const double *v, size_t n, int64_t intercept_t,
+                              double *slope, double *intercept)
+{
+    double fn = 0, sum_x = 0, c_x = 0, sum_y = 0, c_y = 0, sum_xy = 0, c_xy = 0, sum_x2 = 0,
+           c_x2 = 0;
+    double init_y = v[0];
+    int const_y = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (const_y && i > 0 && v[i] != init_y)
+            const_y = 0;
+        fn += 1.0;
+        double x = (double)(t[i] - intercept_t) / 1e3;
+        kahan_inc(x, &sum_x, &c_x);
+        kahan_inc(v[i], &sum_y, &c_y);
+        kahan_inc(x * v[i], &sum_xy, &c_xy);
+        kahan_inc(x * x, &sum_x2, &c_x2);
+    }
+    if (const_y) {
+        if (isinf(init_y)) {
+            *slope = NAN;
+            *intercept = NAN;
+        } else {
+            *slope = 0;
+            *intercept = init_y;
+        }
+        return;
+    }
+    sum_x += c_x;
+    sum_y += c_y;
+    sum_xy += c_xy;
+    sum_x2 += c_x2;
+    double cov_xy = sum_xy - sum_x * sum_y / fn;
+    double var_x = sum_x2 - sum_x * sum_x / fn;
+    *slope = cov_xy / var_x;
+    *intercept = sum_y / fn - *slope * sum_x / fn;
+}
+
+/* avg_over_time: Kahan-compensated sum divided by the count while the sum
+ * stays finite; once it would overflow, an incremental mean (also
+ * compensated) takes over from the mean so far. */
+static double avg_over_time(const double *v, size_t n)
+{
+    double sum = v[0], count = 1, mean = 0, kc = 0;
+    int incremental = 0;
+    for (size_t i = 1; i < n; i++) {
+        count = (double)(i + 1);
+        if (!incremental) {
+            double ns = sum, nc = kc;
+            kahan_inc(v[i], &ns, &nc);
+            if (!isinf(ns)) {
+                sum = ns;
+                kc = nc;
+                continue;
+            }
+            incremental = 1;
+            mean = sum / (count - 1);
+            kc /= (count - 1);
+        }
+        double q = (count - 1) / count;
+        double m = q * mean, c = q * kc;
+        kahan_inc(v[i] / count, &m, &c);
+        mean = m;
+        kc = c;
+    }
+    if (incremental)
+        return mean + kc;
+    return sum / count + kc / count;
+}
+
+/* Welford's online variance with Kahan-compensated mean and sum of
+ * squared deviations (varianceOverTime). */
+static double variance_over_time(const double *v, size_t n)
+{
+    double count = 0, mean = 0, c_mean = 0, aux = 0, c_aux = 0;
+    for (size_t i = 0; i < n; i++) {
+        count++;
+        double delta = v[i] - (mean + c_mean);
+        kahan_inc(delta / count, &mean, &c_mean);
+        kahan_inc(delta * (v[i] - (mean + c_mean)), &aux, &c_aux);
+    }
+    return (aux + c_aux) / count;
+}
+
+enum cmp_kind { CMP_MAX, CMP_MIN, CMP_TS_MAX, CMP_TS_MIN };
+
+/* compareOverTime: a NaN held so far is replaced by whatever comes next;
+ * the ts_of_ variants take the latest of equal extremes. */
+static double compare_over_time(const int64_t *t, const double *v, size_t n, enum cmp_kind k)
+{
+    double best = v[0];
+    int64_t ts = t[0];
+    for (size_t i = 0; i < n; i++) {
+        double cur = v[i];
+        int take;
+        switch (k) {
+        case CMP_MAX: take = cur > best || isnan(best); break;
+        case CMP_MIN: take = cur < best || isnan(best); break;
+        case CMP_TS_MAX: take = cur >= best || isnan(best); break;
+        case CMP_TS_MIN:
+        default: take = cur <= best || isnan(best); break;
+        }
+        if (take) {
+            best = cur;
+            ts = t[i];
+        }
+    }
+    if (k == CMP_TS_MAX || k == CMP_TS_MIN)
+        return (double)ts / 1000;
+    return best;
+}
+
+/* Go's %f for the error messages: NaN and +Inf/-Inf spelled as Go does. */
+static void go_fmt_f(char *buf, size_t len, double v)
+{
+    if (isnan(v))
+        snprintf(buf, len, "NaN");
+    else if (isinf(v))
+        snprintf(buf, len, "%sInf", v > 0 ? "+" : "-");
+    else
+        snprintf(buf, len, "%f", v);
+}
+
+/* double_exponential_smoothing (Holt's linear method). */
+static int double_exp_smoothing(const double *v, size_t n, double sf, double tf, double *out,
+                                struct gw_error *err)
+{
+    char num[64];
+    /* NaN passes these checks in Prometheus too */
+    if (sf <= 0 || sf >= 1) {
+        go_fmt_f(num, sizeof num, sf);
+        return gw_error_set(err, GW_EINVAL,
+                            "invalid smoothing factor. Expected: 0 < sf < 1, got: %s", num);
+    }
+    if (tf <= 0 || tf >= 1) {
+        go_fmt_f(num, sizeof num, tf);
+        return gw_error_set(err, GW_EINVAL,
+                            "invalid trend factor. Expected: 0 < tf < 1, got: %s", num);
+    }
+    if (n < 2)
+        return 0;
+    double s0 = 0, s1 = v[0], b = v[1] - v[0];
+    for (size_t i = 1; i < n; i++) {
+        double x = sf * v[i];
+        /* calcTrendValue(i-1, ...): the first step keeps the initial trend */
+        if (i - 1 != 0) {
+            double tx = tf * (s1 - s0);
+            double ty = (1 - tf) * b;
+            b = tx + ty;
+        }
+        double y = (1 - sf) * (s1 + b);
+        s0 = s1;
+        s1 = x + y;
+    }
+    *out = s1;
+    return 1;
+}
+
+/* quantile_over_time and mad_over_time sort a copy of the window. */
+static double *copy_values(const double *v, size_t n)
+{
+    if (n > SIZE_MAX / sizeof(double))
+        return NULL;
+    double *c = malloc(n * sizeof(double));
+    if (c)
+        memcpy(c, v, n * sizeof(double));
+    return c;
+}
+
+static int need_scalars(size_t have, size_t want, const char *fname, struct gw_error *err)
+{
+    if (have >= want)
+        return GW_OK;
+    return gw_error_set(err, GW_EINVAL, "%s: expected %zu scalar argument(s), got %zu", fname, want,
+                        have);
+}
+
+int pq_kernel_window(enum gw_pq_func_id f, const int64_t *t, const double *v, size_t n,
+                     int64_t eval_ts, int64_t range_start, int64_t range_end,
+                     const double *scalars, size_t n_scalars, double *out, struct gw_error *err)
+{
+    int rc;
+    /* Prometheus calls range functions only for series with samples in
+     * the window: no samples, no point (and no argument check). */
+    if (n == 0)
+        return 0;
+    switch (f) {
+    case GW_PQ_F_RATE:
+        return extrapolated_rate(t, v, n, range_start, range_end, 1, 1, out);
+    case GW_PQ_F_INCREASE:
+        return extrapolated_rate(t, v, n, range_start, range_end, 1, 0, out);
+    case GW_PQ_F_DELTA:
+        return extrapolated_rate(t, v, n, range_start, range_end, 0, 0, out);
+    case GW_PQ_F_IRATE:
+        return instant_value(t, v, n, 1, out);
+    case GW_PQ_F_IDELTA:
+        return instant_value(t, v, n, 0, out);
+    case GW_PQ_F_DERIV: {
+        if (n < 2)
+            return 0;
+        double slope, icpt;
+        /* intercept at the first sample keeps the x values small */
+        linear_regression(t, v, n, t[0], &slope, &icpt);
+        *out = slope;
+        return 1;
+    }
+    case GW_PQ_F_PREDICT_LINEAR: {
+        if ((rc = need_scalars(n_scalars, 1, "predict_linear", err)) != GW_OK)
+            return rc;
+        if (n < 2)
+            return 0;
+        double slope, icpt;
+        linear_regression(t, v, n, eval_ts, &slope, &icpt);
+        *out = slope * scalars[0] + icpt;
+        return 1;
+    }
+    case GW_PQ_F_RESETS: {
+        size_t resets = 0;
+        for (size_t i = 1; i < n; i++)
+            if (v[i] < v[i - 1])
+                resets++;
+        *out = (double)resets;
+        return 1;
+    }
+    case GW_PQ_F_CHANGES: {
+        size_t changes = 0;
+        for (size_t i = 1; i < n; i++)
+            if (v[i] != v[i - 1] && !(isnan(v[i]) && isnan(v[i - 1])))
+                changes++;
+        *out = (double)changes;
+        return 1;
+    }
+    case GW_PQ_F_AVG_OVER_TIME:
+        *out = avg_over_time(v, n);
+        return 1;
+    case GW_PQ_F_SUM_OVER_TIME: {
+        double sum = 0, c = 0;
+        for (size_t i = 0; i < n; i++)
+            kahan_inc(v[i], &sum, &c);
+        *out = isinf(sum) ? sum : sum + c;
+        return 1;
+    }
+    case GW_PQ_F_MIN_OVER_TIME:
+        *out = compare_over_time(t, v, n, CMP_MIN);
+        return 1;
+    case GW_PQ_F_MAX_OVER_TIME:
+        *out = compare_over_time(t, v, n, CMP_MAX);
+        return 1;
+    case GW_PQ_F_TS_OF_MIN_OVER_TIME:
+        *out = compare_over_time(t, v, n, CMP_TS_MIN);
+        return 1;
+    case GW_PQ_F_TS_OF_MAX_OVER_TIME:
+        *out = compare_over_time(t, v, n, CMP_TS_MAX);
+        return 1;
+    case GW_PQ_F_COUNT_OVER_TIME:
+        *out = (double)n;
+        return 1;
+    case GW_PQ_F_LAST_OVER_TIME:
+        *out = v[n - 1];
+        return 1;
+    case GW_PQ_F_FIRST_OVER_TIME:
+        *out = v[0];
+        return 1;
+    case GW_PQ_F_TS_OF_LAST_OVER_TIME:
+        *out = (double)t[n - 1] / 1000;
+        return 1;
+    case GW_PQ_F_TS_OF_FIRST_OVER_TIME:
+        *out = (double)t[0] / 1000;
+        return 1;
+    case GW_PQ_F_PRESENT_OVER_TIME:
+        *out = 1;
+        return 1;
+    case GW_PQ_F_STDDEV_OVER_TIME:
+        *out = sqrt(variance_over_time(v, n));
+        return 1;
+    case GW_PQ_F_STDVAR_OVER_TIME:
+        *out = variance_over_time(v, n);
+        return 1;
+    case GW_PQ_F_QUANTILE_OVER_TIME: {
+        if ((rc = need_scalars(n_scalars, 1, "quantile_over_time", err)) != GW_OK)
+            return rc;
+        double *c = copy_values(v, n);
+        if (!c)
+            return gw_error_set(err, GW_ENOMEM, "quantile_over_time: out of memory");
+        *out = pq_quantile(scalars[0], c, n);
+        free(c);
+        return 1;
+    }
+    case GW_PQ_F_MAD_OVER_TIME: {
+        double *c = copy_values(v, n);
+        if (!c)
+            return gw_error_set(err, GW_ENOMEM, "mad_over_time: out of memory");
+        double median = pq_quantile(0.5, c, n);
+        for (size_t i = 0; i < n; i++)
+            c[i] = fabs(v[i] - median);
+        *out = pq_quantile(0.5, c, n);
+        free(c);
+        return 1;
+    }
+    case GW_PQ_F_DOUBLE_EXPONENTIAL_SMOOTHING:
+        if ((rc = need_scalars(n_scalars, 2, "double_exponential_smoothing", err)) != GW_OK)
+            return rc;
+        return double_exp_smoothing(v, n, scalars[0], scalars[1], out, err);
+    default:
+        return gw_error_set(err, GW_EINVAL, "function %d is not a range-vector function", (int)f);
+    }
 }
