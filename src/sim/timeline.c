@@ -1,0 +1,1183 @@
+/* timeline.c - the simulator's timeline: what happens when in the
+ * simulated cluster (sessions and retry chains, checkpoint saves and
+ * loads, hardware failures with optional precursors, app-level XIDs,
+ * collective-abort bursts, baits, exporter restarts) and the state of one
+ * node at any time. The model and its numbers are described, with their
+ * sources, in docs/simulator.md.
+ *
+ * Build order (every draw comes from one xoshiro256** stream seeded from
+ * cfg.seed, in this fixed order, so a config gives the same timeline byte
+ * for byte):
+ *   1. hostnames: cfg.nodes distinct numbers from [host_base,
+ *      host_base + host_span), sorted, so node i is the i-th smallest;
+ *   2. spare nodes, then lemon nodes among the training nodes;
+ *   3. hardware failures, node by node: a Poisson process per node whose
+ *      rate is the cluster hazard (17 events per 55 days on 63 nodes)
+ *      times the node's weight (lemons 10, others 1) times failure_scale;
+ *      a node cannot fail again before it has recovered;
+ *   4. sessions in time order: one training job at a time; a fresh
+ *      submission takes 56-60 of the 60 training nodes that are up
+ *      (spares fill in when fewer are up); start-up 5-10 min; the session
+ *      runs until its planned end (completion) or until a hardware failure
+ *      or a session-killing app XID on a member (failure). A kill starts an
+ *      automatic retry episode (probability 0.5, else manual recovery after
+ *      30 min - 5 h): retries every ~11 min, each with or without the
+ *      suspect node (a spare swaps in for it), until one reaches steady
+ *      training or 6 retries failed. App XIDs, collective-abort bursts and
+ *      checkpoint loads/saves are drawn while the session runs;
+ *   5. baits, node by node.
+ * Then failures and baits are sorted by time (ties by creation order),
+ * ids are their indexes, and per-node indexes are built for
+ * gw_sim_node_state_at: phase segments, failure and bait intervals (with
+ * running maximum ends for stabbing queries) and exporter restart times. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuwatch/sim.h"
+#include "sim/timeline_int.h"
+
+/* ----------------------------------------------------------- model rates */
+#define HW_EVENTS_PER_55D 17.0         /* reference 1.1: 17 HW failures / 13 nodes */
+#define HW_REF_WEIGHT 90.0             /* 60 nodes x 1 + 3 lemons x 10 */
+#define LEMON_WEIGHT 10.0
+#define APP_XID_PER_NODE_DAY 0.035     /* ~2 / day on 58 busy nodes */
+#define APP_XID_KILL_PROB 0.12
+#define COLLECTIVE_PER_DAY 1.2         /* independent job-level bursts in training */
+#define COLLECTIVE_AT_KILL_PROB 0.5    /* XID 45 teardown burst when a session dies */
+#define AUTO_RETRY_PROB 0.5
+#define MAX_RETRIES 6
+#define RETRY_START_OK_PROB 0.08
+#define EXCLUDE_FIRST_PROB 0.4
+#define EXCLUDE_REPEAT_PROB 0.9
+#define MANUAL_EXCLUDE_PROB 0.7
+
+/* ------------------------------------------------------------ names */
+const char *gw_sim_class_name(enum gw_sim_class c)
+{
+    switch (c) {
+    case GW_SIM_NVLINK: return "nvlink";
+    case GW_SIM_MEMORY: return "memory";
+    case GW_SIM_FELL_OFF_BUS: return "fell_off_bus";
+    case GW_SIM_GSP: return "gsp";
+    case GW_SIM_FAIL_SLOW: return "fail_slow";
+    case GW_SIM_OTHER_HW: return "other_hw";
+    case GW_SIM_APP_XID: return "app_xid";
+    case GW_SIM_COLLECTIVE: return "collective";
+    case GW_SIM_CLASS_COUNT_: break;
+    }
+    return "unknown";
+}
+
+const char *gw_sim_action_name(enum gw_sim_action a)
+{
+    switch (a) {
+    case GW_SIM_ACT_NONE: return "none";
+    case GW_SIM_ACT_RESTART_APP: return "restart_app";
+    case GW_SIM_ACT_RESET_GPU: return "reset_gpu";
+    case GW_SIM_ACT_REBOOT_NODE: return "reboot_node";
+    case GW_SIM_ACT_DRAIN_NODE: return "drain_node";
+    }
+    return "unknown";
+}
+
+const char *gw_sim_precursor_name(enum gw_sim_precursor p)
+{
+    switch (p) {
+    case GW_SIM_PRE_NONE: return "none";
+    case GW_SIM_PRE_REMAP_RAMP: return "remap_ramp";
+    case GW_SIM_PRE_SBE_RAMP: return "sbe_ramp";
+    case GW_SIM_PRE_PENDING_REMAP: return "pending_remap";
+    case GW_SIM_PRE_NVLINK_CRC: return "nvlink_crc";
+    case GW_SIM_PRE_PCIE_REPLAY: return "pcie_replay";
+    case GW_SIM_PRE_THROTTLE: return "throttle";
+    case GW_SIM_PRE_COUNT_: break;
+    }
+    return "unknown";
+}
+
+const char *gw_sim_bait_name(enum gw_sim_bait_kind k)
+{
+    switch (k) {
+    case GW_SIM_BAIT_STRAY_SBE: return "stray_sbe";
+    case GW_SIM_BAIT_STRAY_PCIE: return "stray_pcie";
+    case GW_SIM_BAIT_STRAY_NVLINK: return "stray_nvlink";
+    case GW_SIM_BAIT_BENIGN_CLOCK: return "benign_clock";
+    case GW_SIM_BAIT_SCRAPE_GAP: return "scrape_gap";
+    case GW_SIM_BAIT_EXPORTER_RESTART: return "exporter_restart";
+    case GW_SIM_BAIT_HOT_INLET: return "hot_inlet";
+    case GW_SIM_BAIT_COUNT_: break;
+    }
+    return "unknown";
+}
+
+const char *gw_sim_node_name(const struct gw_sim_timeline *tl, uint32_t node)
+{
+    if (!tl || !tl->priv || node >= tl->cfg.nodes) return NULL;
+    const struct gw_sim_priv *p = tl->priv;
+    return p->names[node];
+}
+
+/* ------------------------------------------------------- growable arrays */
+struct vec { void *p; size_t n, cap, elem; };
+
+static void *vec_push(struct vec *v)
+{
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 64;
+        if (cap > SIZE_MAX / v->elem) return NULL;
+        void *np = realloc(v->p, cap * v->elem);
+        if (!np) return NULL;
+        v->p = np;
+        v->cap = cap;
+    }
+    void *e = (char *)v->p + v->n * v->elem;
+    memset(e, 0, v->elem);
+    v->n++;
+    return e;
+}
+
+/* --------------------------------------------------------------- builder */
+struct ckx { double avg_bps; int64_t planned_ms; };
+
+struct bld {
+    const struct gw_sim_config *c;
+    struct gw_sim_rng rng;
+    int64_t t0, t1;
+    uint32_t n;                     /* nodes */
+    uint8_t *spare, *lemon;
+    struct vec fails;               /* struct gw_sim_failure */
+    struct vec fnodes;              /* uint8_t *, parallel to fails */
+    struct vec sess;                /* struct gw_sim_session */
+    struct vec ckpts;               /* struct gw_sim_checkpoint */
+    struct vec ckx;                 /* struct ckx, parallel to ckpts */
+    struct vec baits;               /* struct gw_sim_bait */
+    uint32_t *hw;                   /* hardware failure indexes sorted by t_fault */
+    size_t n_hw;
+    struct vec *node_hw;            /* per node: uint32_t failure indexes in time order */
+    uint32_t *scratch;              /* n entries */
+};
+
+#define FAIL(b, i) (((struct gw_sim_failure *)(b)->fails.p)[i])
+#define SESS(b, i) (((struct gw_sim_session *)(b)->sess.p)[i])
+
+/* First scrape slot at or after t; GW_SIM_NO_TIME past the end. */
+static int64_t first_slot_at_or_after(const struct bld *b, int64_t t)
+{
+    int64_t iv = b->c->interval_ms;
+    int64_t s = t <= b->t0 ? b->t0 : b->t0 + ((t - b->t0 + iv - 1) / iv) * iv;
+    return s < b->t1 ? s : GW_SIM_NO_TIME;
+}
+
+static struct gw_sim_failure *new_failure(struct bld *b, uint8_t *shown)
+{
+    uint8_t **fn = vec_push(&b->fnodes);
+    if (!fn) return NULL;
+    *fn = shown;
+    struct gw_sim_failure *f = vec_push(&b->fails);
+    if (!f) { b->fnodes.n--; return NULL; }
+    f->id = (uint32_t)(b->fails.n - 1);
+    f->t_precursor_start = GW_SIM_NO_TIME;
+    f->t_xid_visible = GW_SIM_NO_TIME;
+    f->session = -1;
+    f->n_nodes = 1;
+    return f;
+}
+
+/* Downing failures take the node out of scheduling until recovered. */
+static int is_downing(const struct gw_sim_failure *f)
+{
+    if (f->cls == GW_SIM_FAIL_SLOW || f->cls == GW_SIM_APP_XID || f->cls == GW_SIM_COLLECTIVE)
+        return 0;
+    return f->action != GW_SIM_ACT_NONE && f->action != GW_SIM_ACT_RESTART_APP;
+}
+
+static int node_down(const struct bld *b, uint32_t node, int64_t t)
+{
+    const struct vec *v = &b->node_hw[node];
+    const uint32_t *ix = v->p;
+    for (size_t i = 0; i < v->n; i++) {
+        const struct gw_sim_failure *f = &FAIL(b, ix[i]);
+        if (f->t_fault > t) break;
+        if (t < f->t_recovered && is_downing(f)) return 1;
+    }
+    return 0;
+}
+
+static uint32_t prior_failures(const struct bld *b, uint32_t node, int64_t t)
+{
+    const struct vec *v = &b->node_hw[node];
+    const uint32_t *ix = v->p;
+    uint32_t k = 0;
+    for (size_t i = 0; i < v->n; i++)
+        if (FAIL(b, ix[i]).t_fault < t) k++;
+    return k;
+}
+
+/* Fills f's class-specific fields for a hardware event at f->t_fault. */
+static void shape_hw_failure(struct bld *b, struct gw_sim_failure *f, uint32_t prior_fob)
+{
+    struct gw_sim_rng *r = &b->rng;
+    const uint32_t gpus = b->c->gpus;
+    double u = gw_sim_rng_unit(r);
+    f->severity = gw_sim_rng_uniform(r, 0.3, 1.0);
+    f->gpu = (int32_t)gw_sim_rng_below(r, gpus);
+    int show_xid = 1;
+    int64_t t = f->t_fault;
+    if (u < 0.30) {                                   /* NVLink: XID 145 / 149 */
+        f->cls = GW_SIM_NVLINK;
+        f->xid = gw_sim_rng_chance(r, 0.5) ? 145 : 149;
+        f->action = GW_SIM_ACT_RESET_GPU;
+        f->effect = GW_SIM_EFF_NONE;
+        if (gw_sim_rng_chance(r, 0.30)) {
+            f->precursor = GW_SIM_PRE_NVLINK_CRC;
+            f->t_precursor_start = t - gw_sim_rng_minutes(r, 10, 60);
+        }
+        f->t_recovered = t + gw_sim_rng_minutes(r, 15, 45);
+    } else if (u < 0.55) {                            /* memory / ECC */
+        f->cls = GW_SIM_MEMORY;
+        double m = gw_sim_rng_unit(r);
+        int silent = 0;
+        if (m < 0.30) { f->xid = 95; f->action = GW_SIM_ACT_RESET_GPU; }
+        else if (m < 0.55) { f->xid = 94; f->action = GW_SIM_ACT_RESTART_APP; }
+        else if (m < 0.70) { f->xid = 48; f->action = GW_SIM_ACT_RESET_GPU; }
+        else if (m < 0.80) { f->xid = 64; f->action = GW_SIM_ACT_RESET_GPU; }
+        else { silent = 1; f->xid = 0; f->action = GW_SIM_ACT_DRAIN_NODE; }
+        f->effect = silent ? GW_SIM_EFF_VANISH : GW_SIM_EFF_NONE;
+        show_xid = !silent;
+        if (silent) {
+            if (gw_sim_rng_chance(r, 0.6)) {
+                f->precursor = GW_SIM_PRE_REMAP_RAMP;
+                f->t_precursor_start = t - (int64_t)(gw_sim_rng_uniform(r, 3.0, 30.0) * GW_SIM_DAY_MS);
+            }
+        } else if (gw_sim_rng_chance(r, 0.225)) {
+            double k = gw_sim_rng_unit(r);
+            if (k < 0.4) {
+                f->precursor = GW_SIM_PRE_PENDING_REMAP;
+                f->t_precursor_start = t - gw_sim_rng_minutes(r, 10, 360);
+            } else if (k < 0.7) {
+                f->precursor = GW_SIM_PRE_SBE_RAMP;
+                f->t_precursor_start = t - (int64_t)(gw_sim_rng_uniform(r, 0.25, 3.0) * GW_SIM_DAY_MS);
+            } else {
+                f->precursor = GW_SIM_PRE_REMAP_RAMP;
+                f->t_precursor_start = t - (int64_t)(gw_sim_rng_uniform(r, 2.0, 20.0) * GW_SIM_DAY_MS);
+            }
+        }
+        if (f->action == GW_SIM_ACT_RESTART_APP)
+            f->t_recovered = t + gw_sim_rng_minutes(r, 2, 5);
+        else if (f->action == GW_SIM_ACT_DRAIN_NODE)
+            f->t_recovered = t + (int64_t)(gw_sim_rng_uniform(r, 1.0, 4.0) * GW_SIM_DAY_MS);
+        else
+            f->t_recovered = t + gw_sim_rng_minutes(r, 15, 45);
+    } else if (u < 0.70) {                            /* fell off the bus: XID 79 */
+        f->cls = GW_SIM_FELL_OFF_BUS;
+        f->xid = 79;
+        f->effect = gw_sim_rng_chance(r, 0.6) ? GW_SIM_EFF_VANISH : GW_SIM_EFF_SENTINEL;
+        show_xid = gw_sim_rng_chance(r, 0.4);
+        if (gw_sim_rng_chance(r, 0.15)) {
+            f->precursor = GW_SIM_PRE_PCIE_REPLAY;
+            f->t_precursor_start = t - gw_sim_rng_minutes(r, 2, 15);
+        }
+        if (prior_fob > 0) {                          /* recurring: replace the part */
+            f->action = GW_SIM_ACT_DRAIN_NODE;
+            f->t_recovered = t + (int64_t)(gw_sim_rng_uniform(r, 1.0, 4.0) * GW_SIM_DAY_MS);
+        } else {
+            f->action = GW_SIM_ACT_REBOOT_NODE;
+            f->t_recovered = t + gw_sim_rng_minutes(r, 20, 60);
+        }
+    } else if (u < 0.85) {                            /* GSP: XID 119 / 120 */
+        f->cls = GW_SIM_GSP;
+        f->xid = gw_sim_rng_chance(r, 0.7) ? 119 : 120;
+        f->action = GW_SIM_ACT_RESET_GPU;
+        f->effect = GW_SIM_EFF_FROZEN;
+        show_xid = gw_sim_rng_chance(r, 0.5);
+        f->t_recovered = t + gw_sim_rng_minutes(r, 10, 30);
+    } else if (u < 0.92) {                            /* fail-slow: throttling, no XID */
+        f->cls = GW_SIM_FAIL_SLOW;
+        f->xid = 0;
+        f->action = GW_SIM_ACT_NONE;
+        f->effect = GW_SIM_EFF_NONE;
+        show_xid = 0;
+        if (gw_sim_rng_chance(r, 0.4)) {
+            f->precursor = GW_SIM_PRE_THROTTLE;
+            f->t_precursor_start = t - gw_sim_rng_minutes(r, 10, 60);
+        }
+        /* 10 min .. 10 h, log-uniform */
+        f->t_recovered = t + (int64_t)(10.0 * GW_SIM_MIN_MS * exp(gw_sim_rng_unit(r) * log(60.0)));
+    } else {                                          /* PSU / board: node down */
+        f->cls = GW_SIM_OTHER_HW;
+        f->xid = 0;
+        f->gpu = -1;
+        f->effect = GW_SIM_EFF_NODE_DOWN;
+        show_xid = 0;
+        if (gw_sim_rng_chance(r, 0.1)) {
+            f->precursor = GW_SIM_PRE_THROTTLE;
+            f->t_precursor_start = t - gw_sim_rng_minutes(r, 30, 240);
+        }
+        if (gw_sim_rng_chance(r, 0.6)) {
+            f->action = GW_SIM_ACT_REBOOT_NODE;
+            f->t_recovered = t + gw_sim_rng_minutes(r, 15, 45);
+        } else {
+            f->action = GW_SIM_ACT_DRAIN_NODE;
+            f->t_recovered = t + (int64_t)(gw_sim_rng_uniform(r, 0.25, 3.0) * GW_SIM_DAY_MS);
+        }
+    }
+    if (f->t_precursor_start != GW_SIM_NO_TIME && f->t_precursor_start < b->t0)
+        f->t_precursor_start = b->t0;                 /* the ramp is under way when data starts */
+    f->t_xid_visible = show_xid && f->xid ? first_slot_at_or_after(b, t) : GW_SIM_NO_TIME;
+}
+
+static int gen_hw_failures(struct bld *b)
+{
+    const double span = (double)(b->t1 - b->t0);
+    const double per_weight = HW_EVENTS_PER_55D / (HW_REF_WEIGHT * 55.0 * GW_SIM_DAY_MS);
+    for (uint32_t i = 0; i < b->n; i++) {
+        double rate = per_weight * (b->lemon[i] ? LEMON_WEIGHT : 1.0) * b->c->failure_scale;
+        if (rate <= 0) continue;
+        double t = (double)b->t0;
+        int64_t up_at = b->t0;
+        uint32_t fob = 0;
+        for (;;) {
+            t += gw_sim_rng_exp(&b->rng, 1.0 / rate);
+            if (t >= (double)b->t0 + span) break;
+            int64_t tf = (int64_t)t;
+            if (tf < up_at) continue;                  /* still down from the last one */
+            struct gw_sim_failure *f = new_failure(b, NULL);
+            if (!f) return GW_ENOMEM;
+            f->node = i;
+            f->t_fault = tf;
+            shape_hw_failure(b, f, fob);
+            if (f->cls == GW_SIM_FELL_OFF_BUS) fob++;
+            up_at = f->t_recovered;
+            uint32_t *e = vec_push(&b->node_hw[i]);
+            if (!e) return GW_ENOMEM;
+            *e = f->id;
+        }
+    }
+    /* global order by fault time for the session loop */
+    b->n_hw = b->fails.n;
+    b->hw = malloc((b->n_hw ? b->n_hw : 1) * sizeof *b->hw);
+    if (!b->hw) return GW_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < b->fails.n; i++) b->hw[k++] = (uint32_t)i;
+    /* insertion sort: failures come per node, a few dozen in total */
+    for (size_t i = 1; i < b->n_hw; i++) {
+        uint32_t x = b->hw[i];
+        size_t j = i;
+        while (j > 0 && FAIL(b, b->hw[j - 1]).t_fault > FAIL(b, x).t_fault) {
+            b->hw[j] = b->hw[j - 1];
+            j--;
+        }
+        b->hw[j] = x;
+    }
+    return GW_OK;
+}
+
+/* First hardware failure (other than fail-slow) on a member in [ts, te). */
+static int32_t first_hw_killer(const struct bld *b, const uint8_t *members, int64_t ts, int64_t te)
+{
+    size_t lo = 0, hi = b->n_hw;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (FAIL(b, b->hw[mid]).t_fault < ts) lo = mid + 1; else hi = mid;
+    }
+    for (size_t i = lo; i < b->n_hw; i++) {
+        const struct gw_sim_failure *f = &FAIL(b, b->hw[i]);
+        if (f->t_fault >= te) break;
+        if (f->cls != GW_SIM_FAIL_SLOW && members[f->node]) return (int32_t)b->hw[i];
+    }
+    return -1;
+}
+
+/* Picks k of the listed nodes (scratch order shuffled in place). */
+static void pick_k(struct bld *b, uint32_t *list, uint32_t n, uint32_t k, uint8_t *out)
+{
+    for (uint32_t i = 0; i < k && i < n; i++) {
+        uint32_t j = i + gw_sim_rng_below(&b->rng, n - i);
+        uint32_t tmp = list[i]; list[i] = list[j]; list[j] = tmp;
+        out[list[i]] = 1;
+    }
+}
+
+/* A collective burst: the same app XID on many members within 30 s. */
+static int add_collective(struct bld *b, const uint8_t *members, int64_t t, uint32_t xid,
+                          int32_t skip_node)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < b->n; i++)
+        if (members[i] && (int32_t)i != skip_node) b->scratch[n++] = i;
+    if (n == 0) return GW_OK;
+    uint32_t k = (uint32_t)((double)n * gw_sim_rng_uniform(&b->rng, 0.6, 1.0) + 0.5);
+    if (k < 1) k = 1;
+    if (k > n) k = n;
+    uint8_t *shown = calloc(b->n, 1);
+    if (!shown) return GW_ENOMEM;
+    pick_k(b, b->scratch, n, k, shown);
+    struct gw_sim_failure *f = new_failure(b, shown);
+    if (!f) { free(shown); return GW_ENOMEM; }
+    f->cls = GW_SIM_COLLECTIVE;
+    f->node = b->scratch[0];
+    f->gpu = -1;
+    f->xid = xid;
+    f->action = GW_SIM_ACT_NONE;
+    f->effect = GW_SIM_EFF_NONE;
+    f->t_fault = t;
+    f->t_xid_visible = first_slot_at_or_after(b, t);
+    f->t_recovered = t + gw_sim_rng_minutes(&b->rng, 1, 3);
+    f->severity = gw_sim_rng_uniform(&b->rng, 0.3, 1.0);
+    f->n_nodes = k;
+    return GW_OK;
+}
+
+static uint32_t collective_xid(struct bld *b)
+{
+    double u = gw_sim_rng_unit(&b->rng);
+    return u < 0.5 ? 43 : u < 0.7 ? 31 : u < 0.85 ? 13 : 45;
+}
+
+static uint32_t app_xid(struct bld *b)
+{
+    double u = gw_sim_rng_unit(&b->rng);
+    return u < 0.3 ? 13 : u < 0.6 ? 31 : u < 0.9 ? 43 : 45;
+}
+
+/* Checkpoint load after the start and saves every ckpt_interval. */
+static int gen_checkpoints(struct bld *b, uint32_t sidx, int64_t t_steady, int64_t t_end)
+{
+    struct gw_sim_rng *r = &b->rng;
+    int64_t D = gw_sim_rng_minutes(r, 3, 8);
+    double avg = gw_sim_rng_uniform(r, 130e9, 170e9);
+    int64_t te = t_steady + D < t_end ? t_steady + D : t_end;
+    struct gw_sim_checkpoint *ck = vec_push(&b->ckpts);
+    struct ckx *x = vec_push(&b->ckx);
+    if (!ck || !x) return GW_ENOMEM;
+    ck->id = (uint32_t)(b->ckpts.n - 1);
+    ck->session = sidx;
+    ck->phase = GW_SIM_CKPT_LOAD;
+    ck->t_start = t_steady;
+    ck->t_end = te;
+    ck->bytes = (uint64_t)(avg * (double)(te - t_steady) / 1000.0);
+    x->avg_bps = avg;
+    x->planned_ms = D;
+    int64_t iv = b->c->ckpt_interval_ms;
+    int64_t next = t_steady + (int64_t)((double)iv * gw_sim_rng_uniform(r, 0.93, 1.07));
+    int64_t prev_end = te;
+    while (next < t_end) {
+        if (next < prev_end + GW_SIM_MIN_MS) next = prev_end + GW_SIM_MIN_MS;
+        if (next >= t_end) break;
+        double u = gw_sim_rng_unit(r);
+        D = (int64_t)((2.0 + 8.0 * u * sqrt(u)) * GW_SIM_MIN_MS);   /* 2-10 min, mostly short */
+        avg = gw_sim_rng_uniform(r, 32e9, 48e9);
+        te = next + D < t_end ? next + D : t_end;
+        ck = vec_push(&b->ckpts);
+        x = vec_push(&b->ckx);
+        if (!ck || !x) return GW_ENOMEM;
+        ck->id = (uint32_t)(b->ckpts.n - 1);
+        ck->session = sidx;
+        ck->phase = GW_SIM_CKPT_SAVE;
+        ck->t_start = next;
+        ck->t_end = te;
+        ck->bytes = (uint64_t)(avg * gw_sim_save_shape_integral(te - next, D) / 1000.0);
+        x->avg_bps = avg;
+        x->planned_ms = D;
+        prev_end = te;
+        next += (int64_t)((double)iv * gw_sim_rng_uniform(r, 0.93, 1.07));
+    }
+    return GW_OK;
+}
+
+/* Fresh submission: 56-60 of the 60 training nodes that are up (scaled to
+ * the training node count), spares filling in when too few are up. */
+static uint32_t pick_fresh(struct bld *b, int64_t t, uint8_t *members, int32_t avoid)
+{
+    uint32_t n_train = b->n - b->c->spare_nodes;
+    uint32_t min_n = (uint32_t)((uint64_t)n_train * 56 / 60 + ((uint64_t)n_train * 56 % 60 ? 1 : 0));
+    if (min_n < 1) min_n = 1;
+    uint32_t target = min_n + gw_sim_rng_below(&b->rng, n_train - min_n + 1);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < b->n; i++)
+        if (!b->spare[i] && (int32_t)i != avoid && !node_down(b, i, t)) b->scratch[n++] = i;
+    uint32_t got = n < target ? n : target;
+    pick_k(b, b->scratch, n, got, members);
+    if (got < target) {
+        uint32_t m = 0;
+        for (uint32_t i = 0; i < b->n; i++)
+            if (b->spare[i] && (int32_t)i != avoid && !node_down(b, i, t)) b->scratch[m++] = i;
+        uint32_t more = target - got < m ? target - got : m;
+        pick_k(b, b->scratch, m, more, members);
+        got += more;
+    }
+    return got;
+}
+
+static int64_t retry_interval(struct bld *b)
+{
+    /* median ~10.9 min, IQR ~10.4-11.3 min (reference 1.5: 11, IQR 10-11) */
+    if (gw_sim_rng_chance(&b->rng, 0.8)) return gw_sim_rng_minutes(&b->rng, 10.0, 11.4);
+    return gw_sim_rng_minutes(&b->rng, 11.4, 16.0);
+}
+
+static int gen_sessions(struct bld *b)
+{
+    struct gw_sim_rng *r = &b->rng;
+    const uint32_t n = b->n;
+    int64_t t = b->t0 + gw_sim_rng_minutes(r, 0, 30);
+    uint32_t next_chain = 0, chain = 0, attempt = 0, retries = 0;
+    int retrying = 0;
+    int32_t excluded = -1, manual_avoid = -1, ep_suspect = -1;
+    uint8_t *prev = calloc(n, 1);
+    if (!prev) return GW_ENOMEM;
+    int rc = GW_OK;
+    while (t < b->t1) {
+        uint8_t *mem = calloc(n, 1);
+        if (!mem) { rc = GW_ENOMEM; break; }
+        uint32_t cnt = 0;
+        int32_t excl_here = -1;
+        if (!retrying) {
+            chain = next_chain++;
+            attempt = 0;
+            cnt = pick_fresh(b, t, mem, manual_avoid);
+            if (manual_avoid >= 0) excl_here = manual_avoid;
+            manual_avoid = -1;
+            if (cnt == 0) {                           /* nothing is up: wait */
+                free(mem);
+                next_chain--;
+                t += 30 * GW_SIM_MIN_MS;
+                continue;
+            }
+        } else {
+            attempt++;
+            memcpy(mem, prev, n);
+            if (excluded >= 0) {
+                excl_here = excluded;
+                if (mem[excluded]) {
+                    mem[excluded] = 0;
+                    for (uint32_t i = 0; i < n; i++)
+                        if (b->spare[i] && !mem[i] && !node_down(b, i, t)) { mem[i] = 1; break; }
+                }
+            }
+            for (uint32_t i = 0; i < n; i++) cnt += mem[i];
+        }
+        int64_t t_steady = t + gw_sim_rng_minutes(r, 5, 10);
+        int start_fail = 0;
+        int64_t planned;
+        if (retrying) {
+            int forced = 0;
+            for (uint32_t i = 0; i < n && !forced; i++)
+                if (mem[i] && node_down(b, i, t)) forced = 1;
+            start_fail = forced || !gw_sim_rng_chance(r, RETRY_START_OK_PROB);
+        }
+        if (start_fail) {
+            planned = t + (int64_t)((double)(t_steady - t) * gw_sim_rng_uniform(r, 0.4, 0.95));
+        } else {
+            double hours = 1.0 + gw_sim_rng_exp(r, 11.0);
+            if (hours > 72.0) hours = 72.0;
+            planned = t_steady + (int64_t)(hours * GW_SIM_HOUR_MS);
+        }
+        if (planned > b->t1) planned = b->t1;         /* still running when the data ends */
+        uint32_t sidx = (uint32_t)b->sess.n;
+        int32_t killer = first_hw_killer(b, mem, t, planned);
+        int64_t end = killer >= 0 ? FAIL(b, killer).t_fault : planned;
+        /* app-level XIDs while training, some of which kill the session */
+        if (!start_fail && t_steady < end) {
+            double rate = APP_XID_PER_NODE_DAY * (double)cnt * b->c->failure_scale / GW_SIM_DAY_MS;
+            double ta = (double)t_steady;
+            while (rate > 0) {
+                ta += gw_sim_rng_exp(r, 1.0 / rate);
+                if (ta >= (double)end) break;
+                uint32_t k = 0;
+                for (uint32_t i = 0; i < n; i++) if (mem[i]) b->scratch[k++] = i;
+                struct gw_sim_failure *f = new_failure(b, NULL);
+                if (!f) { rc = GW_ENOMEM; break; }
+                f->cls = GW_SIM_APP_XID;
+                f->node = b->scratch[gw_sim_rng_below(r, k)];
+                f->gpu = (int32_t)gw_sim_rng_below(r, b->c->gpus);
+                f->xid = app_xid(b);
+                f->action = GW_SIM_ACT_RESTART_APP;
+                f->effect = GW_SIM_EFF_NONE;
+                f->t_fault = (int64_t)ta;
+                f->t_xid_visible = first_slot_at_or_after(b, f->t_fault);
+                f->t_recovered = f->t_fault + gw_sim_rng_minutes(r, 1, 3);
+                f->severity = gw_sim_rng_uniform(r, 0.3, 1.0);
+                if (gw_sim_rng_chance(r, APP_XID_KILL_PROB)) {
+                    killer = (int32_t)(b->fails.n - 1);
+                    end = f->t_fault;
+                    break;
+                }
+            }
+            if (rc) { free(mem); break; }
+        }
+        struct gw_sim_session *s = vec_push(&b->sess);
+        if (!s) { free(mem); rc = GW_ENOMEM; break; }
+        s->id = sidx;
+        s->chain = chain;
+        s->attempt = attempt;
+        s->t_start = t;
+        s->t_steady = t_steady;
+        s->t_end = end;
+        s->nodes = mem;
+        s->n_nodes = cnt;
+        s->excluded_node = excl_here;
+        s->failure = killer;
+        int reached = end > t_steady;
+        if (killer >= 0) {
+            s->outcome = reached ? GW_SIM_SESS_FAILED : GW_SIM_SESS_STARTUP_FAILED;
+            FAIL(b, killer).session = (int32_t)sidx;
+        } else {
+            s->outcome = start_fail ? GW_SIM_SESS_STARTUP_FAILED : GW_SIM_SESS_COMPLETED;
+        }
+        memcpy(prev, mem, n);
+        /* independent collective-abort bursts while training */
+        if (reached) {
+            double rate = COLLECTIVE_PER_DAY * b->c->failure_scale / GW_SIM_DAY_MS;
+            double tc = (double)t_steady;
+            while (rate > 0 && rc == GW_OK) {
+                tc += gw_sim_rng_exp(r, 1.0 / rate);
+                if (tc >= (double)end) break;
+                rc = add_collective(b, mem, (int64_t)tc, collective_xid(b), -1);
+            }
+            if (rc == GW_OK) rc = gen_checkpoints(b, sidx, t_steady, end);
+        }
+        if (rc == GW_OK && killer >= 0 && gw_sim_rng_chance(r, COLLECTIVE_AT_KILL_PROB)) {
+            int64_t tc = end + (int64_t)gw_sim_rng_uniform(r, 5000, 25000);
+            if (tc < b->t1) rc = add_collective(b, mem, tc, 45, (int32_t)FAIL(b, killer).node);
+        }
+        if (rc) break;
+        if (end >= b->t1) break;
+        /* what comes next */
+        if (killer < 0 && !start_fail) {              /* completed: next job after a gap */
+            retrying = 0;
+            t = end + gw_sim_rng_minutes(r, 5, 120);
+            continue;
+        }
+        int in_episode = retrying && !reached;
+        int32_t suspect = -1;
+        if (killer >= 0 && FAIL(b, killer).cls != GW_SIM_APP_XID) suspect = (int32_t)FAIL(b, killer).node;
+        if (!in_episode) {
+            retrying = gw_sim_rng_chance(r, AUTO_RETRY_PROB);
+            retries = 0;
+            excluded = -1;
+            ep_suspect = suspect;
+            if (retrying && suspect >= 0) {
+                double p = prior_failures(b, (uint32_t)suspect, FAIL(b, killer).t_fault) > 0
+                               ? EXCLUDE_REPEAT_PROB : EXCLUDE_FIRST_PROB;
+                if (gw_sim_rng_chance(r, p)) excluded = suspect;
+            }
+        }
+        if (retrying && retries < MAX_RETRIES) {
+            retries++;
+            t = (killer >= 0 ? end : s->t_start) + retry_interval(b);
+            continue;
+        }
+        /* manual recovery: a fresh chain later, often without the suspect */
+        retrying = 0;
+        if (suspect < 0 && killer < 0) suspect = ep_suspect;
+        manual_avoid = suspect >= 0 && gw_sim_rng_chance(r, MANUAL_EXCLUDE_PROB) ? suspect : -1;
+        t = end + gw_sim_rng_minutes(r, 30, 300);
+    }
+    free(prev);
+    return rc;
+}
+
+static int add_bait(struct bld *b, enum gw_sim_bait_kind kind, uint32_t node, int32_t gpu,
+                    int64_t ts, int64_t te, uint32_t job)
+{
+    struct gw_sim_bait *x = vec_push(&b->baits);
+    if (!x) return GW_ENOMEM;
+    x->id = (uint32_t)(b->baits.n - 1);
+    x->kind = kind;
+    x->node = node;
+    x->gpu = gpu;
+    x->t_start = ts;
+    x->t_end = te;
+    x->job = job;
+    return GW_OK;
+}
+
+static int gen_baits(struct bld *b)
+{
+    /* per node and day; exporter restarts ~1 / week per node per exporter */
+    static const double rate[GW_SIM_BAIT_COUNT_] = {
+        [GW_SIM_BAIT_STRAY_SBE] = 0.08, [GW_SIM_BAIT_STRAY_PCIE] = 0.05,
+        [GW_SIM_BAIT_STRAY_NVLINK] = 0.05, [GW_SIM_BAIT_BENIGN_CLOCK] = 0.3,
+        [GW_SIM_BAIT_SCRAPE_GAP] = 0.05, [GW_SIM_BAIT_EXPORTER_RESTART] = 2.0 / 7.0,
+        [GW_SIM_BAIT_HOT_INLET] = 0.02,
+    };
+    struct gw_sim_rng *r = &b->rng;
+    const int64_t iv = b->c->interval_ms;
+    for (uint32_t i = 0; i < b->n; i++) {
+        for (int k = 0; k < GW_SIM_BAIT_COUNT_; k++) {
+            double per_ms = rate[k] / GW_SIM_DAY_MS;
+            double t = (double)b->t0;
+            for (;;) {
+                t += gw_sim_rng_exp(r, 1.0 / per_ms);
+                if (t >= (double)b->t1) break;
+                int64_t ts = (int64_t)t, te;
+                int32_t gpu = -1;
+                uint32_t job = 0;
+                switch ((enum gw_sim_bait_kind)k) {
+                case GW_SIM_BAIT_STRAY_SBE:
+                case GW_SIM_BAIT_STRAY_PCIE:
+                case GW_SIM_BAIT_STRAY_NVLINK:
+                    gpu = (int32_t)gw_sim_rng_below(r, b->c->gpus);
+                    te = ts + iv;                     /* seen by exactly one scrape */
+                    break;
+                case GW_SIM_BAIT_BENIGN_CLOCK:
+                    gpu = (int32_t)gw_sim_rng_below(r, b->c->gpus);
+                    te = ts + gw_sim_rng_minutes(r, 5, 60);
+                    break;
+                case GW_SIM_BAIT_SCRAPE_GAP: {
+                    /* whole scrape slots: from half an interval before a slot */
+                    int64_t slot = (ts - b->t0) / iv;
+                    ts = b->t0 + slot * iv - iv / 2;
+                    te = ts + (int64_t)(1 + gw_sim_rng_below(r, 3)) * iv;
+                    double u = gw_sim_rng_unit(r);
+                    job = u < 0.5 ? 0 : u < 0.75 ? 1 : 2;
+                    break;
+                }
+                case GW_SIM_BAIT_EXPORTER_RESTART:
+                    job = gw_sim_rng_chance(r, 0.5) ? 0 : 1;
+                    te = ts + (int64_t)gw_sim_rng_uniform(r, 20000, 90000);
+                    break;
+                case GW_SIM_BAIT_HOT_INLET:
+                    te = ts + gw_sim_rng_minutes(r, 40, 90);
+                    break;
+                case GW_SIM_BAIT_COUNT_:
+                default:
+                    te = ts;
+                    break;
+                }
+                int rc = add_bait(b, (enum gw_sim_bait_kind)k, i, gpu, ts, te, job);
+                if (rc) return rc;
+            }
+        }
+    }
+    return GW_OK;
+}
+
+/* ---------------------------------------------------------- sort + index */
+struct ord { int64_t t; uint32_t i; };
+
+static int ord_cmp(const void *a, const void *b)
+{
+    const struct ord *x = a, *y = b;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static int ival_cmp(const void *a, const void *b)
+{
+    const struct gw_sim_ival *x = a, *y = b;
+    if (x->t_start != y->t_start) return x->t_start < y->t_start ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static void ival_finish(struct gw_sim_ival *v, size_t n)
+{
+    qsort(v, n, sizeof *v, ival_cmp);
+    int64_t m = INT64_MIN;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].t_end > m) m = v[i].t_end;
+        v[i].max_end = m;
+    }
+}
+
+static int sort_events(struct bld *b)
+{
+    size_t nf = b->fails.n, nb = b->baits.n;
+    struct ord *o = malloc(((nf > nb ? nf : nb) + 1) * sizeof *o);
+    uint32_t *inv = malloc((nf + 1) * sizeof *inv);
+    struct gw_sim_failure *nfp = malloc((nf + 1) * sizeof *nfp);
+    uint8_t **nfn = malloc((nf + 1) * sizeof *nfn);
+    struct gw_sim_bait *nbp = malloc((nb + 1) * sizeof *nbp);
+    int rc = GW_ENOMEM;
+    if (!o || !inv || !nfp || !nfn || !nbp) goto out;
+    for (size_t i = 0; i < nf; i++) o[i] = (struct ord){ FAIL(b, i).t_fault, (uint32_t)i };
+    qsort(o, nf, sizeof *o, ord_cmp);
+    uint8_t **fn = b->fnodes.p;
+    for (size_t k = 0; k < nf; k++) {
+        nfp[k] = FAIL(b, o[k].i);
+        nfp[k].id = (uint32_t)k;
+        nfn[k] = fn[o[k].i];
+        inv[o[k].i] = (uint32_t)k;
+    }
+    memcpy(b->fails.p, nfp, nf * sizeof *nfp);
+    memcpy(b->fnodes.p, nfn, nf * sizeof *nfn);
+    for (size_t s = 0; s < b->sess.n; s++)
+        if (SESS(b, s).failure >= 0) SESS(b, s).failure = (int32_t)inv[SESS(b, s).failure];
+    struct gw_sim_bait *bp = b->baits.p;
+    for (size_t i = 0; i < nb; i++) o[i] = (struct ord){ bp[i].t_start, (uint32_t)i };
+    qsort(o, nb, sizeof *o, ord_cmp);
+    for (size_t k = 0; k < nb; k++) {
+        nbp[k] = bp[o[k].i];
+        nbp[k].id = (uint32_t)k;
+    }
+    memcpy(bp, nbp, nb * sizeof *nbp);
+    rc = GW_OK;
+out:
+    free(o); free(inv); free(nfp); free(nfn); free(nbp);
+    return rc;
+}
+
+static int push_seg(struct vec *v, int64_t ts, int64_t te, enum gw_sim_phase ph, int32_t s, int32_t ck)
+{
+    if (te <= ts) return GW_OK;
+    struct gw_sim_seg *g = vec_push(v);
+    if (!g) return GW_ENOMEM;
+    g->t_start = ts; g->t_end = te; g->phase = (uint8_t)ph; g->session = s; g->checkpoint = ck;
+    return GW_OK;
+}
+
+static void free_priv(struct gw_sim_priv *p, uint32_t n_nodes, size_t n_fails)
+{
+    if (!p) return;
+    free(p->names);
+    free(p->spare);
+    if (p->fail_nodes)
+        for (size_t i = 0; i < n_fails; i++) free(p->fail_nodes[i]);
+    free(p->fail_nodes);
+    free(p->ckpt_avg_bps);
+    free(p->ckpt_planned_ms);
+    free(p->ckpt_norm);
+    free(p->ckpt_members);
+    if (p->nodes) {
+        for (uint32_t i = 0; i < n_nodes; i++) {
+            struct gw_sim_node_idx *x = &p->nodes[i];
+            free(x->segs); free(x->fails); free(x->baits);
+            free(x->dcgm_restarts); free(x->node_restarts);
+        }
+    }
+    free(p->nodes);
+    free(p);
+}
+
+static int build_index(struct gw_sim_timeline *tl, struct gw_sim_priv *p)
+{
+    const uint32_t n = tl->cfg.nodes;
+    const int64_t t0 = tl->cfg.start_ms, t1 = t0 + tl->cfg.duration_ms;
+    p->nodes = calloc(n, sizeof *p->nodes);
+    size_t nc = tl->n_checkpoints ? tl->n_checkpoints : 1;
+    p->ckpt_norm = calloc(nc, sizeof *p->ckpt_norm);
+    p->ckpt_members = calloc(nc, sizeof *p->ckpt_members);
+    size_t *ck_first = calloc(tl->n_sessions + 1, sizeof *ck_first);
+    size_t *ck_count = calloc(tl->n_sessions + 1, sizeof *ck_count);
+    struct vec v = { .elem = sizeof(struct gw_sim_seg) };
+    struct vec fv = { .elem = sizeof(struct gw_sim_ival) };
+    struct vec bv = { .elem = sizeof(struct gw_sim_ival) };
+    struct vec dr = { .elem = sizeof(int64_t) }, nr = { .elem = sizeof(int64_t) };
+    int rc = GW_ENOMEM;
+    if (!p->nodes || !p->ckpt_norm || !p->ckpt_members || !ck_first || !ck_count) goto out;
+    for (size_t k = tl->n_checkpoints; k-- > 0;) {
+        uint32_t s = tl->checkpoints[k].session;
+        ck_first[s] = k;
+        ck_count[s]++;
+    }
+    for (size_t k = 0; k < tl->n_checkpoints; k++) {
+        const struct gw_sim_session *s = &tl->sessions[tl->checkpoints[k].session];
+        double sum = 0;
+        uint32_t m = 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (s->nodes[i]) { sum += gw_sim_ckpt_weight((uint32_t)k, i); m++; }
+        p->ckpt_members[k] = m;
+        p->ckpt_norm[k] = sum > 0 ? (double)m / sum : 0;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        struct gw_sim_node_idx *x = &p->nodes[i];
+        v.p = NULL; v.n = v.cap = 0;
+        int64_t idle_from = t0 < INT64_MIN / 2 ? t0 : INT64_MIN / 2;
+        for (size_t si = 0; si < tl->n_sessions; si++) {
+            const struct gw_sim_session *s = &tl->sessions[si];
+            if (!s->nodes[i]) continue;
+            int32_t sid = (int32_t)si;
+            if (push_seg(&v, idle_from, s->t_start, GW_SIM_PHASE_IDLE, -1, -1)) goto fail;
+            int64_t st_end = s->t_steady < s->t_end ? s->t_steady : s->t_end;
+            if (push_seg(&v, s->t_start, st_end, GW_SIM_PHASE_STARTUP, sid, -1)) goto fail;
+            int64_t cur = st_end;
+            for (size_t k = ck_first[si]; k < ck_first[si] + ck_count[si]; k++) {
+                const struct gw_sim_checkpoint *ck = &tl->checkpoints[k];
+                if (push_seg(&v, cur, ck->t_start, GW_SIM_PHASE_TRAIN, sid, -1)) goto fail;
+                if (push_seg(&v, ck->t_start, ck->t_end,
+                             ck->phase == GW_SIM_CKPT_SAVE ? GW_SIM_PHASE_SAVE : GW_SIM_PHASE_LOAD,
+                             sid, (int32_t)k)) goto fail;
+                cur = ck->t_end;
+            }
+            if (push_seg(&v, cur, s->t_end, GW_SIM_PHASE_TRAIN, sid, -1)) goto fail;
+            idle_from = s->t_end;
+        }
+        if (push_seg(&v, idle_from, INT64_MAX / 2, GW_SIM_PHASE_IDLE, -1, -1)) goto fail;
+        x->segs = v.p; x->n_segs = v.n; v.p = NULL;
+        (void)t1;
+    }
+    /* failure and bait intervals, restart times: one pass each, then split */
+    for (uint32_t i = 0; i < n; i++) {
+        fv.p = NULL; fv.n = fv.cap = 0;
+        bv.p = NULL; bv.n = bv.cap = 0;
+        dr.p = NULL; dr.n = dr.cap = 0;
+        nr.p = NULL; nr.n = nr.cap = 0;
+        for (size_t f = 0; f < tl->n_failures; f++) {
+            const struct gw_sim_failure *fl = &tl->failures[f];
+            int on = p->fail_nodes[f] ? p->fail_nodes[f][i] : fl->node == i;
+            if (!on) continue;
+            struct gw_sim_ival *e = vec_push(&fv);
+            if (!e) goto fail;
+            e->t_start = fl->t_precursor_start != GW_SIM_NO_TIME ? fl->t_precursor_start : fl->t_fault;
+            e->t_end = fl->t_recovered;
+            e->idx = (uint32_t)f;
+        }
+        for (size_t k = 0; k < tl->n_baits; k++) {
+            const struct gw_sim_bait *bt = &tl->baits[k];
+            if (bt->node != i) continue;
+            struct gw_sim_ival *e = vec_push(&bv);
+            if (!e) goto fail;
+            e->t_start = bt->t_start;
+            e->t_end = bt->t_end;
+            e->idx = (uint32_t)k;
+            if (bt->kind == GW_SIM_BAIT_EXPORTER_RESTART) {
+                int64_t *tp = vec_push(bt->job == 0 ? &dr : &nr);
+                if (!tp) goto fail;
+                *tp = bt->t_start;
+            }
+        }
+        struct gw_sim_node_idx *x = &p->nodes[i];
+        ival_finish(fv.p, fv.n);
+        ival_finish(bv.p, bv.n);
+        x->fails = fv.p; x->n_fails = fv.n; fv.p = NULL;
+        x->baits = bv.p; x->n_baits = bv.n; bv.p = NULL;
+        x->dcgm_restarts = dr.p; x->n_dcgm_restarts = dr.n; dr.p = NULL;
+        x->node_restarts = nr.p; x->n_node_restarts = nr.n; nr.p = NULL;
+    }
+    rc = GW_OK;
+    goto out;
+fail:
+    rc = GW_ENOMEM;
+out:
+    free(v.p); free(fv.p); free(bv.p); free(dr.p); free(nr.p);
+    free(ck_first); free(ck_count);
+    return rc;
+}
+
+/* ------------------------------------------------------------ public */
+void gw_sim_timeline_free(struct gw_sim_timeline *tl)
+{
+    if (!tl) return;
+    free_priv(tl->priv, tl->cfg.nodes, tl->n_failures);
+    for (size_t i = 0; i < tl->n_sessions; i++) free(tl->sessions[i].nodes);
+    free(tl->sessions);
+    free(tl->failures);
+    free(tl->checkpoints);
+    free(tl->baits);
+    free(tl->lemon);
+    free(tl);
+}
+
+int gw_sim_timeline_build(const struct gw_sim_config *c, struct gw_sim_timeline **out,
+                          struct gw_error *err)
+{
+    int rc = gw_sim_config_check(c, err);
+    if (rc) return rc;
+    struct bld b = {
+        .c = c, .t0 = c->start_ms, .t1 = c->start_ms + c->duration_ms, .n = c->nodes,
+        .fails = { .elem = sizeof(struct gw_sim_failure) },
+        .fnodes = { .elem = sizeof(uint8_t *) },
+        .sess = { .elem = sizeof(struct gw_sim_session) },
+        .ckpts = { .elem = sizeof(struct gw_sim_checkpoint) },
+        .ckx = { .elem = sizeof(struct ckx) },
+        .baits = { .elem = sizeof(struct gw_sim_bait) },
+    };
+    struct gw_sim_timeline *tl = calloc(1, sizeof *tl);
+    struct gw_sim_priv *p = calloc(1, sizeof *p);
+    uint32_t *pool = NULL;
+    rc = GW_ENOMEM;
+    if (!tl || !p) goto fail;
+    tl->cfg = *c;
+    gw_sim_rng_seed(&b.rng, c->seed);
+    b.spare = calloc(b.n, 1);
+    b.lemon = calloc(b.n, 1);
+    b.scratch = calloc(b.n, sizeof *b.scratch);
+    b.node_hw = calloc(b.n, sizeof *b.node_hw);
+    p->names = calloc(b.n, sizeof *p->names);
+    pool = malloc(c->host_span * sizeof *pool);
+    if (!b.spare || !b.lemon || !b.scratch || !b.node_hw || !p->names || !pool) goto fail;
+    for (uint32_t i = 0; i < b.n; i++) b.node_hw[i].elem = sizeof(uint32_t);
+
+    /* 1. hostnames: distinct draws from the wider numbering, sorted */
+    for (uint32_t i = 0; i < c->host_span; i++) pool[i] = c->host_base + i;
+    for (uint32_t i = 0; i < b.n; i++) {
+        uint32_t j = i + gw_sim_rng_below(&b.rng, c->host_span - i);
+        uint32_t tmp = pool[i]; pool[i] = pool[j]; pool[j] = tmp;
+    }
+    for (uint32_t i = 1; i < b.n; i++) {
+        uint32_t x = pool[i], j = i;
+        while (j > 0 && pool[j - 1] > x) { pool[j] = pool[j - 1]; j--; }
+        pool[j] = x;
+    }
+    for (uint32_t i = 0; i < b.n; i++) snprintf(p->names[i], sizeof p->names[i], "gpu%03u", pool[i]);
+
+    /* 2. spares, then lemons among the training nodes (3 per 60) */
+    for (uint32_t i = 0; i < b.n; i++) b.scratch[i] = i;
+    pick_k(&b, b.scratch, b.n, c->spare_nodes, b.spare);
+    uint32_t n_train = b.n - c->spare_nodes, k = 0;
+    for (uint32_t i = 0; i < b.n; i++) if (!b.spare[i]) b.scratch[k++] = i;
+    uint32_t n_lemon = (uint32_t)((n_train * 3 + 30) / 60);
+    if (n_lemon < 1 && n_train >= 2) n_lemon = 1;
+    pick_k(&b, b.scratch, k, n_lemon, b.lemon);
+
+    /* 3-5 */
+    if ((rc = gen_hw_failures(&b)) != GW_OK) goto fail;
+    if ((rc = gen_sessions(&b)) != GW_OK) goto fail;
+    if ((rc = gen_baits(&b)) != GW_OK) goto fail;
+    if ((rc = sort_events(&b)) != GW_OK) goto fail;
+
+    tl->failures = b.fails.p; tl->n_failures = b.fails.n; b.fails.p = NULL;
+    p->fail_nodes = b.fnodes.p; b.fnodes.p = NULL;
+    tl->sessions = b.sess.p; tl->n_sessions = b.sess.n; b.sess.p = NULL; b.sess.n = 0;
+    tl->checkpoints = b.ckpts.p; tl->n_checkpoints = b.ckpts.n; b.ckpts.p = NULL;
+    tl->baits = b.baits.p; tl->n_baits = b.baits.n; b.baits.p = NULL;
+    tl->lemon = b.lemon; b.lemon = NULL;
+    p->spare = b.spare; b.spare = NULL;
+    tl->priv = p;                                     /* from here tl owns everything */
+    p = NULL;
+    struct gw_sim_priv *tp = tl->priv;
+    size_t nc = tl->n_checkpoints ? tl->n_checkpoints : 1;
+    tp->ckpt_avg_bps = malloc(nc * sizeof *tp->ckpt_avg_bps);
+    tp->ckpt_planned_ms = malloc(nc * sizeof *tp->ckpt_planned_ms);
+    rc = GW_ENOMEM;
+    if (!tp->ckpt_avg_bps || !tp->ckpt_planned_ms) goto fail;
+    const struct ckx *cx = b.ckx.p;
+    for (size_t i = 0; i < tl->n_checkpoints; i++) {
+        tp->ckpt_avg_bps[i] = cx[i].avg_bps;
+        tp->ckpt_planned_ms[i] = cx[i].planned_ms;
+    }
+    if ((rc = build_index(tl, tp)) != GW_OK) goto fail;
+    *out = tl;
+    tl = NULL;
+    rc = GW_OK;
+    goto done;
+fail:
+    if (rc == GW_ENOMEM) gw_error_set(err, GW_ENOMEM, "simulator timeline: out of memory");
+    gw_sim_timeline_free(tl);                         /* NULL-safe; owns what was handed over */
+    if (p) free_priv(p, c->nodes, 0);
+done:
+    free(pool);
+    if (b.fnodes.p) {
+        uint8_t **fn = b.fnodes.p;
+        for (size_t i = 0; i < b.fnodes.n; i++) free(fn[i]);
+    }
+    free(b.fnodes.p);
+    free(b.fails.p);
+    for (size_t i = 0; i < b.sess.n; i++) free(SESS(&b, i).nodes);
+    free(b.sess.p);
+    free(b.ckpts.p);
+    free(b.ckx.p);
+    free(b.baits.p);
+    free(b.spare);
+    free(b.lemon);
+    free(b.scratch);
+    free(b.hw);
+    if (b.node_hw)
+        for (uint32_t i = 0; i < b.n; i++) free(b.node_hw[i].p);
+    free(b.node_hw);
+    return rc;
+}
+
+/* ----------------------------------------------------------- node state */
+/* Index of the last entry with t_start <= t in a sorted array, or -1. */
+#define LAST_LE(arr, n, field, t, out) do {                         \
+        size_t lo_ = 0, hi_ = (n);                                  \
+        while (lo_ < hi_) {                                         \
+            size_t mid_ = lo_ + (hi_ - lo_) / 2;                    \
+            if ((arr)[mid_] field <= (t)) lo_ = mid_ + 1; else hi_ = mid_; \
+        }                                                           \
+        (out) = (ptrdiff_t)lo_ - 1;                                 \
+    } while (0)
+
+static size_t count_le(const int64_t *a, size_t n, int64_t t)
+{
+    ptrdiff_t k;
+    LAST_LE(a, n, + 0, t, k);
+    return (size_t)(k + 1);
+}
+
+/* Collects active entries (t_start <= t < t_end) in ascending index order. */
+static uint32_t stab(const struct gw_sim_ival *v, size_t n, int64_t t, uint32_t *out,
+                     uint32_t max, uint32_t *all, uint32_t all_max)
+{
+    ptrdiff_t k;
+    LAST_LE(v, n, .t_start, t, k);
+    uint32_t m = 0;
+    for (ptrdiff_t i = k; i >= 0 && v[i].max_end > t; i--) {
+        if (v[i].t_end <= t) continue;
+        if (m < all_max) all[m] = v[i].idx;
+        m++;
+    }
+    if (m > all_max) m = all_max;
+    /* ascending event index */
+    for (uint32_t a = 1; a < m; a++) {
+        uint32_t x = all[a], b = a;
+        while (b > 0 && all[b - 1] > x) { all[b] = all[b - 1]; b--; }
+        all[b] = x;
+    }
+    uint32_t w = m < max ? m : max;
+    memcpy(out, all, w * sizeof *out);
+    return m;
+}
+
+#define STAB_MAX 256
+
+int gw_sim_node_state_at(const struct gw_sim_timeline *tl, uint32_t node, int64_t t,
+                         struct gw_sim_node_state *st)
+{
+    if (!tl || !tl->priv || !st) return GW_EINVAL;
+    if (node >= tl->cfg.nodes) return GW_EINVAL;
+    const struct gw_sim_priv *p = tl->priv;
+    const struct gw_sim_node_idx *x = &p->nodes[node];
+    memset(st, 0, sizeof *st);
+    const int64_t t0 = tl->cfg.start_ms, t1 = t0 + tl->cfg.duration_ms;
+
+    ptrdiff_t k;
+    LAST_LE(x->segs, x->n_segs, .t_start, t, k);
+    if (k < 0) k = 0;
+    const struct gw_sim_seg *g = &x->segs[k];
+    st->phase = (enum gw_sim_phase)g->phase;
+    st->session = g->session;
+    st->checkpoint = g->checkpoint;
+    /* the open-ended idle segments before the first and after the last
+     * session are reported clamped to the simulated window */
+    st->phase_start = g->t_start < t0 ? t0 : g->t_start;
+    st->phase_end = g->t_end > t1 ? t1 : g->t_end;
+    if (g->checkpoint >= 0 && t >= g->t_start && t < g->t_end) {
+        uint32_t ci = (uint32_t)g->checkpoint;
+        const struct gw_sim_checkpoint *ck = &tl->checkpoints[ci];
+        double per_node = p->ckpt_members[ci]
+                              ? p->ckpt_avg_bps[ci] / (double)p->ckpt_members[ci] : 0;
+        double rate = per_node * gw_sim_ckpt_weight(ci, node) * p->ckpt_norm[ci];
+        if (ck->phase == GW_SIM_CKPT_SAVE) {
+            double head = GW_SIM_SAVE_HEAD * (double)p->ckpt_planned_ms[ci];
+            rate *= (double)(t - ck->t_start) < head ? GW_SIM_SAVE_PEAK : GW_SIM_SAVE_TAIL;
+            st->nfs_write_bps = rate;
+        } else {
+            st->nfs_read_bps = rate;
+        }
+    }
+
+    uint32_t all[STAB_MAX];
+    st->dcgm_up = 1;
+    st->node_up = 1;
+    uint32_t nf = stab(x->fails, x->n_fails, t, st->failures, GW_SIM_STATE_MAX_ACTIVE, all, STAB_MAX);
+    for (uint32_t i = 0; i < nf; i++) {
+        const struct gw_sim_failure *f = &tl->failures[all[i]];
+        if (f->effect == GW_SIM_EFF_NODE_DOWN && t >= f->t_fault) st->dcgm_up = st->node_up = 0;
+    }
+    st->n_failures = nf < GW_SIM_STATE_MAX_ACTIVE ? nf : GW_SIM_STATE_MAX_ACTIVE;
+    uint32_t nb = stab(x->baits, x->n_baits, t, st->baits, GW_SIM_STATE_MAX_ACTIVE, all, STAB_MAX);
+    for (uint32_t i = 0; i < nb; i++) {
+        const struct gw_sim_bait *b = &tl->baits[all[i]];
+        if (b->kind == GW_SIM_BAIT_SCRAPE_GAP || b->kind == GW_SIM_BAIT_EXPORTER_RESTART) {
+            if (b->job == 0 || b->job == 2) st->dcgm_up = 0;
+            if (b->job == 1 || b->job == 2) st->node_up = 0;
+        }
+    }
+    st->n_baits = nb < GW_SIM_STATE_MAX_ACTIVE ? nb : GW_SIM_STATE_MAX_ACTIVE;
+    st->dcgm_restarts = (uint32_t)count_le(x->dcgm_restarts, x->n_dcgm_restarts, t);
+    st->node_restarts = (uint32_t)count_le(x->node_restarts, x->n_node_restarts, t);
+    return GW_OK;
+}
