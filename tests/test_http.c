@@ -2,7 +2,9 @@
  * ephemeral loopback port over a real database in a temp dir, driven by a
  * tiny blocking HTTP/1.1 client (one request per connection). Covers the
  * remote-write status codes (405/415/400/413/204/400 refused), the query
- * API over written data, remote read in both response types, health,
+ * API over written data (PromQL instant and range queries, every result
+ * type, error classes, limit, server and request options, format_query,
+ * and gw_http_api_query without a server), remote read in both response types, health,
  * readiness, 404s, /metrics, and a stalled upload that must not hold up
  * another client. */
 #include <stdarg.h>
@@ -630,12 +632,295 @@ static void test_http_query_range(void **state)
     assert_non_null(strstr(r.body, "exceeded maximum resolution of 11,000 points"));
     resp_free(&r);
     get(f, "/api/v1/query?query=1%2B1&time=4", &r);
-    assert_int_equal(r.status, 400);
-    assert_non_null(strstr(r.body, "unsupported expression: only series selectors are supported"));
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\",\"result\":[4,\"2\"]}}");
     resp_free(&r);
     get(f, "/api/v1/query?query=up&time=yesterday", &r);
     assert_int_equal(r.status, 400);
     assert_non_null(strstr(r.body, "invalid parameter \\\"time\\\""));
+    resp_free(&r);
+}
+
+/* ---- PromQL through the API ---- */
+
+static void get_q(struct fixture *f, const char *path, const char *query, const char *rest, struct resp *r)
+{
+    char m[1024], t[2048];
+    qenc(query, m, sizeof m);
+    snprintf(t, sizeof t, "%s?query=%s%s", path, m, rest ? rest : "");
+    get(f, t, r);
+}
+
+static void test_http_query_promql(void **state)
+{
+    struct fixture *f = *state;
+    struct resp r;
+    char rest[256], want[2048];
+    long long b = (long long)(f->base / 1000);
+
+    /* Grafana's data-source check, GET and form POST. */
+    http_do(f->port, "POST", "/api/v1/query", "Content-Type: application/x-www-form-urlencoded\r\n",
+            "query=1%2B1&time=4", 18, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\",\"result\":[4,\"2\"]}}");
+    resp_free(&r);
+
+    /* A string literal. */
+    get_q(f, "/api/v1/query", "\"a\\\"b\"", "&time=4.5", &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body,
+                        "{\"status\":\"success\",\"data\":{\"resultType\":\"string\",\"result\":[4.5,\"a\\\"b\"]}}");
+    resp_free(&r);
+
+    /* An aggregation at an instant: i = 4 -> 4 + 40. */
+    snprintf(rest, sizeof rest, "&time=%lld", b + 60);
+    get_q(f, "/api/v1/query", "sum(test_metric)", rest, &r);
+    assert_int_equal(r.status, 200);
+    snprintf(want, sizeof want,
+             "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{},\"value\":[%lld,"
+             "\"44\"]}]}}",
+             b + 60);
+    assert_string_equal(r.body, want);
+    resp_free(&r);
+
+    /* Arithmetic keeps the series' labels but drops __name__. */
+    get_q(f, "/api/v1/query", "test_metric{job=\"b\"} / 10", rest, &r);
+    assert_int_equal(r.status, 200);
+    snprintf(want, sizeof want,
+             "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"job\":\"b\"},"
+             "\"value\":[%lld,\"4\"]}]}}",
+             b + 60);
+    assert_string_equal(r.body, want);
+    resp_free(&r);
+
+    /* A range query grouped by job. */
+    snprintf(rest, sizeof rest, "&start=%lld&end=%lld&step=30s", b, b + 60);
+    get_q(f, "/api/v1/query_range", "sum by (job) (test_metric)", rest, &r);
+    assert_int_equal(r.status, 200);
+    snprintf(want, sizeof want,
+             "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+             "{\"metric\":{\"job\":\"a\"},\"values\":[[%lld,\"0\"],[%lld,\"2\"],[%lld,\"4\"]]},"
+             "{\"metric\":{\"job\":\"b\"},\"values\":[[%lld,\"0\"],[%lld,\"20\"],[%lld,\"40\"]]}]}}",
+             b, b + 30, b + 60, b, b + 30, b + 60);
+    assert_string_equal(r.body, want);
+    resp_free(&r);
+
+    /* A scalar expression over a range: one series without labels. */
+    get_q(f, "/api/v1/query_range", "1+1", "&start=1&end=3&step=1", &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+                                "{\"metric\":{},\"values\":[[1,\"2\"],[2,\"2\"],[3,\"2\"]]}]}}");
+    resp_free(&r);
+
+    /* Nothing matches: an empty list, never null. */
+    get_q(f, "/api/v1/query", "no_such_metric", rest, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[]}}");
+    resp_free(&r);
+    get_q(f, "/api/v1/query_range", "no_such_metric", rest, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":[]}}");
+    resp_free(&r);
+
+    /* limit keeps the first series and says so. */
+    snprintf(rest, sizeof rest, "&time=%lld&limit=1", b + 60);
+    get_q(f, "/api/v1/query", "test_metric", rest, &r);
+    assert_int_equal(r.status, 200);
+    snprintf(want, sizeof want,
+             "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":[{\"metric\":{\"__name__\":"
+             "\"test_metric\",\"job\":\"a\"},\"value\":[%lld,\"4\"]}]},\"warnings\":[\"results truncated due to "
+             "limit\"]}",
+             b + 60);
+    assert_string_equal(r.body, want);
+    resp_free(&r);
+
+    /* Special values are strings. */
+    get_q(f, "/api/v1/query", "vector(1/0) or vector(-1/0)", "&time=4", &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"+Inf\""));
+    resp_free(&r);
+}
+
+static void test_http_query_errors(void **state)
+{
+    struct fixture *f = *state;
+    struct resp r;
+    char rest[256];
+    long long b = (long long)(f->base / 1000);
+
+    get_q(f, "/api/v1/query", "sum(", "&time=4", &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "\"errorType\":\"bad_data\""));
+    assert_non_null(strstr(r.body, "\"error\":\"invalid parameter \\\"query\\\": 1:"));
+    assert_non_null(strstr(r.body, "parse error"));
+    resp_free(&r);
+
+    get(f, "/api/v1/query?time=4", &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "\"errorType\":\"bad_data\""));
+    resp_free(&r);
+
+    /* Matching errors are found while evaluating: 422 execution. */
+    snprintf(rest, sizeof rest, "&time=%lld", b + 60);
+    get_q(f, "/api/v1/query", "test_metric + on() test_metric", rest, &r);
+    assert_int_equal(r.status, 422);
+    assert_non_null(strstr(r.body, "\"errorType\":\"execution\""));
+    resp_free(&r);
+
+    /* A range query refuses range vectors and strings before evaluating. */
+    get_q(f, "/api/v1/query_range", "test_metric[1m]", "&start=1&end=2&step=1", &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "invalid expression type \\\"range vector\\\" for range query, must be Scalar "
+                                   "or instant Vector"));
+    resp_free(&r);
+    get_q(f, "/api/v1/query_range", "\"x\"", "&start=1&end=2&step=1", &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "invalid expression type \\\"string\\\""));
+    resp_free(&r);
+
+    get_q(f, "/api/v1/query_range", "up", "&start=1&end=2&step=-1", &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "zero or negative query resolution step widths are not accepted. Try a "
+                                   "positive integer"));
+    resp_free(&r);
+    get_q(f, "/api/v1/query_range", "up", "&start=1&end=2", &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "invalid parameter \\\"step\\\""));
+    resp_free(&r);
+    get_q(f, "/api/v1/query", "up", "&timeout=soon", &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "invalid parameter \\\"timeout\\\""));
+    resp_free(&r);
+    get_q(f, "/api/v1/query", "up", "&lookback_delta=far", &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "invalid parameter \\\"lookback_delta\\\""));
+    resp_free(&r);
+    get_q(f, "/api/v1/query", "up", "&limit=-1", &r);
+    assert_int_equal(r.status, 400);
+    resp_free(&r);
+    /* Over 11,000 points per series by one step. */
+    get_q(f, "/api/v1/query_range", "up", "&start=0&end=11001&step=1", &r);
+    assert_int_equal(r.status, 400);
+    resp_free(&r);
+    get_q(f, "/api/v1/query_range", "up", "&start=0&end=11000&step=1", &r);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+}
+
+/* Server options: compat 2/3 windows, lookback, the sample limit. */
+static void test_http_query_server_opts(void **state)
+{
+    struct fixture *f = *state;
+    struct gw_http_opts o;
+    struct resp r;
+    char rest[256];
+    long long b = (long long)(f->base / 1000);
+    long long after = b + (N_SAMPLES - 1) * 15 + 600;   /* 10 min after the last sample */
+
+    /* (t-30s, t] holds base+45s and base+60s; [t-30s, t] also base+30s. */
+    snprintf(rest, sizeof rest, "&time=%lld", b + 60);
+    get_q(f, "/api/v1/query", "count_over_time(test_metric{job=\"a\"}[30s])", rest, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, ",\"2\"]}"));
+    resp_free(&r);
+
+    snprintf(rest, sizeof rest, "&time=%lld", after);
+    get_q(f, "/api/v1/query", "test_metric", rest, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"result\":[]"));
+    resp_free(&r);
+    snprintf(rest, sizeof rest, "&time=%lld&lookback_delta=15m", after);
+    get_q(f, "/api/v1/query", "test_metric", rest, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"job\":\"b\"},\"value\":["));
+    resp_free(&r);
+
+    gw_http_opts_default(&o);
+    o.promql_compat = 2;
+    o.lookback_ms = 15 * 60000;
+    gw_http_set_query_opts(f->http, &o);
+
+    snprintf(rest, sizeof rest, "&time=%lld", b + 60);
+    get_q(f, "/api/v1/query", "count_over_time(test_metric{job=\"a\"}[30s])", rest, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, ",\"3\"]}"));
+    resp_free(&r);
+
+    snprintf(rest, sizeof rest, "&time=%lld", after);
+    get_q(f, "/api/v1/query", "test_metric{job=\"a\"}", rest, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, ",\"19\"]}"));
+    resp_free(&r);
+
+    o.query_max_samples = 5;
+    gw_http_set_query_opts(f->http, &o);
+    snprintf(rest, sizeof rest, "&time=%lld", b + 300);
+    get_q(f, "/api/v1/query", "test_metric[5m]", rest, &r);
+    assert_int_equal(r.status, 422);
+    assert_non_null(strstr(r.body, "query processing would load too many samples into memory in query execution"));
+    resp_free(&r);
+}
+
+/* gw_http_api_query answers like the server, without one. */
+static void test_http_api_query_direct(void **state)
+{
+    struct fixture *f = *state;
+    struct gw_http_opts o;
+    struct gw_buf out;
+    unsigned status = 0;
+    char params[512], m[256];
+    const char *q = "query=1%2B1&time=4";
+
+    gw_buf_init(&out, 1 << 20);
+    assert_int_equal(gw_http_api_query(f->db, NULL, 0, q, strlen(q), &status, &out), GW_OK);
+    assert_int_equal(status, 200);
+    assert_int_equal(out.len, strlen("{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\",\"result\":[4,\"2\"]}}"));
+    assert_memory_equal(out.data, "{\"status\":\"success\",\"data\":{\"resultType\":\"scalar\",\"result\":[4,\"2\"]}}",
+                        out.len);
+
+    gw_buf_reset(&out);
+    gw_http_opts_default(&o);
+    o.promql_compat = 2;
+    qenc("count_over_time(test_metric{job=\"b\"}[30s])", m, sizeof m);
+    snprintf(params, sizeof params, "query=%s&time=%lld", m, (long long)(f->base / 1000 + 60));
+    assert_int_equal(gw_http_api_query(f->db, &o, 0, params, strlen(params), &status, &out), GW_OK);
+    assert_int_equal(status, 200);
+    assert_non_null(memmem(out.data, out.len, ",\"3\"]}", 6));
+
+    gw_buf_reset(&out);
+    q = "query=up&start=2&end=1&step=1";
+    assert_int_equal(gw_http_api_query(f->db, NULL, 1, q, strlen(q), &status, &out), GW_OK);
+    assert_int_equal(status, 400);
+    assert_non_null(memmem(out.data, out.len, "end timestamp must not be before start time", 43));
+
+    gw_buf_reset(&out);
+    q = "query=%zz";
+    assert_int_equal(gw_http_api_query(f->db, NULL, 0, q, strlen(q), &status, &out), GW_OK);
+    assert_int_equal(status, 400);
+    gw_buf_free(&out);
+}
+
+static void test_http_format_query(void **state)
+{
+    struct fixture *f = *state;
+    struct resp r;
+    get_q(f, "/api/v1/format_query", "sum(rate(x{a=\"b\"}[5m]))by(job)", NULL, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body,
+                        "{\"status\":\"success\",\"data\":\"sum by (job) (rate(x{a=\\\"b\\\"}[5m]))\"}");
+    resp_free(&r);
+    http_do(f->port, "POST", "/api/v1/format_query", "Content-Type: application/x-www-form-urlencoded\r\n",
+            "query=1%2B%20%202", 17, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":\"1 + 2\"}");
+    resp_free(&r);
+    get_q(f, "/api/v1/format_query", "sum(x", NULL, &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "\"errorType\":\"bad_data\""));
+    assert_non_null(strstr(r.body, "invalid parameter \\\"query\\\""));
+    resp_free(&r);
+    http_do(f->port, "DELETE", "/api/v1/format_query", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 405);
     resp_free(&r);
 }
 
@@ -871,6 +1156,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_http_write_refused_and_retry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_series_labels_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_query_range, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_query_promql, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_query_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_query_server_opts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_api_query_direct, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_format_query, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_misc_endpoints, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_remote_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_stalled_upload_does_not_block, setup, teardown),

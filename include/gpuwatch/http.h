@@ -1,11 +1,13 @@
 /* gpuwatch/http.h - the HTTP server (libmicrohttpd; the only includer of
- * microhttpd.h): remote write/read, the Prometheus HTTP API, health and
- * self-metrics. Routes and status mapping: src/http/routes.c. */
+ * microhttpd.h): remote write/read, the Prometheus HTTP API (PromQL
+ * queries through the engine of promql.h), health and self-metrics.
+ * Routes and status mapping: src/http/routes.c. */
 #ifndef GW_HTTP_H
 #define GW_HTTP_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include "gpuwatch/buf.h"
 #include "gpuwatch/db.h"
 #include "gpuwatch/err.h"
 
@@ -15,6 +17,11 @@ struct gw_http_opts {
     size_t max_body_bytes;       /* request body cap; default 32 MiB (413 past it) */
     unsigned conn_timeout_s;     /* idle/slow connection timeout; default 30 */
     unsigned max_connections;    /* default 1024 */
+    /* PromQL, for every /api/v1/query and /api/v1/query_range (0 = default): */
+    int promql_compat;           /* 3: Prometheus 3 windows (t-r, t] (default); 2: [t-r, t] */
+    int64_t lookback_ms;         /* --query.lookback-delta; default 5 min; lookback_delta overrides */
+    int64_t query_timeout_ms;    /* --query.timeout; default 2 min; a smaller timeout= wins */
+    uint64_t query_max_samples;  /* --query.max-samples; default 50,000,000 */
 };
 void gw_http_opts_default(struct gw_http_opts *o);
 
@@ -28,5 +35,21 @@ uint16_t gw_http_port(const struct gw_http *h);
 void gw_http_set_ready(struct gw_http *h, int ready);
 /* Stops accepting, finishes in-flight requests, frees. NULL ok. */
 void gw_http_stop(struct gw_http *h);
+
+/* Takes the PromQL fields of o (promql_compat, lookback_ms,
+ * query_timeout_ms, query_max_samples) into a started server. Call it
+ * right after gw_http_start, before clients are told the address. */
+void gw_http_set_query_opts(struct gw_http *h, const struct gw_http_opts *o);
+
+/* Answers one query exactly as GET /api/v1/query (range = 0) or
+ * /api/v1/query_range (range = 1) would, without a server: params is the
+ * form-encoded parameter string ("query=up&time=1700000000"), db is read
+ * (a read-only open next to a running serve is fine), o gives the PromQL
+ * options (NULL: defaults). *status gets the HTTP status and out (caller
+ * initialises it with its own ceiling) the JSON body, success or error
+ * envelope alike. GW_OK whenever an answer was produced; GW_ENOMEM or
+ * GW_ETOOLARGE when out could not hold it. */
+int gw_http_api_query(struct gw_db *db, const struct gw_http_opts *o, int range, const char *params,
+                      size_t params_len, unsigned *status, struct gw_buf *out);
 
 #endif /* GW_HTTP_H */

@@ -33,6 +33,7 @@ static const char usage_main[] =
     "  serve       receive Prometheus remote write, store it, answer the Prometheus API\n"
     "  stats       series, samples and bytes on disk of a data dir (per partition)\n"
     "  retention   drop stored data older than a duration\n"
+    "  query       evaluate a PromQL expression against a running serve or a data dir\n"
     "  version     print the version\n"
     "\n"
     "Run 'gpuwatch <command> --help' for the options of a command.\n";
@@ -49,7 +50,12 @@ static const char usage_serve[] =
     "                       off:    write before answering, never fsync explicitly\n"
     "  --threads N          HTTP worker threads (default 4)\n"
     "  --max-body-bytes N   largest accepted request body (default 33554432)\n"
-    "  --log-level LEVEL    debug, info, warn or error (default info)\n";
+    "  --log-level LEVEL    debug, info, warn or error (default info)\n"
+    "  --promql-compat N    3: Prometheus 3 range and lookback windows (t-r, t] (default);\n"
+    "                       2: Prometheus 2's closed windows [t-r, t]\n"
+    "  --query.lookback-delta DUR  how far back a selector looks for a sample (default 5m)\n"
+    "  --query.timeout DUR  longest evaluation of one query (default 2m)\n"
+    "  --query.max-samples N  samples one query may hold in memory (default 50000000)\n";
 
 static const char usage_stats[] =
     "usage: gpuwatch stats --data-dir DIR [--json]\n"
@@ -152,6 +158,11 @@ static int cmd_serve(int argc, char **argv)
         } else if ((v = opt_value(argc, argv, &i, "--threads"))) ho.threads = (unsigned)parse_long_or_die("--threads", v, 1, 256);
         else if ((v = opt_value(argc, argv, &i, "--max-body-bytes")))
             ho.max_body_bytes = (size_t)parse_long_or_die("--max-body-bytes", v, 1024, 1L << 30);
+        else if ((v = opt_value(argc, argv, &i, "--promql-compat"))) ho.promql_compat = (int)parse_long_or_die("--promql-compat", v, 2, 3);
+        else if ((v = opt_value(argc, argv, &i, "--query.lookback-delta"))) ho.lookback_ms = parse_dur_or_die("--query.lookback-delta", v);
+        else if ((v = opt_value(argc, argv, &i, "--query.timeout"))) ho.query_timeout_ms = parse_dur_or_die("--query.timeout", v);
+        else if ((v = opt_value(argc, argv, &i, "--query.max-samples")))
+            ho.query_max_samples = (uint64_t)parse_long_or_die("--query.max-samples", v, 1, 1L << 40);
         else if ((v = opt_value(argc, argv, &i, "--log-level"))) {
             if (!strcmp(v, "debug")) gw_log_min_level = GW_LOG_DEBUG;
             else if (!strcmp(v, "info")) gw_log_min_level = GW_LOG_INFO;
@@ -191,6 +202,7 @@ static int cmd_serve(int argc, char **argv)
         gw_db_close(db);
         return 1;
     }
+    gw_http_set_query_opts(h, &ho);
     write_serve_file(dbo.dir, ho.listen ? ho.listen : "127.0.0.1:9201", gw_http_port(h));
     gw_http_set_ready(h, 1);
     gw_log(GW_LOG_INFO, "serve", "msg=\"ready\" listen=%s port=%u data_dir=%s startup_ms=%llu version=%s",
@@ -427,6 +439,8 @@ static int cmd_retention(int argc, char **argv)
     return 0;
 }
 
+int gw_cli_query(int argc, char **argv);
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
@@ -437,6 +451,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "serve")) return cmd_serve(argc - 2, argv + 2);
     if (!strcmp(cmd, "stats")) return cmd_stats(argc - 2, argv + 2);
     if (!strcmp(cmd, "retention")) return cmd_retention(argc - 2, argv + 2);
+    if (!strcmp(cmd, "query")) return gw_cli_query(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("gpuwatch %s\n", GW_VERSION);
         return 0;

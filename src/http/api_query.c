@@ -1,40 +1,44 @@
 /* src/http/api_query.c - the Prometheus query API over the database:
  * /api/v1/series, /api/v1/labels, /api/v1/label/<name>/values,
- * /api/v1/metadata, and /api/v1/query + /api/v1/query_range for plain
- * series selectors (`up`, `node_cpu{mode!="idle"}`), plus `sel[5m]` range
- * selectors at an instant query. Any other expression answers 400 bad_data
- * "unsupported expression: only series selectors are supported".
+ * /api/v1/metadata, and /api/v1/query + /api/v1/query_range, which parse
+ * PromQL and evaluate it with the engine of promql.h over the database.
  *
- * Selector semantics (Prometheus 3): at evaluation time t a series takes the
- * newest sample in (t - lookback, t] (lookback 5m or lookback_delta); when
- * that sample is the stale marker (bits 0x7ff0000000000002) the series has
- * no point at t. Range steps are start, start+step, ... <= end; series
- * without points are left out; results come in label order with __name__
- * kept. A range selector at instant t yields the raw samples in
- * (t - range, t] without stale markers.
+ * Query parameters (GET or form POST, as Prometheus' web/api/v1):
+ *   query           the expression (parse errors: 400 bad_data
+ *                   "invalid parameter \"query\": 1:5: parse error: ...")
+ *   time            instant queries; default now
+ *   start, end      range queries, both required, end >= start
+ *   step            range queries, float seconds or a duration, > 0, and
+ *                   (end - start) / step <= 11,000
+ *   timeout         a duration; the smaller of it and the server's
+ *                   --query.timeout applies (503 timeout when passed)
+ *   lookback_delta  a duration overriding the server's lookback
+ *   limit           at most this many series in the result, with the
+ *                   warning "results truncated due to limit"
+ *   stats           accepted and ignored
+ * Evaluation errors map as promql.h lists them: invalid queries found at
+ * run time and the sample limit are 422 execution, too many points 400
+ * bad_data, the timeout 503 timeout, memory and storage 500 internal.
  *
- * Output is the Prometheus JSON envelope, e.g.
- *   {"status":"success","data":{"resultType":"matrix","result":[
- *     {"metric":{"__name__":"up","job":"a"},"values":[[1435781451.781,"1"]]}]}} */
+ * Output is the Prometheus JSON envelope; values are strings (json.c),
+ * timestamps seconds, an empty result is [] (never null):
+ *   scalar  {"resultType":"scalar","result":[4,"2"]}
+ *   string  {"resultType":"string","result":[4,"abc"]}
+ *   vector  {"resultType":"vector","result":[{"metric":{"job":"a"},"value":[4,"1"]}]}
+ *   matrix  {"resultType":"matrix","result":[{"metric":{"job":"a"},"values":[[1,"1"],[2,"3"]]}]}
+ * e.g. GET /api/v1/query?query=1%2B1&time=4 ->
+ *   {"status":"success","data":{"resultType":"scalar","result":[4,"2"]}} */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "gpuwatch/codec.h"
 #include "gpuwatch/labels.h"
 #include "gpuwatch/matcher.h"
+#include "gpuwatch/promql.h"
 #include "http/http_int.h"
 
 #define SEL_MAX_MATCHERS 64
 #define MATCH_SETS_MAX 1000
-#define DEFAULT_LOOKBACK_MS (5 * 60 * 1000)
-#define STALE_NAN_BITS 0x7ff0000000000002ull
-
-static int is_stale(double v)
-{
-    uint64_t b;
-    memcpy(&b, &v, sizeof b);
-    return b == STALE_NAN_BITS;
-}
 
 static void resp_json(struct gw_http_resp *rs)
 {
@@ -80,22 +84,6 @@ static int param_time(struct gw_http_req *rq, struct gw_http_resp *rs, const cha
                       int64_t *out)
 {
     return param_ms(rq, rs, name, def, gw_parse_time_ms, "timestamp", out);
-}
-
-static int param_required_time(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, int64_t *out)
-{
-    const struct gw_param *p = gw_params_get(&rq->params, name);
-    if (p == NULL || p->val_len == 0) {
-        gw_resp_api_error(rs, "bad_data", "invalid parameter \"%s\": cannot parse \"\" to a valid timestamp", name);
-        return -1;
-    }
-    return param_time(rq, rs, name, 0, out);
-}
-
-static int param_duration(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, int64_t def,
-                          int64_t *out)
-{
-    return param_ms(rq, rs, name, def, gw_parse_step_ms, "duration", out);
 }
 
 static int param_limit(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, uint64_t *out)
@@ -645,100 +633,119 @@ void gw_api_metadata(struct gw_http_req *rq, struct gw_http_resp *rs)
 
 /* ---- /api/v1/query and /api/v1/query_range ---- */
 
-struct selector {
-    struct gw_matcher m[SEL_MAX_MATCHERS];
-    size_t n;
-    int64_t range_ms;        /* > 0 for `sel[5m]` */
+/* The request as the query handlers see it: from a live request or from
+ * gw_http_api_query. */
+struct qreq {
+    struct gw_db *db;
+    const struct gw_http_opts *o;
+    struct gw_params *params;
 };
 
-static void selector_free(struct selector *s)
+static int qparam_ms(const struct qreq *q, struct gw_http_resp *rs, const char *name, int required, int64_t def,
+                     int (*parse)(const char *, int64_t *), const char *what, int64_t *out)
 {
-    for (size_t i = 0; i < s->n; i++)
-        gw_matcher_free(&s->m[i]);
-    s->n = 0;
-}
-
-static int unsupported(struct gw_http_resp *rs)
-{
-    gw_resp_api_error(rs, "bad_data", "unsupported expression: only series selectors are supported");
-    return -1;
-}
-
-/* Parses `selector` or `selector[duration]`; -1 after answering. */
-static int parse_query(struct gw_http_req *rq, struct gw_http_resp *rs, int allow_range, struct selector *s)
-{
-    const struct gw_param *p = gw_params_get(&rq->params, "query");
-    struct gw_error err;
-    size_t len, lo = 0;
-    const char *q;
-    int rc;
-    memset(s, 0, sizeof *s);
+    const struct gw_param *p = gw_params_get(q->params, name);
     if (p == NULL || p->val_len == 0) {
-        gw_resp_api_error(rs, "bad_data", "invalid parameter \"query\": 1:1: parse error: no expression found in input");
-        return -1;
-    }
-    q = p->val;
-    len = p->val_len;
-    while (lo < len && (q[lo] == ' ' || q[lo] == '\t' || q[lo] == '\n' || q[lo] == '\r'))
-        lo++;
-    while (len > lo && (q[len - 1] == ' ' || q[len - 1] == '\t' || q[len - 1] == '\n' || q[len - 1] == '\r'))
-        len--;
-    if (len > lo && q[len - 1] == ']') {
-        size_t open = len - 1;
-        char dur[64];
-        while (open > lo && q[open] != '[')
-            open--;
-        if (q[open] != '[' || len - 2 - open == 0 || len - 2 - open >= sizeof dur)
-            return unsupported(rs);
-        memcpy(dur, q + open + 1, len - 2 - open);
-        dur[len - 2 - open] = '\0';
-        if (gw_parse_duration_ms(dur, &s->range_ms) != GW_OK || s->range_ms <= 0)
-            return unsupported(rs);
-        if (!allow_range) {
-            gw_resp_api_error(rs, "bad_data",
-                              "invalid expression type \"range vector\" for range query, must be Scalar or instant Vector");
+        if (required) {
+            gw_resp_api_error(rs, "bad_data", "invalid parameter \"%s\": cannot parse \"\" to a valid %s", name,
+                              what);
             return -1;
         }
-        len = open;
-        while (len > lo && (q[len - 1] == ' ' || q[len - 1] == '\t'))
-            len--;
+        *out = def;
+        return 0;
     }
-    gw_error_clear(&err);
-    rc = gw_selector_parse(q + lo, len - lo, s->m, SEL_MAX_MATCHERS, &s->n, &err);
-    if (rc == GW_EINVAL) {
-        gw_resp_api_error(rs, "bad_data", "vector selector must contain at least one non-empty matcher");
+    if (parse(p->val, out) != GW_OK) {
+        gw_resp_api_error(rs, "bad_data", "invalid parameter \"%s\": cannot parse \"%.200s\" to a valid %s", name,
+                          p->val, what);
         return -1;
     }
-    if (rc == GW_ENOMEM) {
-        gw_resp_api_error(rs, "internal", "out of memory");
-        return -1;
-    }
-    if (rc != GW_OK)
-        return unsupported(rs);
     return 0;
 }
 
-struct eval_ctx {
-    struct gw_buf *b;
-    int64_t t0, t1, step, lookback;   /* query_range: steps t0..t1; instant: t0 == t1 */
-    int64_t range_ms;                 /* matrix selector */
-    int mode;                         /* 0 vector, 1 matrix (range query), 2 raw range */
-    size_t n_out;
-};
-
-static int open_series(struct eval_ctx *c, const uint8_t *labels, size_t labels_len)
+/* Engine options from the server's options and the request's timeout and
+ * lookback_delta; -1 after answering an error. */
+static int query_opts(const struct qreq *q, struct gw_http_resp *rs, struct gw_pq_opts *po)
 {
-    int rc = GW_OK;
-    if (c->n_out)
-        rc = gw_buf_putc(c->b, ',');
+    int64_t timeout, lookback;
+    gw_pq_opts_default(po);
+    po->compat = q->o && q->o->promql_compat == 2 ? 2 : 3;
+    po->lookback_ms = q->o && q->o->lookback_ms > 0 ? q->o->lookback_ms : GW_QUERY_LOOKBACK_MS;
+    po->timeout_ms = q->o && q->o->query_timeout_ms > 0 ? q->o->query_timeout_ms : GW_QUERY_TIMEOUT_MS;
+    po->max_samples = q->o && q->o->query_max_samples > 0 ? q->o->query_max_samples : GW_QUERY_MAX_SAMPLES;
+    po->max_points = GW_QUERY_MAX_POINTS;
+    if (qparam_ms(q, rs, "timeout", 0, 0, gw_parse_step_ms, "duration", &timeout) ||
+        qparam_ms(q, rs, "lookback_delta", 0, 0, gw_parse_step_ms, "duration", &lookback))
+        return -1;
+    if (timeout > 0 && timeout < po->timeout_ms)
+        po->timeout_ms = timeout;
+    if (lookback > 0)
+        po->lookback_ms = lookback;
+    return 0;
+}
+
+static int qparam_limit(const struct qreq *q, struct gw_http_resp *rs, uint64_t *out)
+{
+    const struct gw_param *p = gw_params_get(q->params, "limit");
+    char *end = NULL;
+    long long v;
+    *out = 0;
+    if (p == NULL || p->val_len == 0)
+        return 0;
+    v = strtoll(p->val, &end, 10);
+    if (end == p->val || *end != '\0') {
+        gw_resp_api_error(rs, "bad_data", "invalid parameter \"limit\": cannot parse \"%.200s\" to an integer",
+                          p->val);
+        return -1;
+    }
+    if (v < 0) {
+        gw_resp_api_error(rs, "bad_data", "limit must be non-negative");
+        return -1;
+    }
+    *out = (uint64_t)v;
+    return 0;
+}
+
+/* Parses the query parameter; -1 after answering an error. */
+static int qparse(const struct qreq *q, struct gw_http_resp *rs, struct gw_pq_expr **e)
+{
+    const struct gw_param *p = gw_params_get(q->params, "query");
+    struct gw_error err;
+    int rc;
+    gw_error_clear(&err);
+    rc = gw_pq_parse(p ? p->val : "", p ? p->val_len : 0, NULL, e, &err);
     if (rc == GW_OK)
-        rc = gw_buf_printf(c->b, "{\"metric\":");
-    if (rc == GW_OK)
-        rc = gw_json_labels(c->b, labels, labels_len);
-    if (rc == GW_OK)
-        rc = gw_buf_printf(c->b, c->mode == 0 ? ",\"value\":" : ",\"values\":[");
-    c->n_out++;
-    return rc;
+        return 0;
+    if (rc == GW_ENOMEM)
+        gw_resp_api_error(rs, "internal", "out of memory");
+    else
+        gw_resp_api_error(rs, "bad_data", "invalid parameter \"query\": %s", err.msg[0] ? err.msg : gw_strerror(rc));
+    return -1;
+}
+
+static void eval_error(struct gw_http_resp *rs, int rc, const struct gw_error *err)
+{
+    const char *msg = err->msg[0] ? err->msg : gw_strerror(rc);
+    switch (rc) {
+    case GW_EINVAL:
+        gw_resp_api_error(rs, "execution", "%s", msg);
+        break;
+    case GW_ELIMIT:
+        gw_resp_api_error(rs, "execution",
+                          "query processing would load too many samples into memory in query execution");
+        break;
+    case GW_ETOOLARGE:
+        gw_resp_api_error(rs, "bad_data", "%s", msg);
+        break;
+    case GW_ETIMEOUT:
+        gw_resp_api_error(rs, "timeout", "query timed out in expression evaluation");
+        break;
+    case GW_ENOMEM:
+        gw_resp_api_error(rs, "internal", "out of memory");
+        break;
+    default:
+        gw_resp_api_error(rs, "internal", "%s", msg);
+        break;
+    }
 }
 
 static int put_point(struct gw_buf *b, int64_t t, double v)
@@ -755,133 +762,147 @@ static int put_point(struct gw_buf *b, int64_t t, double v)
     return rc;
 }
 
-static int eval_series(void *ud, uint64_t sid, const uint8_t *labels, size_t labels_len, const int64_t *t,
-                       const double *v, size_t n)
+/* Writes the success envelope of res; limit > 0 keeps the first limit
+ * series (a vector's first in its order, a matrix's first in label order). */
+static int render(struct gw_buf *b, const struct gw_pq_result *res, uint64_t limit)
 {
-    struct eval_ctx *c = ud;
-    int rc = GW_OK;
-    size_t pts = 0;
-    (void)sid;
-    if (n == 0)
-        return GW_OK;
-    if (c->mode == 2) {
-        for (size_t i = 0; rc == GW_OK && i < n; i++) {
-            if (t[i] <= c->t0 - c->range_ms || t[i] > c->t0 || is_stale(v[i]))
+    int rc, truncated = 0;
+    size_t n_out = 0;
+    rc = gw_buf_printf(b, "{\"status\":\"success\",\"data\":{\"resultType\":\"%s\",\"result\":",
+                       gw_pq_type_name(res->type));
+    switch (res->type) {
+    case GW_PQ_T_SCALAR:
+        if (rc == GW_OK)
+            rc = put_point(b, res->t, res->scalar);
+        break;
+    case GW_PQ_T_STRING:
+        if (rc == GW_OK)
+            rc = gw_buf_putc(b, '[');
+        if (rc == GW_OK)
+            rc = gw_json_ts(b, res->t);
+        if (rc == GW_OK)
+            rc = gw_buf_putc(b, ',');
+        if (rc == GW_OK)
+            rc = gw_json_str(b, res->str ? res->str : "", res->str ? strlen(res->str) : 0);
+        if (rc == GW_OK)
+            rc = gw_buf_putc(b, ']');
+        break;
+    case GW_PQ_T_VECTOR:
+    case GW_PQ_T_MATRIX:
+    case GW_PQ_T_NONE:
+        if (rc == GW_OK)
+            rc = gw_buf_putc(b, '[');
+        for (size_t i = 0; rc == GW_OK && i < res->n_series; i++) {
+            const struct gw_pq_series *s = &res->series[i];
+            if (s->n == 0)
                 continue;
-            if (pts == 0)
-                rc = open_series(c, labels, labels_len);
-            else
-                rc = gw_buf_putc(c->b, ',');
+            if (limit && n_out == limit) {
+                truncated = 1;
+                break;
+            }
+            if (n_out)
+                rc = gw_buf_putc(b, ',');
             if (rc == GW_OK)
-                rc = put_point(c->b, t[i], v[i]);
-            pts++;
-        }
-        if (rc == GW_OK && pts)
-            rc = gw_buf_printf(c->b, "]}");
-        return rc;
-    }
-    /* Steps: newest sample in (ts - lookback, ts]. j walks the samples once. */
-    size_t j = 0;
-    for (int64_t ts = c->t0; rc == GW_OK && ts <= c->t1;) {
-        while (j < n && t[j] <= ts)
-            j++;
-        if (j > 0 && t[j - 1] > ts - c->lookback && !is_stale(v[j - 1])) {
-            if (pts == 0)
-                rc = open_series(c, labels, labels_len);
-            else
-                rc = gw_buf_putc(c->b, ',');
+                rc = gw_buf_printf(b, "{\"metric\":");
             if (rc == GW_OK)
-                rc = put_point(c->b, ts, v[j - 1]);
-            pts++;
+                rc = gw_json_labels(b, s->labels, s->labels_len);
+            if (res->type == GW_PQ_T_VECTOR) {
+                if (rc == GW_OK)
+                    rc = gw_buf_printf(b, ",\"value\":");
+                if (rc == GW_OK)
+                    rc = put_point(b, s->t[0], s->v[0]);
+                if (rc == GW_OK)
+                    rc = gw_buf_putc(b, '}');
+            } else {
+                if (rc == GW_OK)
+                    rc = gw_buf_printf(b, ",\"values\":[");
+                for (size_t k = 0; rc == GW_OK && k < s->n; k++) {
+                    if (k)
+                        rc = gw_buf_putc(b, ',');
+                    if (rc == GW_OK)
+                        rc = put_point(b, s->t[k], s->v[k]);
+                }
+                if (rc == GW_OK)
+                    rc = gw_buf_printf(b, "]}");
+            }
+            n_out++;
         }
-        if (c->step <= 0 || ts > INT64_MAX - c->step)
-            break;
-        ts += c->step;
+        if (rc == GW_OK)
+            rc = gw_buf_putc(b, ']');
+        break;
     }
-    if (rc == GW_OK && pts)
-        rc = gw_buf_printf(c->b, c->mode == 0 ? "}" : "]}");
+    if (rc == GW_OK)
+        rc = gw_buf_putc(b, '}');
+    if (rc == GW_OK)
+        rc = write_warnings(b, truncated);
+    if (rc == GW_OK)
+        rc = gw_buf_putc(b, '}');
     return rc;
 }
 
-static void run_eval(struct gw_http_req *rq, struct gw_http_resp *rs, struct selector *s, struct eval_ctx *c)
+/* Evaluates the parsed query and answers it. */
+static void run_query(const struct qreq *q, struct gw_http_resp *rs, const struct gw_pq_expr *e, int range,
+                      int64_t start, int64_t end, int64_t step, const struct gw_pq_opts *po, uint64_t limit)
 {
-    struct gw_db_select q;
+    struct gw_pq_source src;
+    struct gw_pq_result res;
     struct gw_error err;
     int rc;
-    int64_t window = c->mode == 2 ? c->range_ms : c->lookback;
-    memset(&q, 0, sizeof q);
-    q.matchers = s->m;
-    q.n_matchers = s->n;
-    q.mint = c->t0 > INT64_MIN + window ? c->t0 - window + 1 : INT64_MIN;
-    q.maxt = c->t1;
-    q.with_samples = 1;
-    q.only_with_data = 1;
-    q.max_samples = GW_QUERY_MAX_SAMPLES;
+    memset(&res, 0, sizeof res);
     gw_error_clear(&err);
-    gw_buf_reset(&rs->body);
-    c->b = &rs->body;
-    rc = gw_buf_printf(&rs->body, "{\"status\":\"success\",\"data\":{\"resultType\":\"%s\",\"result\":[",
-                       c->mode == 0 ? "vector" : "matrix");
-    if (rc == GW_OK)
-        rc = gw_db_select(rq->h->db, &q, eval_series, c, &err);
-    if (rc == GW_OK)
-        rc = gw_buf_printf(&rs->body, "]}}");
-    if (rc != GW_OK)
-        internal_error(rs, rc, &err);
+    gw_pq_source_db(&src, q->db);
+    if (range)
+        rc = gw_pq_eval_range(&src, e, start, end, step, po, &res, &err);
     else
-        resp_json(rs);
+        rc = gw_pq_eval_instant(&src, e, start, po, &res, &err);
+    if (rc != GW_OK) {
+        eval_error(rs, rc, &err);
+        return;
+    }
+    gw_buf_reset(&rs->body);
+    rc = render(&rs->body, &res, limit);
+    gw_pq_result_free(&res);
+    if (rc != GW_OK) {
+        if (rc == GW_ETOOLARGE)
+            gw_resp_api_error(rs, "execution", "response too large");
+        else
+            gw_resp_api_error(rs, "internal", "out of memory");
+        return;
+    }
+    resp_json(rs);
 }
 
-static int param_lookback(struct gw_http_req *rq, struct gw_http_resp *rs, int64_t *out)
+static void do_query(const struct qreq *q, struct gw_http_resp *rs)
 {
-    if (param_duration(rq, rs, "lookback_delta", DEFAULT_LOOKBACK_MS, out))
-        return -1;
-    if (*out <= 0)
-        *out = DEFAULT_LOOKBACK_MS;
-    return 0;
-}
-
-void gw_api_query(struct gw_http_req *rq, struct gw_http_resp *rs)
-{
-    struct selector s;
-    struct eval_ctx c;
+    struct gw_pq_opts po;
+    struct gw_pq_expr *e = NULL;
+    uint64_t limit;
     int64_t t;
-    memset(&c, 0, sizeof c);
-    if (param_time(rq, rs, "time", gw_now_ms(), &t) || param_lookback(rq, rs, &c.lookback))
+    if (qparam_ms(q, rs, "time", 0, gw_now_ms(), gw_parse_time_ms, "timestamp", &t) || query_opts(q, rs, &po) ||
+        qparam_limit(q, rs, &limit) || qparse(q, rs, &e))
         return;
-    if (parse_query(rq, rs, 1, &s))
-        return;
-    c.t0 = c.t1 = t;
-    c.step = 1;
-    c.range_ms = s.range_ms;
-    c.mode = s.range_ms > 0 ? 2 : 0;
-    run_eval(rq, rs, &s, &c);
-    selector_free(&s);
+    run_query(q, rs, e, 0, t, t, 0, &po, limit);
+    gw_pq_expr_free(e);
 }
 
-void gw_api_query_range(struct gw_http_req *rq, struct gw_http_resp *rs)
+static void do_query_range(const struct qreq *q, struct gw_http_resp *rs)
 {
-    struct selector s;
-    struct eval_ctx c;
+    struct gw_pq_opts po;
+    struct gw_pq_expr *e = NULL;
     int64_t start, end, step;
-    const struct gw_param *sp;
-    memset(&c, 0, sizeof c);
-    if (param_required_time(rq, rs, "start", &start) || param_required_time(rq, rs, "end", &end))
+    uint64_t limit;
+    if (qparam_ms(q, rs, "start", 1, 0, gw_parse_time_ms, "timestamp", &start) ||
+        qparam_ms(q, rs, "end", 1, 0, gw_parse_time_ms, "timestamp", &end))
         return;
     if (end < start) {
-        gw_resp_api_error(rs, "bad_data", "end timestamp must not be before start time");
+        gw_resp_api_error(rs, "bad_data", "invalid parameter \"end\": end timestamp must not be before start time");
         return;
     }
-    sp = gw_params_get(&rq->params, "step");
-    if (sp == NULL || sp->val_len == 0) {
-        gw_resp_api_error(rs, "bad_data", "invalid parameter \"step\": cannot parse \"\" to a valid duration");
-        return;
-    }
-    if (param_duration(rq, rs, "step", 0, &step))
+    if (qparam_ms(q, rs, "step", 1, 0, gw_parse_step_ms, "duration", &step))
         return;
     if (step <= 0) {
-        gw_resp_api_error(rs, "bad_data",
-                          "zero or negative query resolution step widths are not accepted. Try a positive integer");
+        gw_resp_api_error(rs, "bad_data", "invalid parameter \"step\": zero or negative query resolution step "
+                                          "widths are not accepted. Try a positive integer");
         return;
     }
     if (((uint64_t)end - (uint64_t)start) / (uint64_t)step > GW_QUERY_MAX_POINTS) {
@@ -890,14 +911,73 @@ void gw_api_query_range(struct gw_http_req *rq, struct gw_http_resp *rs)
                           "resolution (?step=XX)");
         return;
     }
-    if (param_lookback(rq, rs, &c.lookback))
+    if (query_opts(q, rs, &po) || qparam_limit(q, rs, &limit) || qparse(q, rs, &e))
         return;
-    if (parse_query(rq, rs, 0, &s))
+    /* Prometheus' NewRangeQuery refuses these before evaluating. */
+    if (e->root->type != GW_PQ_T_SCALAR && e->root->type != GW_PQ_T_VECTOR) {
+        gw_resp_api_error(rs, "bad_data",
+                          "invalid parameter \"query\": invalid expression type \"%s\" for range query, must be "
+                          "Scalar or instant Vector",
+                          e->root->type == GW_PQ_T_MATRIX ? "range vector" : gw_pq_type_name(e->root->type));
+        gw_pq_expr_free(e);
         return;
-    c.t0 = start;
-    c.t1 = end;
-    c.step = step;
-    c.mode = 1;
-    run_eval(rq, rs, &s, &c);
-    selector_free(&s);
+    }
+    run_query(q, rs, e, 1, start, end, step, &po, limit);
+    gw_pq_expr_free(e);
+}
+
+void gw_api_query(struct gw_http_req *rq, struct gw_http_resp *rs)
+{
+    struct qreq q = {rq->h->db, &rq->h->opts, &rq->params};
+    do_query(&q, rs);
+}
+
+void gw_api_query_range(struct gw_http_req *rq, struct gw_http_resp *rs)
+{
+    struct qreq q = {rq->h->db, &rq->h->opts, &rq->params};
+    do_query_range(&q, rs);
+}
+
+void gw_http_set_query_opts(struct gw_http *h, const struct gw_http_opts *o)
+{
+    if (h == NULL || o == NULL)
+        return;
+    h->opts.promql_compat = o->promql_compat;
+    h->opts.lookback_ms = o->lookback_ms;
+    h->opts.query_timeout_ms = o->query_timeout_ms;
+    h->opts.query_max_samples = o->query_max_samples;
+}
+
+int gw_http_api_query(struct gw_db *db, const struct gw_http_opts *o, int range, const char *params,
+                      size_t params_len, unsigned *status, struct gw_buf *out)
+{
+    struct gw_params p;
+    struct gw_http_resp rs;
+    struct qreq q;
+    int rc;
+    gw_params_init(&p);
+    memset(&rs, 0, sizeof rs);
+    rs.body = *out;
+    rc = gw_params_parse(&p, params, params_len);
+    if (rc == GW_ENOMEM) {
+        gw_params_free(&p);
+        return rc;
+    }
+    if (rc != GW_OK) {
+        gw_resp_api_error(&rs, "bad_data", "invalid parameter encoding: %s", gw_strerror(rc));
+    } else {
+        q.db = db;
+        q.o = o;
+        q.params = &p;
+        if (range)
+            do_query_range(&q, &rs);
+        else
+            do_query(&q, &rs);
+    }
+    gw_params_free(&p);
+    *out = rs.body;
+    if (rs.status == 0 || (rs.body.len == 0 && rs.status != 204))
+        return GW_ENOMEM;
+    *status = rs.status;
+    return GW_OK;
 }

@@ -75,7 +75,8 @@ int gw_parse_step_ms(const char *s, int64_t *out_ms);
 enum gw_route_id {
     GW_R_WRITE = 0, GW_R_READ, GW_R_QUERY, GW_R_QUERY_RANGE, GW_R_SERIES, GW_R_LABELS,
     GW_R_LABEL_VALUES, GW_R_METADATA, GW_R_EXEMPLARS, GW_R_BUILDINFO, GW_R_READY,
-    GW_R_HEALTHY, GW_R_METRICS, GW_R_ADMIN_RETENTION, GW_R_ADMIN_FLUSH, GW_R_NOT_FOUND, GW_R_COUNT
+    GW_R_HEALTHY, GW_R_METRICS, GW_R_ADMIN_RETENTION, GW_R_ADMIN_FLUSH, GW_R_FORMAT_QUERY, GW_R_NOT_FOUND,
+    GW_R_COUNT
 };
 /* Status codes counted per route; the last slot is "other". */
 #define GW_HTTP_N_CODES 14
@@ -188,6 +189,8 @@ void gw_api_series(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_labels(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_label_values(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_metadata(struct gw_http_req *rq, struct gw_http_resp *rs);
+/* api_format.c: /api/v1/format_query. */
+void gw_api_format_query(struct gw_http_req *rq, struct gw_http_resp *rs);
 /* api_admin.c: maintenance, loopback clients only. */
 void gw_api_admin_retention(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_admin_flush(struct gw_http_req *rq, struct gw_http_resp *rs);
@@ -197,5 +200,8 @@ void gw_api_admin_flush(struct gw_http_req *rq, struct gw_http_resp *rs);
 /* Query sample limit (Prometheus --query.max-samples). */
 #define GW_QUERY_MAX_SAMPLES 50000000u
 #define GW_QUERY_MAX_POINTS 11000
+/* Query defaults (Prometheus --query.lookback-delta, --query.timeout). */
+#define GW_QUERY_LOOKBACK_MS (5 * 60 * 1000)
+#define GW_QUERY_TIMEOUT_MS (2 * 60 * 1000)
 
 #endif /* GW_HTTP_INT_H */

@@ -7,6 +7,7 @@
  *   /api/v1/write POST, /api/v1/read POST,
  *   /api/v1/query, /api/v1/query_range, /api/v1/series, /api/v1/labels,
  *   /api/v1/query_exemplars GET|POST (form bodies merged with the URL),
+ *   /api/v1/format_query GET|POST,
  *   /api/v1/label/<name>/values, /api/v1/metadata, /api/v1/status/buildinfo GET,
  *   /-/ready, /-/healthy, /metrics GET.
  * Unknown /api/ paths answer a JSON 404, other unknown paths plain text.
@@ -149,7 +150,7 @@ static const char *route_names[GW_R_COUNT] = {
     "/api/v1/write", "/api/v1/read", "/api/v1/query", "/api/v1/query_range", "/api/v1/series",
     "/api/v1/labels", "/api/v1/label/:name/values", "/api/v1/metadata", "/api/v1/query_exemplars",
     "/api/v1/status/buildinfo", "/-/ready", "/-/healthy", "/metrics", "/api/v1/admin/retention",
-    "/api/v1/admin/flush", "other"};
+    "/api/v1/admin/flush", "/api/v1/format_query", "other"};
 
 static int metric_line(struct gw_buf *b, const char *name, uint64_t v)
 {
@@ -274,6 +275,7 @@ static const struct gw_route routes[] = {
     {GW_R_ADMIN_RETENTION, "admin_retention", "/api/v1/admin/retention", GW_M_POST, "POST", 1, 1, NULL,
      gw_api_admin_retention},
     {GW_R_ADMIN_FLUSH, "admin_flush", "/api/v1/admin/flush", GW_M_POST, "POST", 1, 1, NULL, gw_api_admin_flush},
+    {GW_R_FORMAT_QUERY, "format_query", "/api/v1/format_query", GP, "GET, POST", 1, 1, NULL, gw_api_format_query},
 };
 static const struct gw_route label_values_route = {
     GW_R_LABEL_VALUES, "label_values", "/api/v1/label/", G, "GET", 1, 0, NULL, gw_api_label_values};
