@@ -43,6 +43,10 @@ number, so a given --end-ms gives the same file byte for byte):
     middle, Inf in the middle, huge (~1e300), tiny (~1e-300), negative,
     zero, integer; pq_counter_float{kind} fractional counters with a reset
     to a non-zero value and with a NaN sample;
+  * job="grid": pq_grid_counter (reset at scrape 250), pq_grid_gauge and
+    pq_grid_stop (stops after scrape 300, no stale marker) with timestamps
+    exactly on the 15 s grid, so windows of aligned queries start and end
+    exactly on samples (Prometheus 2's closed windows include both ends);
   * pq_date{which} constant Unix times (a leap day, year ends, before
     1970, 2100); pq_temperature{zone,rack,sensor} (24 fractional gauges);
   * machine_role{instance,role} for group_left joins, with two series for
@@ -52,7 +56,10 @@ number, so a given --end-ms gives the same file byte for byte):
 The meta file (JSON) gives promql_diff.py the time range: start_ms, end_ms,
 interval_ms, scrapes, and a few exact sample timestamps (sample_ts: scrapes
 of node/h0:9100; stale_ts: the stale marker of pq_intermittent stale_stop;
-gap_mid_ts: inside the 10-minute gap of gap_long).
+gap_mid_ts: inside the 10-minute gap of gap_long; edge_ts: exactly 5 min
+after the last sample of pq_intermittent no_stale_stop, the lookback edge;
+w4_ms: the distance between scrapes 236 and 240 of node/h0:9100, so a
+window of that length ending at sample_ts 240 starts exactly on a sample).
 """
 import argparse
 import json
@@ -92,7 +99,10 @@ class Gen:
         self.series = []          # (name, labels, [(t, value)])
 
     def ts(self, job, instance, j):
-        """Timestamp of scrape j of a target: own offset plus jitter."""
+        """Timestamp of scrape j of a target: own offset plus jitter (job
+        "grid": exactly on the 15 s grid, to hit window boundaries)."""
+        if job == "grid":
+            return self.start_ms + j * INTERVAL_MS
         h = zlib.crc32(("%s/%s" % (job, instance)).encode())
         off = 1000 + h % 12000
         jit = zlib.crc32(("%s/%s/%d" % (job, instance, j)).encode()) % 1001 - 500
@@ -261,6 +271,11 @@ def build(g):
     special("pq_counter_float", "float_reset", counter(0.37, (180,), reset_to=3.5))
     special("pq_counter_float", "nan_sample",
             lambda j, rng: float("nan") if j == 222 else round(1.5 * j + 0.125, 3))
+    # ---- job="grid": timestamps exactly on the grid (closed vs open windows)
+    gb = {"job": "grid", "instance": "grid0:9000"}
+    g.add("pq_grid_counter", dict(gb), counter(10.0, (250,), decimals=0))
+    g.add("pq_grid_gauge", dict(gb), lambda j, rng: float(j % 17))
+    g.add("pq_grid_stop", dict(gb), lambda j, rng: float(j), range(0, 301))
     # ---- dates, multi-dimensional gauges, joins, label games
     d = {"job": "dates", "instance": "d0:9000"}
     for which, v in (("leap_day", 951782400.0), ("y2k_eve", 946684799.0), ("before_1970", -86400.5),
@@ -316,6 +331,8 @@ def main():
         "sample_ts": {str(j): g.ts("node", "h0:9100", j) for j in (1, 100, 240, 300, 301, scrapes - 1)},
         "stale_ts": stale_case[-1][0],
         "gap_mid_ts": g.ts("batch", "b0:9000", 220),
+        "edge_ts": g.ts("batch", "b0:9000", 240) + 300000,
+        "w4_ms": g.ts("node", "h0:9100", 240) - g.ts("node", "h0:9100", 236),
     }
     with open(a.meta, "w") as f:
         json.dump(meta, f, indent=1, sort_keys=True)

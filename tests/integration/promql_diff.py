@@ -14,7 +14,9 @@ sample timestamps). Cases file: one expression per line; blank lines and
 lines starting with '#' are ignored; a leading '!' marks an expression
 that must fail on both servers (same errorType). Placeholders replaced
 before sending: {{start}} {{early}} {{mid}} {{end}} (Unix seconds of the
-data's start, start + 90 s, middle and end, 3 decimals) - for `@`.
+data's start, start + 90 s, middle and end, 3 decimals) - for `@`;
+{{w4}} (a duration in ms: a window of that length ending at the first
+instant query time starts exactly on a sample of node_*{instance="h0:9100"}).
 
 Every ordinary expression is run
   * as range queries (query_range) over several windows: aligned step that
@@ -23,7 +25,8 @@ Every ordinary expression is run
     the whole data and beyond both ends, a fine step across the data end;
   * as instant queries (query) at: a sample timestamp exactly, 1 ms after
     it, between two scrapes, inside the long gap of one series, the stale
-    marker's timestamp, the data end, 200 s after it, 30 s after the start.
+    marker's timestamp, exactly 5 min after the last sample of a stopped
+    series, the data end, 200 s after it, 30 s after the start.
 A must-fail expression is run once as an instant and once as a range query.
 
 Comparison: status and errorType; resultType; label sets (as sets: a
@@ -33,8 +36,9 @@ the values must match as well - ties may come in any order, so only the
 value sequence is compared in order); timestamps exactly; values with a
 relative tolerance of 1e-9, NaN equal to NaN, infinities equal only to the
 same infinity. A case passes when all of its queries agree. Every failing
-case is printed with a compact diff of its first differing queries; the
-last line is `N passed, M failed`; the exit status is 1 if M > 0 (2 on a
+case is printed with a compact diff of its first differing queries, then
+the failing cases are counted by kind of first difference (one example
+each); the last line is `N passed, M failed`; the exit status is 1 if M > 0 (2 on a
 usage or connection error).
 """
 import argparse
@@ -330,6 +334,7 @@ def plan(meta):
         ("between two scrapes", (ts["300"] + ts["301"]) // 2),
         ("inside a series' long gap", meta["gap_mid_ts"]),
         ("at a stale marker", meta["stale_ts"]),
+        ("at the lookback edge of a stopped series", meta["edge_ts"]),
         ("at the data end", e),
         ("200 s after the end", e + 200000),
         ("30 s after the start", s + 30000),
@@ -340,7 +345,7 @@ def plan(meta):
 def substitute(expr, meta):
     s, e = meta["start_ms"], meta["end_ms"]
     return (expr.replace("{{start}}", secs(s)).replace("{{end}}", secs(e))
-            .replace("{{early}}", secs(s + 90000))
+            .replace("{{early}}", secs(s + 90000)).replace("{{w4}}", "%dms" % meta["w4_ms"])
             .replace("{{mid}}", secs((s + e) // 2 // 1000 * 1000)))
 
 
@@ -405,6 +410,15 @@ def run_case(case, meta, ref, tgt, ranges, instants):
             "ref_errors": ref_errors, "ref_nonempty": ref_nonempty}
 
 
+def category(diff):
+    """A failure's kind: its first diff line without label sets, numbers
+    and quoted text, so similar failures count together."""
+    c = re.sub(r"\{[^{}]*\}", "{..}", diff)
+    c = re.sub(r'"[^"]*"', '".."', c)
+    c = re.sub(r"[-+]?(\d+\.?\d*(e[-+]?\d+)?|NaN|Inf)", "N", c)
+    return c[:110]
+
+
 def main():
     ap = argparse.ArgumentParser(description="differential PromQL test (see the top of this file)")
     ap.add_argument("--ref", required=True, help="reference Prometheus base URL")
@@ -439,6 +453,7 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as ex:
         results = list(ex.map(lambda c: run_case(c, meta, ref, tgt, ranges, instants), cases))
     passed = failed = nq = empty = 0
+    cats = {}
     for res in results:
         nq += res["queries"]
         c = res["case"]
@@ -452,6 +467,8 @@ def main():
                 print("ok   line %d: %s%s%s" % (c["line"], tag, c["expr"], note))
             continue
         failed += 1
+        k = category(res["failures"][0][2][0] if res["failures"][0][2] else "?")
+        cats.setdefault(k, []).append(res["expr"])
         print("FAIL line %d: %s%s   (%d of %d queries differ)" % (c["line"], tag, res["expr"],
                                                                   len(res["failures"]), res["queries"]))
         shown = 0
@@ -471,6 +488,10 @@ def main():
                 print("       ... %d more" % (len(diffs) - a.max_fail_lines))
     print("promql_diff: %d cases, %d queries per server, %.1f s; %d ordinary cases have an empty or "
           "error answer on every reference query" % (len(results), nq, time.monotonic() - t0, empty), file=sys.stderr)
+    if cats:
+        print("failure categories (first difference of each failing case):")
+        for k, exprs in sorted(cats.items(), key=lambda kv: -len(kv[1])):
+            print("  %4d  %s\n        e.g. %s" % (len(exprs), k, exprs[0]))
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
