@@ -36,9 +36,9 @@ void gw_http_set_ready(struct gw_http *h, int ready);
 /* Stops accepting, finishes in-flight requests, frees. NULL ok. */
 void gw_http_stop(struct gw_http *h);
 
-/* Takes the PromQL fields of o (promql_compat, lookback_ms,
- * query_timeout_ms, query_max_samples) into a started server. Call it
- * right after gw_http_start, before clients are told the address. */
+/* Sets the PromQL fields of o (promql_compat, lookback_ms,
+ * query_timeout_ms, query_max_samples; 0 = default) on a started server,
+ * for the queries that start afterwards (safe while requests run). */
 void gw_http_set_query_opts(struct gw_http *h, const struct gw_http_opts *o);
 
 /* Answers one query exactly as GET /api/v1/query (range = 0) or

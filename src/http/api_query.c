@@ -926,15 +926,36 @@ static void do_query_range(const struct qreq *q, struct gw_http_resp *rs)
     gw_pq_expr_free(e);
 }
 
+/* The server's options with what gw_http_set_query_opts set on top. */
+static void server_opts(const struct gw_http *h, struct gw_http_opts *o)
+{
+    int compat = atomic_load(&h->q_compat);
+    int64_t lookback = atomic_load(&h->q_lookback_ms), timeout = atomic_load(&h->q_timeout_ms);
+    uint64_t max_samples = atomic_load(&h->q_max_samples);
+    *o = h->opts;
+    if (compat)
+        o->promql_compat = compat;
+    if (lookback)
+        o->lookback_ms = lookback;
+    if (timeout)
+        o->query_timeout_ms = timeout;
+    if (max_samples)
+        o->query_max_samples = max_samples;
+}
+
 void gw_api_query(struct gw_http_req *rq, struct gw_http_resp *rs)
 {
-    struct qreq q = {rq->h->db, &rq->h->opts, &rq->params};
+    struct gw_http_opts o;
+    struct qreq q = {rq->h->db, &o, &rq->params};
+    server_opts(rq->h, &o);
     do_query(&q, rs);
 }
 
 void gw_api_query_range(struct gw_http_req *rq, struct gw_http_resp *rs)
 {
-    struct qreq q = {rq->h->db, &rq->h->opts, &rq->params};
+    struct gw_http_opts o;
+    struct qreq q = {rq->h->db, &o, &rq->params};
+    server_opts(rq->h, &o);
     do_query_range(&q, rs);
 }
 
@@ -942,10 +963,10 @@ void gw_http_set_query_opts(struct gw_http *h, const struct gw_http_opts *o)
 {
     if (h == NULL || o == NULL)
         return;
-    h->opts.promql_compat = o->promql_compat;
-    h->opts.lookback_ms = o->lookback_ms;
-    h->opts.query_timeout_ms = o->query_timeout_ms;
-    h->opts.query_max_samples = o->query_max_samples;
+    atomic_store(&h->q_compat, o->promql_compat == 2 ? 2 : 3);
+    atomic_store(&h->q_lookback_ms, o->lookback_ms > 0 ? o->lookback_ms : GW_QUERY_LOOKBACK_MS);
+    atomic_store(&h->q_timeout_ms, o->query_timeout_ms > 0 ? o->query_timeout_ms : GW_QUERY_TIMEOUT_MS);
+    atomic_store(&h->q_max_samples, o->query_max_samples > 0 ? o->query_max_samples : GW_QUERY_MAX_SAMPLES);
 }
 
 int gw_http_api_query(struct gw_db *db, const struct gw_http_opts *o, int range, const char *params,

@@ -109,6 +109,12 @@ struct gw_http {
     uint16_t port;
     atomic_int ready;
     struct gw_http_counters c;
+    /* PromQL options given after the start (gw_http_set_query_opts, may
+     * race with requests, hence atomics); 0 = the value in opts. */
+    _Atomic int q_compat;
+    _Atomic int64_t q_lookback_ms;
+    _Atomic int64_t q_timeout_ms;
+    _Atomic uint64_t q_max_samples;
 };
 
 enum gw_method { GW_M_GET = 1, GW_M_POST = 2, GW_M_HEAD = 4, GW_M_OTHER = 8 };
