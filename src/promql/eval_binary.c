@@ -1,0 +1,458 @@
+/* src/promql/eval_binary.c - PromQL binary operations over step matrices:
+ * scalar/scalar, vector/scalar, scalar/vector and vector/vector with
+ * on/ignoring, group_left/group_right and the set operators and/or/unless.
+ *
+ * Matching signatures (the on-labels, or all labels but __name__ and the
+ * ignoring-labels) are computed once per series and interned to small ids;
+ * each step then matches ids in arrays stamped with the step number, so a
+ * step costs O(series). An output series of vector matching is one (many
+ * side, one side) pair of input series; its labels are computed once when
+ * the pair first matches. Errors are Prometheus' own, raised at the first
+ * step where they occur:
+ *   found duplicate series for the match group {..} on the right hand-side
+ *     of the operation: [..];many-to-many matching not allowed: matching
+ *     labels must be unique on one side
+ *   multiple matches for labels: many-to-one matching must be explicit
+ *     (group_left/group_right)
+ *   multiple matches for labels: grouping labels must ensure unique matches
+ *   vector cannot contain metrics with the same labelset
+ * Arithmetic and bool comparisons drop __name__; filtering comparisons keep
+ * it (and keep the left-hand value, as Prometheus does). */
+#include <string.h>
+
+#include "gpuwatch/labels.h"
+#include "promql/eval_int.h"
+
+static int is_arith(enum gw_pq_op op)
+{
+    switch (op) {
+    case GW_PQ_OP_ADD: case GW_PQ_OP_SUB: case GW_PQ_OP_MUL: case GW_PQ_OP_DIV:
+    case GW_PQ_OP_MOD: case GW_PQ_OP_POW: case GW_PQ_OP_ATAN2:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int is_cmp(enum gw_pq_op op)
+{
+    switch (op) {
+    case GW_PQ_OP_EQL: case GW_PQ_OP_NEQ: case GW_PQ_OP_GTR: case GW_PQ_OP_LSS:
+    case GW_PQ_OP_GTE: case GW_PQ_OP_LTE:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* ------------------------------------------------------------ scalars */
+
+static int scalar_scalar(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
+                         struct pq_val *l, struct pq_val *r, struct pq_val *out)
+{
+    (void)ctx;
+    *out = *l;
+    for (size_t i = 0; i < g->n; i++) {
+        double v;
+        pq_binop(n->u.bin.op, l->sc[i], r->sc[i], 1, &v);
+        out->sc[i] = v;
+    }
+    return GW_OK;
+}
+
+static int vector_scalar(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
+                         struct pq_val *vec, const double *sc, int swap, struct pq_val *out)
+{
+    enum gw_pq_op op = n->u.bin.op;
+    int rb = n->u.bin.return_bool, rc;
+    int drop = is_arith(op) || rb;
+    for (size_t k = 0; k < vec->nvs; k++) {
+        struct pq_vser *s = &vec->vs[k];
+        if ((rc = pq_check_time(ctx)))
+            return rc;
+        for (size_t i = 0; i < g->n; i++) {
+            if (!pq_bm_get(s->pres, i))
+                continue;
+            double lf = s->v[i], rf = sc[i], val;
+            if (swap) {
+                lf = sc[i];
+                rf = s->v[i];
+            }
+            int keep = pq_binop(op, lf, rf, 0, &val);
+            if (is_cmp(op) && swap)
+                val = rf;
+            if (rb) {
+                val = keep ? 1.0 : 0.0;
+                keep = 1;
+            }
+            if (!keep) {
+                pq_bm_clr(s->pres, i);
+                continue;
+            }
+            s->v[i] = val;
+        }
+        s->ts = NULL;
+        if (drop && (rc = pq_lab_drop_name(ctx, s->lab, s->llen, &s->lab, &s->llen)))
+            return rc;
+    }
+    *out = *vec;
+    return pq_vec_dedupe(ctx, out, g->n, 0);
+}
+
+/* ------------------------------------------------------------ signatures */
+
+static int signature(struct pq_ctx *ctx, const struct pq_vser *s, const struct gw_pq_vmatch *vm,
+                     struct pq_lb *b, const uint8_t **sig, size_t *slen)
+{
+    int rc = pq_lb_load(ctx, b, s->lab, s->llen);
+    if (rc)
+        return rc;
+    if (vm && vm->on) {
+        pq_lb_keep(b, vm->labels, vm->n_labels);
+    } else {
+        pq_lb_del(b, "__name__", 8);
+        for (size_t i = 0; vm && i < vm->n_labels; i++)
+            pq_lb_del(b, vm->labels[i], strlen(vm->labels[i]));
+    }
+    return pq_lb_encode(ctx, b, sig, slen);
+}
+
+static int sig_ids(struct pq_ctx *ctx, const struct pq_val *v, const struct gw_pq_vmatch *vm,
+                   struct pq_itab *t, struct pq_lb *b, size_t **ids, const uint8_t ***sigs,
+                   size_t **siglen)
+{
+    *ids = pq_alloc(ctx, (v->nvs ? v->nvs : 1) * sizeof(size_t));
+    if (sigs) {
+        *sigs = pq_alloc(ctx, (v->nvs ? v->nvs : 1) * sizeof(uint8_t *));
+        *siglen = pq_alloc(ctx, (v->nvs ? v->nvs : 1) * sizeof(size_t));
+        if (!*sigs || !*siglen)
+            return GW_ENOMEM;
+    }
+    if (!*ids)
+        return GW_ENOMEM;
+    for (size_t k = 0; k < v->nvs; k++) {
+        const uint8_t *sig;
+        size_t sl;
+        int found, rc = signature(ctx, &v->vs[k], vm, b, &sig, &sl);
+        if (!rc)
+            rc = pq_itab_get(ctx, t, sig, sl, 1, &(*ids)[k], &found);
+        if (rc)
+            return rc;
+        if (sigs) {
+            (*sigs)[k] = sig;
+            (*siglen)[k] = sl;
+        }
+    }
+    return GW_OK;
+}
+
+static int any_at(const struct pq_val *v, size_t i)
+{
+    for (size_t k = 0; k < v->nvs; k++)
+        if (pq_bm_get(v->vs[k].pres, i))
+            return 1;
+    return 0;
+}
+
+/* ------------------------------------------------------------ and / or / unless */
+
+static int set_op(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
+                  struct pq_val *l, struct pq_val *r, struct pq_val *out)
+{
+    enum gw_pq_op op = n->u.bin.op;
+    struct pq_itab t;
+    struct pq_lb *b = pq_alloc(ctx, sizeof(*b));
+    size_t *lid, *rid;
+    int rc;
+    if (!b)
+        return GW_ENOMEM;
+    if ((rc = pq_itab_init(ctx, &t, l->nvs + r->nvs)))
+        return rc;
+    if ((rc = sig_ids(ctx, l, n->u.bin.vm, &t, b, &lid, NULL, NULL)) ||
+        (rc = sig_ids(ctx, r, n->u.bin.vm, &t, b, &rid, NULL, NULL)))
+        return rc;
+    size_t *stamp = pq_calloc(ctx, t.n ? t.n : 1, sizeof(size_t));
+    if (!stamp)
+        return GW_ENOMEM;
+    /* new presence of lhs (and / unless) or rhs (or) */
+    struct pq_val *flt = op == GW_PQ_OP_OR ? r : l;
+    struct pq_val *ref = op == GW_PQ_OP_OR ? l : r;
+    size_t *fid = op == GW_PQ_OP_OR ? rid : lid, *refid = op == GW_PQ_OP_OR ? lid : rid;
+    for (size_t i = 0; i < g->n; i++) {
+        if ((rc = pq_check_time(ctx)))
+            return rc;
+        int lany = any_at(l, i), rany = any_at(r, i);
+        if (op == GW_PQ_OP_AND && (!lany || !rany)) {
+            for (size_t k = 0; k < l->nvs; k++)
+                pq_bm_clr(l->vs[k].pres, i);
+            continue;
+        }
+        for (size_t k = 0; k < ref->nvs; k++)
+            if (pq_bm_get(ref->vs[k].pres, i))
+                stamp[refid[k]] = i + 1;
+        for (size_t k = 0; k < flt->nvs; k++) {
+            if (!pq_bm_get(flt->vs[k].pres, i))
+                continue;
+            int match = stamp[fid[k]] == i + 1;
+            int keep = op == GW_PQ_OP_AND ? match : !match;
+            if (!keep)
+                pq_bm_clr(flt->vs[k].pres, i);
+        }
+    }
+    if (op != GW_PQ_OP_OR) {
+        *out = *l;
+        return pq_vec_dedupe(ctx, out, g->n, 0);
+    }
+    if ((rc = pq_vec_init(ctx, out, l->nvs + r->nvs)))
+        return rc;
+    memcpy(out->vs, l->vs, l->nvs * sizeof(*l->vs));
+    memcpy(out->vs + l->nvs, r->vs, r->nvs * sizeof(*r->vs));
+    out->nvs = l->nvs + r->nvs;
+    return pq_vec_dedupe(ctx, out, g->n, 0);
+}
+
+/* ------------------------------------------------------------ vector matching */
+
+struct outs {
+    struct pq_vser *s;
+    size_t n, cap;
+    size_t *lid;     /* interned label id per output */
+    size_t *sig;     /* match group per output */
+};
+
+static int outs_add(struct pq_ctx *ctx, struct outs *o, const struct pq_grid *g, size_t *idx)
+{
+    if (o->n == o->cap) {
+        size_t nc = o->cap ? o->cap * 2 : 16;
+        struct pq_vser *ns = pq_alloc(ctx, nc * sizeof(*ns));
+        size_t *nl = pq_alloc(ctx, nc * sizeof(size_t));
+        size_t *nsg = pq_alloc(ctx, nc * sizeof(size_t));
+        if (!ns || !nl || !nsg)
+            return GW_ENOMEM;
+        if (o->n) {
+            memcpy(ns, o->s, o->n * sizeof(*ns));
+            memcpy(nl, o->lid, o->n * sizeof(size_t));
+            memcpy(nsg, o->sig, o->n * sizeof(size_t));
+        }
+        o->s = ns;
+        o->lid = nl;
+        o->sig = nsg;
+        o->cap = nc;
+    }
+    int rc = pq_vser_alloc(ctx, &o->s[o->n], g->n);
+    if (rc)
+        return rc;
+    *idx = o->n++;
+    return GW_OK;
+}
+
+static int result_labels(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_vser *ms,
+                         const struct pq_vser *os, struct pq_lb *b, const uint8_t **lab,
+                         size_t *llen)
+{
+    const struct gw_pq_vmatch *vm = n->u.bin.vm;
+    int rc = pq_lb_load(ctx, b, ms->lab, ms->llen);
+    if (rc)
+        return rc;
+    if (is_arith(n->u.bin.op))
+        pq_lb_del(b, "__name__", 8);
+    if (vm && vm->card == GW_PQ_CARD_ONE_TO_ONE) {
+        if (vm->on) {
+            pq_lb_keep(b, vm->labels, vm->n_labels);
+        } else {
+            for (size_t i = 0; i < vm->n_labels; i++)
+                pq_lb_del(b, vm->labels[i], strlen(vm->labels[i]));
+        }
+    }
+    for (size_t i = 0; vm && i < vm->n_include; i++) {
+        const char *nm = vm->include[i], *v = NULL;
+        size_t nl = strlen(nm), vl = 0;
+        if (gw_labels_get(os->lab, os->llen, nm, nl, &v, &vl) && vl) {
+            if ((rc = pq_lb_set(ctx, b, nm, nl, v, vl)))
+                return rc;
+        } else {
+            pq_lb_del(b, nm, nl);
+        }
+    }
+    if (n->u.bin.return_bool)
+        pq_lb_del(b, "__name__", 8);
+    return pq_lb_encode(ctx, b, lab, llen);
+}
+
+static int vector_match(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
+                        struct pq_val *l, struct pq_val *r, struct pq_val *out)
+{
+    const struct gw_pq_vmatch *vm = n->u.bin.vm;
+    enum gw_pq_op op = n->u.bin.op;
+    int rb = n->u.bin.return_bool;
+    int card = vm ? (int)vm->card : GW_PQ_CARD_ONE_TO_ONE;
+    int swapped = card == GW_PQ_CARD_ONE_TO_MANY;
+    struct pq_val *M = swapped ? r : l, *O = swapped ? l : r;
+    struct pq_itab t, pairs, labs;
+    struct pq_lb *b = pq_alloc(ctx, sizeof(*b));
+    size_t *mid, *oid, *osl;
+    const uint8_t **osig;
+    int rc;
+    if (!b)
+        return GW_ENOMEM;
+    if ((rc = pq_itab_init(ctx, &t, l->nvs + r->nvs)) ||
+        (rc = pq_itab_init(ctx, &pairs, M->nvs)) || (rc = pq_itab_init(ctx, &labs, M->nvs)))
+        return rc;
+    if ((rc = sig_ids(ctx, M, vm, &t, b, &mid, NULL, NULL)) ||
+        (rc = sig_ids(ctx, O, vm, &t, b, &oid, &osig, &osl)))
+        return rc;
+    size_t nsig = t.n ? t.n : 1;
+    size_t *one = pq_alloc(ctx, nsig * sizeof(size_t));       /* O index per sig at step */
+    size_t *ostamp = pq_calloc(ctx, nsig, sizeof(size_t));
+    size_t *mstamp = pq_calloc(ctx, nsig, sizeof(size_t));    /* one-to-one: sig matched */
+    if (!one || !ostamp || !mstamp)
+        return GW_ENOMEM;
+    struct outs o = { 0 };
+    size_t lcap = 16;
+    size_t *lstamp = pq_calloc(ctx, lcap, sizeof(size_t));
+    if (!lstamp)
+        return GW_ENOMEM;
+    for (size_t i = 0; i < g->n; i++) {
+        if ((rc = pq_check_time(ctx)))
+            return rc;
+        if (!any_at(M, i) || !any_at(O, i))
+            continue;
+        for (size_t k = 0; k < O->nvs; k++) {
+            if (!pq_bm_get(O->vs[k].pres, i))
+                continue;
+            size_t s = oid[k];
+            if (ostamp[s] == i + 1) {
+                char ml[96], a[96], d[96];
+                pq_lab_format(osig[k], osl[k], ml, sizeof(ml));
+                pq_lab_format(O->vs[k].lab, O->vs[k].llen, a, sizeof(a));
+                pq_lab_format(O->vs[one[s]].lab, O->vs[one[s]].llen, d, sizeof(d));
+                return gw_error_set(ctx->err, GW_EINVAL,
+                                    "found duplicate series for the match group %s on the %s hand-side of the operation: [%s, %s];many-to-many matching not allowed: matching labels must be unique on one side",
+                                    ml, swapped ? "left" : "right", a, d);
+            }
+            ostamp[s] = i + 1;
+            one[s] = k;
+        }
+        int dup_pending = 0;
+        for (size_t k = 0; k < M->nvs; k++) {
+            if (!pq_bm_get(M->vs[k].pres, i))
+                continue;
+            size_t s = mid[k];
+            if (ostamp[s] != i + 1)
+                continue;
+            size_t ok = one[s];
+            double fl = M->vs[k].v[i], fr = O->vs[ok].v[i], val;
+            if (swapped) {
+                fl = O->vs[ok].v[i];
+                fr = M->vs[k].v[i];
+            }
+            int keep = pq_binop(op, fl, fr, 0, &val);
+            if (rb) {
+                val = keep ? 1.0 : 0.0;
+                keep = 1;
+            }
+            if (!keep)
+                continue;
+            if (card == GW_PQ_CARD_ONE_TO_ONE) {
+                if (mstamp[s] == i + 1)
+                    return gw_error_set(ctx->err, GW_EINVAL,
+                                        "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)");
+                mstamp[s] = i + 1;
+            }
+            /* output series of the pair (k, ok) */
+            size_t key[2] = { k, ok }, idx;
+            int found;
+            uint8_t *kb = pq_alloc(ctx, sizeof(key));
+            if (!kb)
+                return GW_ENOMEM;
+            memcpy(kb, key, sizeof(key));
+            if ((rc = pq_itab_get(ctx, &pairs, kb, sizeof(key), 1, &idx, &found)))
+                return rc;
+            if (!found) {
+                size_t oi;
+                if ((rc = outs_add(ctx, &o, g, &oi)))
+                    return rc;
+                struct pq_vser *os = &o.s[oi];
+                if ((rc = result_labels(ctx, n, &M->vs[k], &O->vs[ok], b, &os->lab, &os->llen)))
+                    return rc;
+                size_t lid;
+                if ((rc = pq_itab_get(ctx, &labs, os->lab, os->llen, 1, &lid, &found)))
+                    return rc;
+                o.lid[oi] = lid;
+                o.sig[oi] = s;
+                if (lid >= lcap) {
+                    size_t nc = lcap * 2;
+                    size_t *nl = pq_calloc(ctx, nc, sizeof(size_t));
+                    if (!nl)
+                        return GW_ENOMEM;
+                    memcpy(nl, lstamp, lcap * sizeof(size_t));
+                    lstamp = nl;
+                    lcap = nc;
+                }
+            }
+            struct pq_vser *os = &o.s[idx];
+            size_t lid = o.lid[idx];
+            if (lstamp[lid] == i + 1) {
+                /* another output with these labels at this step */
+                if (card != GW_PQ_CARD_ONE_TO_ONE) {
+                    int same_group = 0;
+                    for (size_t q = 0; q < o.n && !same_group; q++)
+                        same_group = q != idx && o.lid[q] == lid && o.sig[q] == s &&
+                                     pq_bm_get(o.s[q].pres, i);
+                    if (same_group)
+                        return gw_error_set(ctx->err, GW_EINVAL,
+                                            "multiple matches for labels: grouping labels must ensure unique matches");
+                }
+                dup_pending = 1;
+            }
+            lstamp[lid] = i + 1;
+            os->v[i] = val;
+            pq_bm_set(os->pres, i);
+        }
+        if (dup_pending)
+            return gw_error_set(ctx->err, GW_EINVAL,
+                                "vector cannot contain metrics with the same labelset");
+    }
+    memset(out, 0, sizeof(*out));
+    out->type = GW_PQ_T_VECTOR;
+    out->vs = o.s;
+    out->nvs = o.n;
+    if (!out->vs)
+        return pq_vec_init(ctx, out, 1);
+    return pq_vec_dedupe(ctx, out, g->n, 0);
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+int pq_eval_binary(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
+                   struct pq_val *out)
+{
+    struct pq_val l, r;
+    int rc = pq_eval(ctx, n->u.bin.lhs, g, &l);
+    if (rc)
+        return rc;
+    if ((rc = pq_eval(ctx, n->u.bin.rhs, g, &r)))
+        return rc;
+    enum gw_pq_op op = n->u.bin.op;
+    if (l.type == GW_PQ_T_SCALAR && r.type == GW_PQ_T_SCALAR) {
+        if (op == GW_PQ_OP_AND || op == GW_PQ_OP_OR || op == GW_PQ_OP_UNLESS)
+            return gw_error_set(ctx->err, GW_EINVAL,
+                                "set operator \"%s\" not allowed in binary scalar expression",
+                                gw_pq_op_name(op));
+        return scalar_scalar(ctx, n, g, &l, &r, out);
+    }
+    if (l.type == GW_PQ_T_VECTOR && r.type == GW_PQ_T_VECTOR) {
+        if (op == GW_PQ_OP_AND || op == GW_PQ_OP_OR || op == GW_PQ_OP_UNLESS)
+            return set_op(ctx, n, g, &l, &r, out);
+        return vector_match(ctx, n, g, &l, &r, out);
+    }
+    if (op == GW_PQ_OP_AND || op == GW_PQ_OP_OR || op == GW_PQ_OP_UNLESS)
+        return gw_error_set(ctx->err, GW_EINVAL,
+                            "set operator \"%s\" not allowed in binary scalar expression",
+                            gw_pq_op_name(op));
+    if (l.type == GW_PQ_T_VECTOR && r.type == GW_PQ_T_SCALAR)
+        return vector_scalar(ctx, n, g, &l, r.sc, 0, out);
+    if (l.type == GW_PQ_T_SCALAR && r.type == GW_PQ_T_VECTOR)
+        return vector_scalar(ctx, n, g, &r, l.sc, 1, out);
+    return gw_error_set(ctx->err, GW_EINVAL, "binary expression must contain only scalar and instant vector types");
+}

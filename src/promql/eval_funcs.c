@@ -1,0 +1,997 @@
+/* src/promql/eval_funcs.c - PromQL function calls over step matrices.
+ *
+ * Window functions (rate, *_over_time, ...) walk each raw series of their
+ * range argument with forward-only window pointers and hand every non-empty
+ * window to pq_kernel_window; element-wise and date functions apply
+ * pq_kernel_math to every present point. The rest is done here: time,
+ * timestamp, vector, scalar, pi, absent, absent_over_time, sort*,
+ * label_replace, label_join, histogram_quantile on classic buckets.
+ * Label work (dropping __name__, label_replace results, histogram groups)
+ * is done once per series, never per step.
+ *
+ * As Prometheus 3: window functions drop __name__ except last_over_time and
+ * first_over_time; math, date, timestamp and histogram_quantile drop it;
+ * sort*, label_replace and label_join keep it. The native-histogram
+ * functions (histogram_avg/count/sum/stddev/stdvar/fraction) see only float
+ * samples here (native histograms are not stored) and so return nothing. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include "gpuwatch/labels.h"
+#include "gpuwatch/matcher.h"
+#include "promql/eval_int.h"
+
+static const struct gw_pq_node *unparen(const struct gw_pq_node *n)
+{
+    while (n && n->kind == GW_PQ_PAREN)
+        n = n->u.paren;
+    return n;
+}
+
+static const uint8_t no_labels[1];
+
+/* ------------------------------------------------------------ window functions */
+
+static int absent_labels(struct pq_ctx *ctx, const struct gw_pq_node *sel, const uint8_t **lab,
+                         size_t *llen)
+{
+    *lab = no_labels;
+    *llen = 0;
+    if (!sel || (sel->kind != GW_PQ_VECTOR_SEL && sel->kind != GW_PQ_MATRIX_SEL))
+        return GW_OK;
+    struct pq_lb *b = pq_alloc(ctx, sizeof(*b));
+    if (!b)
+        return GW_ENOMEM;
+    b->n = 0;
+    size_t nm = sel->u.sel.n_matchers;
+    const struct gw_matcher *ms = sel->u.sel.matchers;
+    for (size_t i = 0; i < nm; i++) {
+        const struct gw_matcher *m = &ms[i];
+        if (m->name_len == 8 && memcmp(m->name, "__name__", 8) == 0)
+            continue;
+        int seen = 0;
+        for (size_t j = 0; j < i; j++)
+            if (ms[j].type == GW_MATCH_EQ && ms[j].name_len == m->name_len &&
+                memcmp(ms[j].name, m->name, m->name_len) == 0)
+                seen = 1;
+        if (m->type == GW_MATCH_EQ && !seen) {
+            int rc = pq_lb_set(ctx, b, m->name, m->name_len, m->value, m->value_len);
+            if (rc)
+                return rc;
+        } else {
+            pq_lb_del(b, m->name, m->name_len);
+        }
+    }
+    return pq_lb_encode(ctx, b, lab, llen);
+}
+
+static int one_series(struct pq_ctx *ctx, struct pq_val *out, const struct pq_grid *g,
+                      const uint8_t *lab, size_t llen, struct pq_vser **s)
+{
+    int rc = pq_vec_init(ctx, out, 1);
+    if (rc)
+        return rc;
+    *s = &out->vs[0];
+    if ((rc = pq_vser_alloc(ctx, *s, g->n)))
+        return rc;
+    (*s)->lab = lab;
+    (*s)->llen = llen;
+    out->nvs = 1;
+    return GW_OK;
+}
+
+static int eval_window(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
+                       struct pq_val *out)
+{
+    enum gw_pq_func_id fid = n->u.call.func->id;
+    size_t na = n->u.call.n_args, mi = na;
+    for (size_t i = 0; i < na; i++) {
+        const struct gw_pq_node *a = unparen(n->u.call.args[i]);
+        if (a && (a->kind == GW_PQ_MATRIX_SEL || a->kind == GW_PQ_SUBQUERY ||
+                  a->type == GW_PQ_T_MATRIX)) {
+            mi = i;
+            break;
+        }
+    }
+    if (mi == na)
+        return gw_error_set(ctx->err, GW_EINVAL, "%s(): expected a range vector argument",
+                            n->u.call.func->name);
+    double *sc[GW_PQ_MAX_FUNC_ARGS];
+    size_t nsc = 0;
+    int rc;
+    for (size_t i = 0; i < na && nsc < GW_PQ_MAX_FUNC_ARGS; i++) {
+        if (i == mi)
+            continue;
+        if ((rc = pq_eval_scalar(ctx, n->u.call.args[i], g, &sc[nsc++])))
+            return rc;
+    }
+    struct pq_val m;
+    if ((rc = pq_eval(ctx, n->u.call.args[mi], g, &m)))
+        return rc;
+    if (m.type != GW_PQ_T_MATRIX)
+        return gw_error_set(ctx->err, GW_EINVAL, "%s(): expected a range vector argument",
+                            n->u.call.func->name);
+
+    if (fid == GW_PQ_F_ABSENT_OVER_TIME) {
+        uint64_t *found = pq_calloc(ctx, PQ_BM_WORDS(g->n), sizeof(uint64_t));
+        if (!found)
+            return GW_ENOMEM;
+        for (size_t k = 0; k < m.nrs; k++) {
+            struct pq_win_it w = { 0, 0 };
+            int64_t rs, re;
+            for (size_t i = 0; i < g->n; i++) {
+                pq_window(ctx, &m, &m.rs[k], g, i, &w, &rs, &re);
+                if (w.hi > w.lo)
+                    pq_bm_set(found, i);
+            }
+        }
+        const uint8_t *lab;
+        size_t llen;
+        struct pq_vser *s;
+        if ((rc = absent_labels(ctx, m.sel ? unparen(n->u.call.args[mi]) : NULL, &lab, &llen)))
+            return rc;
+        if ((rc = one_series(ctx, out, g, lab, llen, &s)))
+            return rc;
+        for (size_t i = 0; i < g->n; i++) {
+            if (!pq_bm_get(found, i)) {
+                s->v[i] = 1;
+                pq_bm_set(s->pres, i);
+            }
+        }
+        return pq_vec_dedupe(ctx, out, g->n, 0);
+    }
+
+    int keep_name = fid == GW_PQ_F_LAST_OVER_TIME || fid == GW_PQ_F_FIRST_OVER_TIME;
+    if ((rc = pq_vec_init(ctx, out, m.nrs)))
+        return rc;
+    double scal[GW_PQ_MAX_FUNC_ARGS];
+    for (size_t k = 0; k < m.nrs; k++) {
+        const struct pq_raw *r = &m.rs[k];
+        struct pq_vser *s = &out->vs[out->nvs];
+        if ((rc = pq_check_time(ctx)))
+            return rc;
+        if ((rc = pq_vser_alloc(ctx, s, g->n)))
+            return rc;
+        struct pq_win_it w = { 0, 0 };
+        int any = 0;
+        for (size_t i = 0; i < g->n; i++) {
+            int64_t rs, re;
+            pq_window(ctx, &m, r, g, i, &w, &rs, &re);
+            if (w.hi <= w.lo)
+                continue;
+            for (size_t j = 0; j < nsc; j++)
+                scal[j] = sc[j][i];
+            double val;
+            rc = pq_kernel_window(fid, r->t + w.lo, r->v + w.lo, w.hi - w.lo, pq_grid_t(g, i),
+                                  rs, re, scal, nsc, &val, ctx->err);
+            if (rc < 0)
+                return rc;
+            if (rc == 1) {
+                s->v[i] = val;
+                pq_bm_set(s->pres, i);
+                any = 1;
+            }
+        }
+        if (!any)
+            continue;
+        s->lab = r->lab;
+        s->llen = r->llen;
+        if (!keep_name && (rc = pq_lab_drop_name(ctx, r->lab, r->llen, &s->lab, &s->llen)))
+            return rc;
+        out->nvs++;
+    }
+    return pq_vec_dedupe(ctx, out, g->n, 1);
+}
+
+/* ------------------------------------------------------------ element-wise */
+
+static int eval_math(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
+                     struct pq_val *out)
+{
+    enum gw_pq_func_id fid = n->u.call.func->id;
+    size_t na = n->u.call.n_args;
+    int rc;
+    if (na == 0) {
+        /* date functions without argument: vector(time()) */
+        struct pq_vser *s;
+        if ((rc = one_series(ctx, out, g, no_labels, 0, &s)))
+            return rc;
+        for (size_t i = 0; i < g->n; i++) {
+            s->v[i] = pq_kernel_math(fid, (double)(pq_grid_t(g, i) / 1000), NULL, 0);
+            pq_bm_set(s->pres, i);
+        }
+        return GW_OK;
+    }
+    double *sc[GW_PQ_MAX_FUNC_ARGS];
+    size_t nsc = 0;
+    for (size_t i = 1; i < na && nsc < GW_PQ_MAX_FUNC_ARGS; i++)
+        if ((rc = pq_eval_scalar(ctx, n->u.call.args[i], g, &sc[nsc++])))
+            return rc;
+    if ((rc = pq_eval(ctx, n->u.call.args[0], g, out)))
+        return rc;
+    if (out->type != GW_PQ_T_VECTOR)
+        return gw_error_set(ctx->err, GW_EINVAL, "%s(): expected an instant vector argument",
+                            n->u.call.func->name);
+    double scal[GW_PQ_MAX_FUNC_ARGS];
+    size_t ns = nsc;
+    for (size_t k = 0; k < out->nvs; k++) {
+        struct pq_vser *s = &out->vs[k];
+        if ((rc = pq_check_time(ctx)))
+            return rc;
+        for (size_t i = 0; i < g->n; i++) {
+            if (!pq_bm_get(s->pres, i))
+                continue;
+            for (size_t j = 0; j < nsc; j++)
+                scal[j] = sc[j][i];
+            if (fid == GW_PQ_F_ROUND && nsc == 0) {
+                scal[0] = 1;
+                ns = 1;
+            }
+            if (fid == GW_PQ_F_CLAMP && nsc >= 2 && scal[1] < scal[0]) {
+                pq_bm_clr(s->pres, i);
+                continue;
+            }
+            s->v[i] = pq_kernel_math(fid, s->v[i], scal, ns);
+        }
+        s->ts = NULL;
+        if ((rc = pq_lab_drop_name(ctx, s->lab, s->llen, &s->lab, &s->llen)))
+            return rc;
+    }
+    return pq_vec_dedupe(ctx, out, g->n, 0);
+}
+
+/* ------------------------------------------------------------ sorting */
+
+struct sort_ent {
+    size_t idx;
+    double v;
+    const uint8_t *lab;
+    size_t llen;
+};
+
+static int cmp_sort_asc(const void *a, const void *b)
+{
+    const struct sort_ent *x = a, *y = b;
+    int xn = isnan(x->v), yn = isnan(y->v);
+    if (xn != yn)
+        return xn ? 1 : -1;
+    if (x->v < y->v)
+        return -1;
+    if (x->v > y->v)
+        return 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int cmp_sort_desc(const void *a, const void *b)
+{
+    const struct sort_ent *x = a, *y = b;
+    int xn = isnan(x->v), yn = isnan(y->v);
+    if (xn != yn)
+        return xn ? 1 : -1;
+    if (x->v > y->v)
+        return -1;
+    if (x->v < y->v)
+        return 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Natural order of two strings (numbers compared by value), a < b. */
+static int natcmp(const char *a, size_t al, const char *b, size_t bl)
+{
+    size_t i = 0, j = 0;
+    while (i < al && j < bl) {
+        int da = a[i] >= '0' && a[i] <= '9', db = b[j] >= '0' && b[j] <= '9';
+        if (da && db) {
+            size_t i2 = i, j2 = j;
+            while (i2 < al && a[i2] == '0')
+                i2++;
+            while (j2 < bl && b[j2] == '0')
+                j2++;
+            size_t ie = i2, je = j2;
+            while (ie < al && a[ie] >= '0' && a[ie] <= '9')
+                ie++;
+            while (je < bl && b[je] >= '0' && b[je] <= '9')
+                je++;
+            if (ie - i2 != je - j2)
+                return ie - i2 < je - j2 ? -1 : 1;
+            int c = memcmp(a + i2, b + j2, ie - i2);
+            if (c)
+                return c < 0 ? -1 : 1;
+            i = ie;
+            j = je;
+            continue;
+        }
+        if (a[i] != b[j])
+            return (unsigned char)a[i] < (unsigned char)b[j] ? -1 : 1;
+        i++;
+        j++;
+    }
+    if (al - i == bl - j)
+        return 0;
+    return al - i < bl - j ? -1 : 1;
+}
+
+struct lsort_ctx {
+    char *const *names;
+    size_t n;
+    int desc;
+};
+static struct lsort_ctx lsort_arg;
+
+static int cmp_by_label(const void *pa, const void *pb)
+{
+    const struct sort_ent *x = pa, *y = pb;
+    for (size_t k = 0; k < lsort_arg.n; k++) {
+        const char *n = lsort_arg.names[k], *va = "", *vb = "";
+        size_t nl = strlen(n), la = 0, lb = 0;
+        gw_labels_get(x->lab, x->llen, n, nl, &va, &la);
+        gw_labels_get(y->lab, y->llen, n, nl, &vb, &lb);
+        int c = natcmp(va, la, vb, lb);
+        if (c)
+            return lsort_arg.desc ? -c : c;
+    }
+    int c = gw_labels_compare(x->lab, x->llen, y->lab, y->llen);
+    return lsort_arg.desc ? -c : c;
+}
+
+static int eval_sort(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
+                     struct pq_val *out)
+{
+    enum gw_pq_func_id fid = n->u.call.func->id;
+    int rc = pq_eval(ctx, n->u.call.args[0], g, out);
+    if (rc)
+        return rc;
+    if (out->type != GW_PQ_T_VECTOR)
+        return gw_error_set(ctx->err, GW_EINVAL, "%s(): expected an instant vector argument",
+                            n->u.call.func->name);
+    if (g->n != 1 || out->nvs < 2)
+        return GW_OK;   /* range results are ordered by labels in the end */
+    struct sort_ent *e = pq_alloc(ctx, out->nvs * sizeof(*e));
+    struct pq_vser *tmp = pq_alloc(ctx, out->nvs * sizeof(*tmp));
+    if (!e || !tmp)
+        return GW_ENOMEM;
+    size_t m = 0;
+    for (size_t k = 0; k < out->nvs; k++) {
+        if (!pq_bm_get(out->vs[k].pres, 0))
+            continue;
+        e[m].idx = k;
+        e[m].v = out->vs[k].v[0];
+        e[m].lab = out->vs[k].lab;
+        e[m].llen = out->vs[k].llen;
+        m++;
+    }
+    if (fid == GW_PQ_F_SORT) {
+        qsort(e, m, sizeof(*e), cmp_sort_asc);
+    } else if (fid == GW_PQ_F_SORT_DESC) {
+        qsort(e, m, sizeof(*e), cmp_sort_desc);
+    } else {
+        char **names = pq_alloc(ctx, (n->u.call.n_args + 1) * sizeof(char *));
+        if (!names)
+            return GW_ENOMEM;
+        size_t nn = 0;
+        for (size_t i = 1; i < n->u.call.n_args; i++) {
+            const struct gw_pq_node *a = unparen(n->u.call.args[i]);
+            if (a->kind != GW_PQ_STRING_LIT)
+                return gw_error_set(ctx->err, GW_EINVAL, "%s(): label names must be strings",
+                                    n->u.call.func->name);
+            names[nn++] = a->u.str.s;
+        }
+        lsort_arg.names = names;
+        lsort_arg.n = nn;
+        lsort_arg.desc = fid == GW_PQ_F_SORT_BY_LABEL_DESC;
+        qsort(e, m, sizeof(*e), cmp_by_label);
+    }
+    for (size_t k = 0; k < m; k++)
+        tmp[k] = out->vs[e[k].idx];
+    memcpy(out->vs, tmp, m * sizeof(*tmp));
+    out->nvs = m;
+    return GW_OK;
+}
+
+/* ------------------------------------------------------------ label_replace / label_join */
+
+static int valid_utf8(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k;
+        uint32_t cp;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xe0) == 0xc0) {
+            k = 1;
+            cp = c & 0x1f;
+        } else if ((c & 0xf0) == 0xe0) {
+            k = 2;
+            cp = c & 0x0f;
+        } else if ((c & 0xf8) == 0xf0) {
+            k = 3;
+            cp = c & 0x07;
+        } else {
+            return 0;
+        }
+        if (i + k >= n)
+            return 0;
+        for (size_t j = 1; j <= k; j++) {
+            if (((unsigned char)s[i + j] & 0xc0) != 0x80)
+                return 0;
+            cp = (cp << 6) | ((unsigned char)s[i + j] & 0x3f);
+        }
+        if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
+            cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        i += k + 1;
+    }
+    return 1;
+}
+
+static int valid_label_name(struct pq_ctx *ctx, const char *s, size_t n)
+{
+    if (n == 0)
+        return 0;
+    if (ctx->o.compat != 2)
+        return valid_utf8(s, n);
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+              (i > 0 && c >= '0' && c <= '9')))
+            return 0;
+    }
+    return 1;
+}
+
+static const char *str_arg(const struct gw_pq_node *n)
+{
+    n = unparen(n);
+    return n && n->kind == GW_PQ_STRING_LIT && n->u.str.s ? n->u.str.s : NULL;
+}
+
+struct rx {
+    pcre2_code *re;
+    pcre2_match_data *md;
+    pcre2_match_context *mc;
+    uint32_t ngroups;
+};
+
+static void rx_free(struct rx *r)
+{
+    pcre2_match_data_free(r->md);
+    pcre2_match_context_free(r->mc);
+    pcre2_code_free(r->re);
+}
+
+static int rx_compile(struct pq_ctx *ctx, struct rx *r, const char *pat, const char *fn)
+{
+    struct gw_matcher chk;
+    struct gw_error e2;
+    memset(r, 0, sizeof(*r));
+    /* RE2 syntax check (refuses PCRE-only constructs) */
+    if (gw_matcher_init(&chk, GW_MATCH_RE, "x", 1, pat, strlen(pat), &e2) != GW_OK)
+        return gw_error_set(ctx->err, GW_EINVAL, "invalid regular expression in %s(): %s", fn,
+                            pat);
+    gw_matcher_free(&chk);
+    int ecode;
+    PCRE2_SIZE eoff;
+    r->re = pcre2_compile((PCRE2_SPTR)pat, strlen(pat),
+                          PCRE2_UTF | PCRE2_DOTALL | PCRE2_DOLLAR_ENDONLY | PCRE2_ANCHORED |
+                              PCRE2_ENDANCHORED | PCRE2_NEVER_BACKSLASH_C,
+                          &ecode, &eoff, NULL);
+    if (!r->re)
+        return gw_error_set(ctx->err, GW_EINVAL, "invalid regular expression in %s(): %s", fn,
+                            pat);
+    r->md = pcre2_match_data_create_from_pattern(r->re, NULL);
+    r->mc = pcre2_match_context_create(NULL);
+    if (!r->md || !r->mc) {
+        rx_free(r);
+        return pq_nomem(ctx);
+    }
+    pcre2_set_match_limit(r->mc, GW_MATCHER_MATCH_LIMIT);
+    pcre2_pattern_info(r->re, PCRE2_INFO_CAPTURECOUNT, &r->ngroups);
+    return GW_OK;
+}
+
+static int name_char(unsigned char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c >= 0x80;
+}
+
+/* Go's Regexp.ExpandString: $1 ${1} $name ${name} $$; unknown -> "". */
+static int rx_expand(struct pq_ctx *ctx, struct rx *r, const char *tpl, const char *src,
+                     const PCRE2_SIZE *ov, int nmatch, char **out, size_t *olen)
+{
+    size_t cap = 64, o = 0;
+    char *b = pq_alloc(ctx, cap);
+    if (!b)
+        return GW_ENOMEM;
+#define ADD(p, l)                                                                   \
+    do {                                                                            \
+        size_t l_ = (l);                                                            \
+        if (o + l_ > GW_LABEL_VALUE_MAX)                                            \
+            return gw_error_set(ctx->err, GW_EINVAL, "label_replace(): result too long"); \
+        if (o + l_ > cap) {                                                         \
+            size_t nc = cap;                                                        \
+            while (nc < o + l_)                                                     \
+                nc *= 2;                                                            \
+            char *nb = pq_alloc(ctx, nc);                                           \
+            if (!nb)                                                                \
+                return GW_ENOMEM;                                                   \
+            memcpy(nb, b, o);                                                       \
+            b = nb;                                                                 \
+            cap = nc;                                                               \
+        }                                                                           \
+        memcpy(b + o, (p), l_);                                                     \
+        o += l_;                                                                    \
+    } while (0)
+    size_t tl = strlen(tpl), i = 0;
+    while (i < tl) {
+        const char *d = memchr(tpl + i, '$', tl - i);
+        size_t lit = d ? (size_t)(d - (tpl + i)) : tl - i;
+        ADD(tpl + i, lit);
+        i += lit;
+        if (i >= tl)
+            break;
+        i++; /* '$' */
+        if (i < tl && tpl[i] == '$') {
+            ADD("$", 1);
+            i++;
+            continue;
+        }
+        int brace = i < tl && tpl[i] == '{';
+        size_t ns = i + (size_t)brace, ne = ns;
+        while (ne < tl && name_char((unsigned char)tpl[ne]))
+            ne++;
+        if (ne == ns || (brace && (ne >= tl || tpl[ne] != '}'))) {
+            ADD("$", 1);
+            continue;
+        }
+        size_t nlen = ne - ns;
+        const char *name = tpl + ns;
+        i = ne + (size_t)brace;
+        long num = 0;
+        for (size_t k = 0; k < nlen; k++) {
+            if (name[k] < '0' || name[k] > '9' || num >= 100000000) {
+                num = -1;
+                break;
+            }
+            num = num * 10 + (name[k] - '0');
+        }
+        if (nlen > 1 && name[0] == '0')
+            num = -1;
+        long grp = -1;
+        if (num >= 0) {
+            grp = num;
+        } else {
+            uint32_t cnt = 0, esz = 0;
+            PCRE2_SPTR tab = NULL;
+            pcre2_pattern_info(r->re, PCRE2_INFO_NAMECOUNT, &cnt);
+            pcre2_pattern_info(r->re, PCRE2_INFO_NAMEENTRYSIZE, &esz);
+            pcre2_pattern_info(r->re, PCRE2_INFO_NAMETABLE, &tab);
+            for (uint32_t k = 0; k < cnt && tab; k++) {
+                PCRE2_SPTR ent = tab + (size_t)k * esz;
+                const char *en = (const char *)(ent + 2);
+                if (strlen(en) == nlen && memcmp(en, name, nlen) == 0) {
+                    grp = (long)((ent[0] << 8) | ent[1]);
+                    break;
+                }
+            }
+        }
+        if (grp >= 0 && grp < nmatch && ov[2 * grp] != PCRE2_UNSET)
+            ADD(src + ov[2 * grp], ov[2 * grp + 1] - ov[2 * grp]);
+    }
+#undef ADD
+    *out = b;
+    *olen = o;
+    return GW_OK;
+}
+
+static int eval_label_replace(struct pq_ctx *ctx, const struct gw_pq_node *n,
+                              const struct pq_grid *g, struct pq_val *out)
+{
+    if (n->u.call.n_args != 5)
+        return gw_error_set(ctx->err, GW_EINVAL, "label_replace(): wrong number of arguments");
+    const char *dst = str_arg(n->u.call.args[1]), *repl = str_arg(n->u.call.args[2]),
+               *src = str_arg(n->u.call.args[3]), *pat = str_arg(n->u.call.args[4]);
+    if (!dst || !repl || !src || !pat)
+        return gw_error_set(ctx->err, GW_EINVAL, "label_replace(): arguments must be strings");
+    struct rx r;
+    int rc = rx_compile(ctx, &r, pat, "label_replace");
+    if (rc)
+        return rc;
+    if (!valid_label_name(ctx, dst, strlen(dst))) {
+        rx_free(&r);
+        return gw_error_set(ctx->err, GW_EINVAL,
+                            "invalid destination label name in label_replace(): %s", dst);
+    }
+    rc = pq_eval(ctx, n->u.call.args[0], g, out);
+    if (!rc && out->type != GW_PQ_T_VECTOR)
+        rc = gw_error_set(ctx->err, GW_EINVAL, "label_replace(): expected an instant vector");
+    struct pq_lb *b = rc ? NULL : pq_alloc(ctx, sizeof(*b));
+    if (!rc && !b)
+        rc = GW_ENOMEM;
+    for (size_t k = 0; !rc && k < out->nvs; k++) {
+        struct pq_vser *s = &out->vs[k];
+        const char *sv = "";
+        size_t sl = 0;
+        gw_labels_get(s->lab, s->llen, src, strlen(src), &sv, &sl);
+        int m = pcre2_match(r.re, (PCRE2_SPTR)sv, sl, 0, 0, r.md, r.mc);
+        if (m <= 0)
+            continue;   /* no match (or invalid UTF-8 / limit): labels unchanged */
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(r.md);
+        char *res;
+        size_t rl;
+        /* copy the source value: ov indexes into it and it outlives the builder */
+        char *svc = pq_alloc(ctx, sl + 1);
+        if (!svc) {
+            rc = GW_ENOMEM;
+            break;
+        }
+        memcpy(svc, sv, sl);
+        if ((rc = rx_expand(ctx, &r, repl, svc, ov, m, &res, &rl)))
+            break;
+        if ((rc = pq_lb_load(ctx, b, s->lab, s->llen)))
+            break;
+        if ((rc = pq_lb_set(ctx, b, dst, strlen(dst), res, rl)))
+            break;
+        rc = pq_lb_encode(ctx, b, &s->lab, &s->llen);
+    }
+    rx_free(&r);
+    if (rc)
+        return rc;
+    return pq_vec_dedupe(ctx, out, g->n, 1);
+}
+
+static int eval_label_join(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
+                           struct pq_val *out)
+{
+    size_t na = n->u.call.n_args;
+    if (na < 3)
+        return gw_error_set(ctx->err, GW_EINVAL, "label_join(): wrong number of arguments");
+    const char *dst = str_arg(n->u.call.args[1]), *sep = str_arg(n->u.call.args[2]);
+    if (!dst || !sep)
+        return gw_error_set(ctx->err, GW_EINVAL, "label_join(): arguments must be strings");
+    for (size_t i = 3; i < na; i++) {
+        const char *s = str_arg(n->u.call.args[i]);
+        if (!s)
+            return gw_error_set(ctx->err, GW_EINVAL, "label_join(): arguments must be strings");
+        if (!valid_label_name(ctx, s, strlen(s)))
+            return gw_error_set(ctx->err, GW_EINVAL,
+                                "invalid source label name in label_join(): %s", s);
+    }
+    if (!valid_label_name(ctx, dst, strlen(dst)))
+        return gw_error_set(ctx->err, GW_EINVAL,
+                            "invalid destination label name in label_join(): %s", dst);
+    int rc = pq_eval(ctx, n->u.call.args[0], g, out);
+    if (rc)
+        return rc;
+    if (out->type != GW_PQ_T_VECTOR)
+        return gw_error_set(ctx->err, GW_EINVAL, "label_join(): expected an instant vector");
+    struct pq_lb *b = pq_alloc(ctx, sizeof(*b));
+    if (!b)
+        return GW_ENOMEM;
+    size_t seplen = strlen(sep);
+    for (size_t k = 0; k < out->nvs; k++) {
+        struct pq_vser *s = &out->vs[k];
+        size_t tot = 0;
+        for (size_t i = 3; i < na; i++) {
+            const char *v;
+            size_t vl = 0;
+            const char *sn = str_arg(n->u.call.args[i]);
+            if (!gw_labels_get(s->lab, s->llen, sn, strlen(sn), &v, &vl))
+                vl = 0;
+            tot += vl + (i > 3 ? seplen : 0);
+        }
+        if (tot > GW_LABEL_VALUE_MAX)
+            return gw_error_set(ctx->err, GW_EINVAL, "label_join(): result too long");
+        char *jv = pq_alloc(ctx, tot + 1);
+        if (!jv)
+            return GW_ENOMEM;
+        size_t o = 0;
+        for (size_t i = 3; i < na; i++) {
+            const char *v = NULL;
+            size_t vl = 0;
+            const char *sn = str_arg(n->u.call.args[i]);
+            if (i > 3) {
+                memcpy(jv + o, sep, seplen);
+                o += seplen;
+            }
+            if (gw_labels_get(s->lab, s->llen, sn, strlen(sn), &v, &vl) && vl) {
+                memcpy(jv + o, v, vl);
+                o += vl;
+            }
+        }
+        if ((rc = pq_lb_load(ctx, b, s->lab, s->llen)))
+            return rc;
+        if ((rc = pq_lb_set(ctx, b, dst, strlen(dst), jv, o)))
+            return rc;
+        if ((rc = pq_lb_encode(ctx, b, &s->lab, &s->llen)))
+            return rc;
+    }
+    return pq_vec_dedupe(ctx, out, g->n, 1);
+}
+
+/* ------------------------------------------------------------ histogram_quantile */
+
+/* Go's strconv.ParseFloat on a bucket bound: the whole string must parse. */
+static int parse_le(const char *s, size_t n, double *out)
+{
+    char buf[64];
+    if (n == 0 || n >= sizeof(buf))
+        return 0;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    if (buf[0] == ' ' || buf[0] == '\t' || buf[0] == '\n')
+        return 0;
+    char *end;
+    double v = strtod(buf, &end);
+    if (end != buf + n)
+        return 0;
+    *out = v;
+    return 1;
+}
+
+static int eval_hist_quantile(struct pq_ctx *ctx, const struct gw_pq_node *n,
+                              const struct pq_grid *g, struct pq_val *out)
+{
+    double *phi;
+    int rc = pq_eval_scalar(ctx, n->u.call.args[0], g, &phi);
+    if (rc)
+        return rc;
+    struct pq_val in;
+    if ((rc = pq_eval(ctx, n->u.call.args[1], g, &in)))
+        return rc;
+    if (in.type != GW_PQ_T_VECTOR)
+        return gw_error_set(ctx->err, GW_EINVAL, "histogram_quantile(): expected an instant vector");
+    size_t ns = in.nvs;
+    size_t *grp = pq_alloc(ctx, (ns ? ns : 1) * sizeof(size_t));
+    double *upper = pq_alloc(ctx, (ns ? ns : 1) * sizeof(double));
+    struct pq_itab t;
+    if (!grp || !upper || (rc = pq_itab_init(ctx, &t, ns)))
+        return rc ? rc : GW_ENOMEM;
+    if ((rc = pq_vec_init(ctx, out, ns)))
+        return rc;
+    struct pq_lb *b = pq_alloc(ctx, sizeof(*b));
+    if (!b)
+        return GW_ENOMEM;
+    for (size_t k = 0; k < ns; k++) {
+        const struct pq_vser *s = &in.vs[k];
+        const char *le;
+        size_t lel;
+        grp[k] = SIZE_MAX;
+        if (!gw_labels_get(s->lab, s->llen, "le", 2, &le, &lel) || !parse_le(le, lel, &upper[k]))
+            continue;   /* not a bucket: ignored */
+        if ((rc = pq_lb_load(ctx, b, s->lab, s->llen)))
+            return rc;
+        pq_lb_del(b, "le", 2);
+        const uint8_t *key;
+        size_t klen;
+        if ((rc = pq_lb_encode(ctx, b, &key, &klen)))
+            return rc;
+        size_t id;
+        int found;
+        if ((rc = pq_itab_get(ctx, &t, key, klen, 1, &id, &found)))
+            return rc;
+        grp[k] = id;
+        if (!found) {
+            struct pq_vser *o = &out->vs[out->nvs++];
+            if ((rc = pq_vser_alloc(ctx, o, g->n)))
+                return rc;
+            pq_lb_del(b, "__name__", 8);
+            if ((rc = pq_lb_encode(ctx, b, &o->lab, &o->llen)))
+                return rc;
+        }
+    }
+    size_t ng = out->nvs;
+    /* members of each group (CSR) */
+    size_t *start = pq_calloc(ctx, ng + 1, sizeof(size_t));
+    size_t *mem = pq_alloc(ctx, (ns ? ns : 1) * sizeof(size_t));
+    struct pq_bucket *bk = pq_alloc(ctx, (ns ? ns : 1) * sizeof(*bk));
+    if (!start || !mem || !bk)
+        return GW_ENOMEM;
+    for (size_t k = 0; k < ns; k++)
+        if (grp[k] != SIZE_MAX)
+            start[grp[k] + 1]++;
+    for (size_t i = 0; i < ng; i++)
+        start[i + 1] += start[i];
+    size_t *fill = pq_calloc(ctx, ng + 1, sizeof(size_t));
+    if (!fill)
+        return GW_ENOMEM;
+    for (size_t k = 0; k < ns; k++)
+        if (grp[k] != SIZE_MAX)
+            mem[start[grp[k]] + fill[grp[k]]++] = k;
+    for (size_t gi = 0; gi < ng; gi++) {
+        if ((rc = pq_check_time(ctx)))
+            return rc;
+        struct pq_vser *o = &out->vs[gi];
+        for (size_t i = 0; i < g->n; i++) {
+            size_t nb = 0;
+            for (size_t m = start[gi]; m < start[gi + 1]; m++) {
+                const struct pq_vser *s = &in.vs[mem[m]];
+                if (!pq_bm_get(s->pres, i))
+                    continue;
+                bk[nb].upper = upper[mem[m]];
+                bk[nb].count = s->v[i];
+                nb++;
+            }
+            if (nb == 0)
+                continue;
+            int forced = 0;
+            o->v[i] = pq_bucket_quantile(phi[i], bk, nb, &forced);
+            pq_bm_set(o->pres, i);
+        }
+    }
+    return pq_vec_dedupe(ctx, out, g->n, 0);
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+int pq_eval_call(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
+                 struct pq_val *out)
+{
+    const struct gw_pq_func *f = n->u.call.func;
+    if (!f)
+        return gw_error_set(ctx->err, GW_EINVAL, "unknown function");
+    if (f->experimental && !ctx->o.experimental)
+        return gw_error_set(ctx->err, GW_EINVAL,
+                            "function \"%s\" is not enabled (experimental functions are off)",
+                            f->name);
+    size_t na = n->u.call.n_args;
+    int rc;
+    struct pq_vser *s;
+    switch (f->id) {
+    case GW_PQ_F_RATE: case GW_PQ_F_INCREASE: case GW_PQ_F_DELTA: case GW_PQ_F_IRATE:
+    case GW_PQ_F_IDELTA: case GW_PQ_F_DERIV: case GW_PQ_F_PREDICT_LINEAR: case GW_PQ_F_RESETS:
+    case GW_PQ_F_CHANGES: case GW_PQ_F_AVG_OVER_TIME: case GW_PQ_F_MIN_OVER_TIME:
+    case GW_PQ_F_MAX_OVER_TIME: case GW_PQ_F_SUM_OVER_TIME: case GW_PQ_F_COUNT_OVER_TIME:
+    case GW_PQ_F_LAST_OVER_TIME: case GW_PQ_F_FIRST_OVER_TIME: case GW_PQ_F_PRESENT_OVER_TIME:
+    case GW_PQ_F_STDDEV_OVER_TIME: case GW_PQ_F_STDVAR_OVER_TIME:
+    case GW_PQ_F_QUANTILE_OVER_TIME: case GW_PQ_F_MAD_OVER_TIME:
+    case GW_PQ_F_TS_OF_MAX_OVER_TIME: case GW_PQ_F_TS_OF_MIN_OVER_TIME:
+    case GW_PQ_F_TS_OF_LAST_OVER_TIME: case GW_PQ_F_TS_OF_FIRST_OVER_TIME:
+    case GW_PQ_F_DOUBLE_EXPONENTIAL_SMOOTHING: case GW_PQ_F_ABSENT_OVER_TIME:
+        return eval_window(ctx, n, g, out);
+
+    case GW_PQ_F_ABS: case GW_PQ_F_CEIL: case GW_PQ_F_EXP: case GW_PQ_F_FLOOR: case GW_PQ_F_LN:
+    case GW_PQ_F_LOG10: case GW_PQ_F_LOG2: case GW_PQ_F_SQRT: case GW_PQ_F_SGN:
+    case GW_PQ_F_ACOS: case GW_PQ_F_ACOSH: case GW_PQ_F_ASIN: case GW_PQ_F_ASINH:
+    case GW_PQ_F_ATAN: case GW_PQ_F_ATANH: case GW_PQ_F_COS: case GW_PQ_F_COSH:
+    case GW_PQ_F_SIN: case GW_PQ_F_SINH: case GW_PQ_F_TAN: case GW_PQ_F_TANH:
+    case GW_PQ_F_DEG: case GW_PQ_F_RAD: case GW_PQ_F_ROUND: case GW_PQ_F_CLAMP:
+    case GW_PQ_F_CLAMP_MIN: case GW_PQ_F_CLAMP_MAX:
+        if (na == 0)
+            return gw_error_set(ctx->err, GW_EINVAL, "%s(): missing argument", f->name);
+        return eval_math(ctx, n, g, out);
+    case GW_PQ_F_DAYS_IN_MONTH: case GW_PQ_F_DAY_OF_MONTH: case GW_PQ_F_DAY_OF_WEEK:
+    case GW_PQ_F_DAY_OF_YEAR: case GW_PQ_F_HOUR: case GW_PQ_F_MINUTE: case GW_PQ_F_MONTH:
+    case GW_PQ_F_YEAR:
+        return eval_math(ctx, n, g, out);
+
+    case GW_PQ_F_TIME:
+    case GW_PQ_F_PI:
+        memset(out, 0, sizeof(*out));
+        out->type = GW_PQ_T_SCALAR;
+        if (!(out->sc = pq_alloc(ctx, g->n * sizeof(double))))
+            return GW_ENOMEM;
+        for (size_t i = 0; i < g->n; i++)
+            out->sc[i] = f->id == GW_PQ_F_PI ? M_PI : (double)pq_grid_t(g, i) / 1000.0;
+        return GW_OK;
+
+    case GW_PQ_F_VECTOR: {
+        double *sc;
+        if ((rc = pq_eval_scalar(ctx, n->u.call.args[0], g, &sc)))
+            return rc;
+        if ((rc = one_series(ctx, out, g, no_labels, 0, &s)))
+            return rc;
+        for (size_t i = 0; i < g->n; i++) {
+            s->v[i] = sc[i];
+            pq_bm_set(s->pres, i);
+        }
+        return GW_OK;
+    }
+
+    case GW_PQ_F_SCALAR: {
+        struct pq_val in;
+        if ((rc = pq_eval(ctx, n->u.call.args[0], g, &in)))
+            return rc;
+        if (in.type != GW_PQ_T_VECTOR)
+            return gw_error_set(ctx->err, GW_EINVAL, "scalar(): expected an instant vector");
+        memset(out, 0, sizeof(*out));
+        out->type = GW_PQ_T_SCALAR;
+        if (!(out->sc = pq_alloc(ctx, g->n * sizeof(double))))
+            return GW_ENOMEM;
+        for (size_t i = 0; i < g->n; i++) {
+            size_t c = 0;
+            double v = NAN;
+            for (size_t k = 0; k < in.nvs && c < 2; k++) {
+                if (pq_bm_get(in.vs[k].pres, i)) {
+                    c++;
+                    v = in.vs[k].v[i];
+                }
+            }
+            out->sc[i] = c == 1 ? v : NAN;
+        }
+        return GW_OK;
+    }
+
+    case GW_PQ_F_TIMESTAMP: {
+        const struct gw_pq_node *a = unparen(n->u.call.args[0]);
+        if (a->kind == GW_PQ_VECTOR_SEL)
+            rc = pq_eval_vector_sel(ctx, a, g, 1, out);
+        else
+            rc = pq_eval(ctx, a, g, out);
+        if (rc)
+            return rc;
+        if (out->type != GW_PQ_T_VECTOR)
+            return gw_error_set(ctx->err, GW_EINVAL, "timestamp(): expected an instant vector");
+        for (size_t k = 0; k < out->nvs; k++) {
+            struct pq_vser *x = &out->vs[k];
+            for (size_t i = 0; i < g->n; i++)
+                if (pq_bm_get(x->pres, i))
+                    x->v[i] = (double)(x->ts ? x->ts[i] : pq_grid_t(g, i)) / 1000.0;
+            x->ts = NULL;
+            if ((rc = pq_lab_drop_name(ctx, x->lab, x->llen, &x->lab, &x->llen)))
+                return rc;
+        }
+        return pq_vec_dedupe(ctx, out, g->n, 0);
+    }
+
+    case GW_PQ_F_ABSENT: {
+        struct pq_val in;
+        if ((rc = pq_eval(ctx, n->u.call.args[0], g, &in)))
+            return rc;
+        if (in.type != GW_PQ_T_VECTOR)
+            return gw_error_set(ctx->err, GW_EINVAL, "absent(): expected an instant vector");
+        const uint8_t *lab;
+        size_t llen;
+        if ((rc = absent_labels(ctx, unparen(n->u.call.args[0]), &lab, &llen)))
+            return rc;
+        if ((rc = one_series(ctx, out, g, lab, llen, &s)))
+            return rc;
+        for (size_t i = 0; i < g->n; i++) {
+            int any = 0;
+            for (size_t k = 0; k < in.nvs && !any; k++)
+                any = pq_bm_get(in.vs[k].pres, i);
+            if (!any) {
+                s->v[i] = 1;
+                pq_bm_set(s->pres, i);
+            }
+        }
+        return pq_vec_dedupe(ctx, out, g->n, 0);
+    }
+
+    case GW_PQ_F_SORT: case GW_PQ_F_SORT_DESC: case GW_PQ_F_SORT_BY_LABEL:
+    case GW_PQ_F_SORT_BY_LABEL_DESC:
+        return eval_sort(ctx, n, g, out);
+
+    case GW_PQ_F_LABEL_REPLACE:
+        return eval_label_replace(ctx, n, g, out);
+    case GW_PQ_F_LABEL_JOIN:
+        return eval_label_join(ctx, n, g, out);
+    case GW_PQ_F_HISTOGRAM_QUANTILE:
+        if (na != 2)
+            return gw_error_set(ctx->err, GW_EINVAL, "histogram_quantile(): wrong number of arguments");
+        return eval_hist_quantile(ctx, n, g, out);
+
+    case GW_PQ_F_HISTOGRAM_AVG: case GW_PQ_F_HISTOGRAM_COUNT: case GW_PQ_F_HISTOGRAM_SUM:
+    case GW_PQ_F_HISTOGRAM_STDDEV: case GW_PQ_F_HISTOGRAM_STDVAR:
+    case GW_PQ_F_HISTOGRAM_FRACTION:
+        /* only native histograms count; floats are ignored. Evaluate the
+         * arguments for their errors and limits. */
+        for (size_t i = 0; i < na; i++) {
+            struct pq_val tmp;
+            if ((rc = pq_eval(ctx, n->u.call.args[i], g, &tmp)))
+                return rc;
+        }
+        return pq_vec_init(ctx, out, 1);
+
+    case GW_PQ_F_COUNT_:
+        break;
+    }
+    return gw_error_set(ctx->err, GW_EUNSUPPORTED, "function %s() is not supported", f->name);
+}
