@@ -773,6 +773,7 @@ static int ival_cmp(const void *a, const void *b)
 
 static void ival_finish(struct gw_sim_ival *v, size_t n)
 {
+    if (n == 0) return;
     qsort(v, n, sizeof *v, ival_cmp);
     int64_t m = INT64_MIN;
     for (size_t i = 0; i < n; i++) {
@@ -800,8 +801,10 @@ static int sort_events(struct bld *b)
         nfn[k] = fn[o[k].i];
         inv[o[k].i] = (uint32_t)k;
     }
-    memcpy(b->fails.p, nfp, nf * sizeof *nfp);
-    memcpy(b->fnodes.p, nfn, nf * sizeof *nfn);
+    if (nf) {
+        memcpy(b->fails.p, nfp, nf * sizeof *nfp);
+        memcpy(b->fnodes.p, nfn, nf * sizeof *nfn);
+    }
     for (size_t s = 0; s < b->sess.n; s++)
         if (SESS(b, s).failure >= 0) SESS(b, s).failure = (int32_t)inv[SESS(b, s).failure];
     struct gw_sim_bait *bp = b->baits.p;
@@ -811,7 +814,7 @@ static int sort_events(struct bld *b)
         nbp[k] = bp[o[k].i];
         nbp[k].id = (uint32_t)k;
     }
-    memcpy(bp, nbp, nb * sizeof *nbp);
+    if (nb) memcpy(bp, nbp, nb * sizeof *nbp);
     rc = GW_OK;
 out:
     free(o); free(inv); free(nfp); free(nfn); free(nbp);
