@@ -882,6 +882,24 @@ static void test_promql_kernels_math(void **state)
     /* Go's Log10 is Log(x)*(1/Ln10) (Go) */
     assert_same(m1(GW_PQ_F_LOG10, 1000), 3.0);
     assert_same(m1(GW_PQ_F_LOG10, 1e-5), -5.0);
+    /* values where Go's math differs from a correctly rounded libm (Go) */
+    assert_same(m1(GW_PQ_F_TAN, -68.4), 0.8683275248788245);
+    assert_same(m1(GW_PQ_F_EXP, 1), 2.718281828459045);
+    assert_same(m1(GW_PQ_F_EXP, 0.5), 1.6487212707001282);
+    assert_same(m1(GW_PQ_F_LN, 0.7071067811865476), -0.3465735902799726);
+    /* Go's assembly Log does not renormalize subnormals: ln(1e-310) */
+    assert_same(m1(GW_PQ_F_LN, 1e-310), -709.0850815488945);
+    double out;
+    assert_int_equal(pq_binop(GW_PQ_OP_POW, 1.1, 10, 0, &out), 1);
+    assert_same(out, 2.593742460100002);   /* a correctly rounded pow gives ...0023 */
+    assert_int_equal(pq_binop(GW_PQ_OP_POW, 3, 40, 0, &out), 1);
+    assert_same(out, 1.2157665459056929e+19);
+    assert_int_equal(pq_binop(GW_PQ_OP_POW, 10, -2, 0, &out), 1);
+    assert_same(out, 0.01);
+    assert_int_equal(pq_binop(GW_PQ_OP_POW, 19.895423777563824, 7.6470874213003253, 0, &out), 1);
+    assert_same(out, 8.544353630240036e+09);
+    assert_int_equal(pq_binop(GW_PQ_OP_ATAN2, 0.56274022061217455, 2, 0, &out), 1);
+    assert_same(out, 0.274278753475116);
     /* sgn */
     assert_same(m1(GW_PQ_F_SGN, -INFINITY), -1.0);
     assert_same(m1(GW_PQ_F_SGN, INFINITY), 1.0);
