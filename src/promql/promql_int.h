@@ -22,9 +22,11 @@ double pq_kahan_value(const struct pq_kahan *k);   /* sum + c (c dropped when su
 
 /* ---- functions over one series' window ----
  * t[]/v[] are the window's samples in time order, stale markers already
- * removed (n may be 0). eval_ts is the evaluation time the function sees
- * (after @), range_start/range_end the selector's window bounds in ms
- * (range_start = eval_ts - offset - range, range_end = eval_ts - offset),
+ * removed (n may be 0). eval_ts is the step's evaluation time (not the @
+ * time: predict_linear's intercept is taken there, as in Prometheus),
+ * range_start/range_end the selector's window bounds in ms (range_start =
+ * t - offset - range, range_end = t - offset, t the @ time when given,
+ * else eval_ts),
  * as Prometheus' extrapolatedRate and linearRegression use them.
  * scalars are the function's scalar arguments in call order (for
  * quantile_over_time the quantile, for predict_linear the seconds ahead,
