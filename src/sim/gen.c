@@ -119,7 +119,7 @@ int gw_sim_gen_open(struct gw_sim_gen **out, const struct gw_sim_timeline *tl,
         for (uint32_t i = 0; i < GW_SIM_MAX_GPUS; i++) {
             struct gw_sim_gpu *gs = &r->gpu[i];
             uint64_t hg = gw_sim_mix(h ^ (0xa0 + i));
-            gs->temp_off = 6.0 * gw_sim_u01(hg) - 3.0;
+            gs->temp_off = 5.0 * gw_sim_u01(hg) - 2.5;
             gs->clk_off = gw_sim_u01(gw_sim_mix(hg ^ 1));
             gs->drift_phase = 6.283185307179586 * gw_sim_u01(gw_sim_mix(hg ^ 2));
             gs->latched_failure = -1;
@@ -245,7 +245,7 @@ static void gpu_base(const struct gw_sim_gen *g, uint32_t node, uint32_t i,
     const struct gw_sim_gpu *gs = &g->rt[node].gpu[i];
     uint64_t h = gw_sim_mix(rk ^ (0x100 + i));
     double u = gw_sim_u01(h), n1 = tri(gw_sim_mix(h ^ 1)), n2 = tri(gw_sim_mix(h ^ 2));
-    double drift = 2.0 * sin(gs->drift_phase + (double)t * (6.283185307179586 / 2.16e7));
+    double drift = 1.5 * sin(gs->drift_phase + (double)t * (6.283185307179586 / 2.16e7));
     memset(c, 0, sizeof(*c));
     double fbt = 153600.0 + 25600.0 * gs->clk_off;   /* 150-175 GB in a session */
     switch (st->phase) {
@@ -309,10 +309,10 @@ static void gpu_base(const struct gw_sim_gen *g, uint32_t node, uint32_t i,
         break;
     }
     double heat = c->power / POWER_LIMIT;   /* 0.14 idle .. 1.0 */
-    c->temp = 30.0 + 40.0 * heat + gs->temp_off + drift;
-    c->memtemp = c->temp - 4.0 + 0.5 * n2;
-    if (c->util > 0)
-        c->temp += 0.5 * n2;
+    c->temp = 28.0 + 44.0 * heat + gs->temp_off + drift + 0.4 * n2;
+    if (st->phase == GW_SIM_PHASE_TRAIN)
+        c->temp = clampd(c->temp, 55.0, 75.0);
+    c->memtemp = c->temp - 4.0 + 0.5 * n1;
 }
 
 /* Shows XID code of failure fi on one GPU once: the gauge latches it and

@@ -1,0 +1,639 @@
+/* test_sim_gen.c - the simulator's generator: metric names and label names
+ * per job equal the golden list (tests/data/sim_series_golden.txt); about
+ * 2,000 series per node; counters never decrease except at exporter
+ * restarts; same seed -> byte-identical stream, other seed -> another;
+ * an injected fell-off-bus with VANISH removes that GPU's series at
+ * t_fault; an XID creates a new err_code series at t_xid_visible;
+ * training / idle / checkpoint values within the documented ranges; the
+ * series filter. Runs small clusters over a few simulated hours. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuwatch/codec.h"
+#include "gpuwatch/labels.h"
+#include "gpuwatch/sim.h"
+
+#define T0 1764000000000LL
+#define HOUR 3600000LL
+
+static struct gw_sim_timeline *build(uint64_t seed, uint32_t nodes, int64_t duration_ms)
+{
+    struct gw_sim_config c;
+    struct gw_error err = {0};
+    struct gw_sim_timeline *tl = NULL;
+    gw_sim_config_default(&c);
+    assert_int_equal(gw_sim_config_profile(&c, "smoke", &err), GW_OK);
+    c.seed = seed;
+    c.start_ms = T0;
+    c.duration_ms = duration_ms;
+    if (nodes) {
+        c.nodes = nodes;
+        c.spare_nodes = 1;
+    }
+    assert_int_equal(gw_sim_timeline_build(&c, &tl, &err), GW_OK);
+    return tl;
+}
+
+static struct gw_sim_gen *open_gen(const struct gw_sim_timeline *tl, gw_sim_series_filter f, void *ud)
+{
+    struct gw_sim_gen *g = NULL;
+    struct gw_error err = {0};
+    int rc = gw_sim_gen_open(&g, tl, f, ud, &err);
+    if (rc != GW_OK)
+        fail_msg("gw_sim_gen_open: %s", err.msg);
+    return g;
+}
+
+/* Label value of a series (borrowed from the generator), "" when absent. */
+static void label_of(const struct gw_sim_gen *g, uint32_t id, const char *name, char *out, size_t cap)
+{
+    size_t len;
+    const uint8_t *b = gw_sim_gen_series_labels(g, id, &len);
+    const char *v;
+    size_t vl;
+    out[0] = 0;
+    if (gw_labels_get(b, len, name, strlen(name), &v, &vl)) {
+        if (vl >= cap)
+            vl = cap - 1;
+        memcpy(out, v, vl);
+        out[vl] = 0;
+    }
+}
+
+static int label_int(const struct gw_sim_gen *g, uint32_t id, const char *name)
+{
+    char buf[32];
+    label_of(g, id, name, buf, sizeof buf);
+    if (!buf[0])
+        return -1;
+    return (int)strtol(buf, NULL, 10);
+}
+
+/* Makes failure fi a GPU-level event shown on `gpu` of its node. */
+static const struct gw_sim_failure *inject(struct gw_sim_timeline *tl, size_t fi, enum gw_sim_class cls,
+                                           enum gw_sim_fault_effect eff, uint32_t xid, int32_t gpu)
+{
+    struct gw_sim_failure *f = &tl->failures[fi];
+    f->cls = cls;
+    f->effect = eff;
+    f->xid = xid;
+    f->gpu = gpu;
+    f->precursor = GW_SIM_PRE_NONE;
+    if (f->t_xid_visible == GW_SIM_NO_TIME || f->t_xid_visible < f->t_fault)
+        f->t_xid_visible = f->t_fault + 30000;
+    return f;
+}
+
+/* A timeline with at least one failure whose node is not down. */
+static struct gw_sim_timeline *build_with_failure(int64_t duration_ms, size_t *fi)
+{
+    for (uint64_t seed = 1; seed < 200; seed++) {
+        struct gw_sim_timeline *tl = build(seed, 0, duration_ms);
+        for (size_t i = 0; i < tl->n_failures; i++) {
+            const struct gw_sim_failure *f = &tl->failures[i];
+            if (f->t_fault > T0 + HOUR && f->t_fault < T0 + duration_ms - HOUR &&
+                (f->t_recovered == GW_SIM_NO_TIME || f->t_recovered > f->t_fault + 10 * 60000)) {
+                *fi = i;
+                return tl;
+            }
+        }
+        gw_sim_timeline_free(tl);
+    }
+    fail_msg("no seed gives a failure");
+    return NULL;
+}
+
+/* ------------------------------------------------------------ golden */
+
+struct strset {
+    char **v;
+    size_t n, cap;
+};
+
+static void set_add(struct strset *s, const char *x)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->v[i], x) == 0)
+            return;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 256;
+        s->v = realloc(s->v, s->cap * sizeof(*s->v));
+        assert_non_null(s->v);
+    }
+    s->v[s->n] = strdup(x);
+    assert_non_null(s->v[s->n]);
+    s->n++;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void set_free(struct strset *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->v[i]);
+    free(s->v);
+}
+
+/* "job metric name1,name2,..." of a series (names sorted, __name__ left out). */
+static void series_line(const struct gw_sim_gen *g, uint32_t id, char *out, size_t cap)
+{
+    size_t len, n = 0;
+    const uint8_t *b = gw_sim_gen_series_labels(g, id, &len);
+    struct gw_label ls[GW_LABELS_MAX];
+    char job[16];
+    assert_int_equal(gw_labels_decode(b, len, ls, GW_LABELS_MAX, &n), GW_OK);
+    label_of(g, id, "job", job, sizeof job);
+    int w = snprintf(out, cap, "%s %s ", job, gw_sim_gen_series_metric(g, id));
+    int first = 1;
+    for (size_t i = 0; i < n && w > 0 && (size_t)w < cap; i++) {
+        if (ls[i].name_len == 8 && memcmp(ls[i].name, "__name__", 8) == 0)
+            continue;
+        w += snprintf(out + w, cap - (size_t)w, "%s%.*s", first ? "" : ",", (int)ls[i].name_len, ls[i].name);
+        first = 0;
+    }
+}
+
+static FILE *open_golden(void)
+{
+    static const char *rel = "tests/data/sim_series_golden.txt";
+    char path[1024];
+    FILE *f = NULL;
+#ifdef GW_SOURCE_DIR
+    snprintf(path, sizeof path, "%s/%s", GW_SOURCE_DIR, rel);
+    f = fopen(path, "r");
+#endif
+    const char *env = getenv("GW_SOURCE_DIR");
+    if (!f && env) {
+        snprintf(path, sizeof path, "%s/%s", env, rel);
+        f = fopen(path, "r");
+    }
+    if (!f)
+        f = fopen(rel, "r");
+    if (!f) {
+        snprintf(path, sizeof path, "../%s", rel);
+        f = fopen(path, "r");
+    }
+    return f;
+}
+
+static void test_sim_gen_golden(void **state)
+{
+    (void)state;
+    size_t fi;
+    struct gw_sim_timeline *tl = build_with_failure(12 * HOUR, &fi);
+    inject(tl, fi, GW_SIM_APP_XID, GW_SIM_EFF_NONE, 31, 1);
+    struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
+    struct gw_sim_scrape s;
+    struct gw_error err = {0};
+    int rc;
+    while ((rc = gw_sim_gen_next(g, &s, &err)) == 1) {
+    }
+    assert_int_equal(rc, 0);
+    struct strset got = {0}, want = {0};
+    char line[2048];
+    for (uint32_t id = 0; id < gw_sim_gen_series_count(g); id++) {
+        series_line(g, id, line, sizeof line);
+        set_add(&got, line);
+    }
+    FILE *f = open_golden();
+    if (!f)
+        fail_msg("cannot open tests/data/sim_series_golden.txt (set GW_SOURCE_DIR)");
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\r\n")] = 0;
+        if (!line[0] || line[0] == '#')
+            continue;
+        set_add(&want, line);
+    }
+    fclose(f);
+    qsort(got.v, got.n, sizeof(*got.v), cmp_str);
+    qsort(want.v, want.n, sizeof(*want.v), cmp_str);
+    for (size_t i = 0, j = 0; i < got.n || j < want.n;) {
+        int c = i >= got.n ? 1 : j >= want.n ? -1 : strcmp(got.v[i], want.v[j]);
+        if (c < 0)
+            print_error("generated but not in golden: %s\n", got.v[i++]);
+        else if (c > 0)
+            print_error("in golden but not generated: %s\n", want.v[j++]);
+        else
+            i++, j++;
+    }
+    assert_int_equal(got.n, want.n);
+    for (size_t i = 0; i < got.n; i++)
+        assert_string_equal(got.v[i], want.v[i]);
+    /* every generated family has a type and help */
+    set_free(&got);
+    set_free(&want);
+    gw_sim_gen_close(g);
+    gw_sim_timeline_free(tl);
+}
+
+static int fam_cb(void *ud, const char *metric, const char *type, const char *help)
+{
+    size_t *n = ud;
+    assert_true(metric[0] != 0);
+    assert_true(strcmp(type, "gauge") == 0 || strcmp(type, "counter") == 0 || strcmp(type, "untyped") == 0);
+    assert_true(strlen(help) > 5);
+    (*n)++;
+    return 0;
+}
+
+/* ------------------------------------------------------- series count */
+
+static void test_sim_gen_series_per_node(void **state)
+{
+    (void)state;
+    struct gw_sim_timeline *tl = build(3, 0, HOUR);
+    struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
+    size_t per_node = gw_sim_gen_series_count(g) / tl->cfg.nodes;
+    assert_true(per_node >= 1800 && per_node <= 2300);
+    /* one scrape of each job: sizes add up to the node's series */
+    struct gw_sim_scrape s;
+    struct gw_error err = {0};
+    size_t seen[2] = {0, 0};
+    while (gw_sim_gen_next(g, &s, &err) == 1 && (!seen[0] || !seen[1]))
+        if (s.node == 0 && !seen[s.job])
+            seen[s.job] = s.n;
+    assert_true(seen[0] >= 8 * 45 && seen[0] < 420);
+    assert_true(seen[1] >= 1500 && seen[1] < 1900);
+    size_t nf = 0;
+    assert_int_equal(gw_sim_gen_families(g, fam_cb, &nf), 0);
+    assert_true(nf > 150);
+    /* protobuf bytes: one 0x0a Label field per label */
+    size_t pl, cl;
+    const uint8_t *pb = gw_sim_gen_series_pb(g, 0, &pl);
+    const uint8_t *cb = gw_sim_gen_series_labels(g, 0, &cl);
+    assert_non_null(pb);
+    assert_non_null(cb);
+    assert_true(pl > cl);
+    assert_int_equal(pb[0], 0x0a);
+    assert_null(gw_sim_gen_series_pb(g, UINT32_MAX, &pl));
+    gw_sim_gen_close(g);
+    gw_sim_timeline_free(tl);
+}
+
+/* -------------------------------------------------- counters, restarts */
+
+static int is_counter(const char *metric)
+{
+    size_t n = strlen(metric);
+    if (n > 6 && strcmp(metric + n - 6, "_total") == 0)
+        return strcmp(metric, "node_mountstats_nfs_transport_idle_time_seconds") != 0;
+    return strncmp(metric, "node_vmstat_", 12) == 0 || strcmp(metric, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION") == 0 ||
+           strcmp(metric, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER") == 0 || strstr(metric, "REMAPPED_ROWS") ||
+           strstr(metric, "_VIOLATION") || strcmp(metric, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL") == 0;
+}
+
+static void test_sim_gen_counters_monotonic(void **state)
+{
+    (void)state;
+    struct gw_sim_timeline *tl = NULL;
+    /* a seed whose timeline restarts an exporter within the run */
+    uint64_t seed;
+    for (seed = 1; seed < 300; seed++) {
+        tl = build(seed, 0, 8 * HOUR);
+        int any = 0;
+        for (size_t i = 0; i < tl->n_baits; i++)
+            any |= tl->baits[i].kind == GW_SIM_BAIT_EXPORTER_RESTART;
+        if (any)
+            break;
+        gw_sim_timeline_free(tl);
+        tl = NULL;
+    }
+    assert_non_null(tl);
+    struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
+    size_t cap = 0;
+    double *last = NULL;
+    int64_t *last_t = NULL;
+    struct gw_sim_scrape s;
+    struct gw_error err = {0};
+    size_t checked = 0, resets = 0;
+    int rc;
+    while ((rc = gw_sim_gen_next(g, &s, &err)) == 1) {
+        size_t n = gw_sim_gen_series_count(g);
+        if (n > cap) {
+            last = realloc(last, n * sizeof(*last));
+            last_t = realloc(last_t, n * sizeof(*last_t));
+            assert_non_null(last);
+            assert_non_null(last_t);
+            for (size_t i = cap; i < n; i++)
+                last_t[i] = INT64_MIN;
+            cap = n;
+        }
+        for (size_t i = 0; i < s.n; i++) {
+            uint32_t id = s.series[i];
+            assert_true(last_t[id] == INT64_MIN || s.t > last_t[id]);   /* timestamps increase */
+            if (is_counter(gw_sim_gen_series_metric(g, id)) && last_t[id] != INT64_MIN) {
+                checked++;
+                if (s.v[i] < last[id]) {
+                    struct gw_sim_node_state a, b;
+                    assert_int_equal(gw_sim_node_state_at(tl, s.node, last_t[id], &a), GW_OK);
+                    assert_int_equal(gw_sim_node_state_at(tl, s.node, s.t, &b), GW_OK);
+                    uint32_t ra = s.job == GW_SIM_JOB_DCGM ? a.dcgm_restarts : a.node_restarts;
+                    uint32_t rb = s.job == GW_SIM_JOB_DCGM ? b.dcgm_restarts : b.node_restarts;
+                    if (rb <= ra)
+                        fail_msg("%s decreased %.17g -> %.17g without a restart",
+                                 gw_sim_gen_series_metric(g, id), last[id], s.v[i]);
+                    resets++;
+                }
+            }
+            last[id] = s.v[i];
+            last_t[id] = s.t;
+        }
+    }
+    assert_int_equal(rc, 0);
+    assert_true(checked > 100000);
+    assert_true(resets > 0);   /* the restart really reset counters */
+    free(last);
+    free(last_t);
+    gw_sim_gen_close(g);
+    gw_sim_timeline_free(tl);
+}
+
+/* ------------------------------------------------------- determinism */
+
+static uint64_t stream_hash(uint64_t seed, size_t *samples)
+{
+    struct gw_sim_timeline *tl = build(seed, 0, 3 * HOUR);
+    struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
+    struct gw_sim_scrape s;
+    struct gw_error err = {0};
+    uint64_t h = 0;
+    *samples = 0;
+    while (gw_sim_gen_next(g, &s, &err) == 1) {
+        uint64_t hdr[3] = {s.node, (uint64_t)s.job, (uint64_t)s.t};
+        h = h * 0x100000001b3ull ^ gw_hash64(hdr, sizeof hdr);
+        h = h * 0x100000001b3ull ^ gw_hash64(s.series, s.n * sizeof(*s.series));
+        h = h * 0x100000001b3ull ^ gw_hash64(s.v, s.n * sizeof(*s.v));
+        *samples += s.n;
+    }
+    for (uint32_t id = 0; id < gw_sim_gen_series_count(g); id++) {
+        size_t len;
+        const uint8_t *b = gw_sim_gen_series_pb(g, id, &len);
+        h = h * 0x100000001b3ull ^ gw_hash64(b, len);
+    }
+    gw_sim_gen_close(g);
+    gw_sim_timeline_free(tl);
+    return h;
+}
+
+static void test_sim_gen_deterministic(void **state)
+{
+    (void)state;
+    size_t n1, n2, n3;
+    uint64_t a = stream_hash(11, &n1), b = stream_hash(11, &n2), c = stream_hash(12, &n3);
+    assert_true(n1 > 100000);
+    assert_int_equal(n1, n2);
+    assert_true(a == b);
+    assert_true(a != c);
+}
+
+/* ------------------------------------------------ failures: vanish, XID */
+
+static void test_sim_gen_vanish_at_fault(void **state)
+{
+    (void)state;
+    size_t fi;
+    struct gw_sim_timeline *tl = build_with_failure(12 * HOUR, &fi);
+    const struct gw_sim_failure *f = inject(tl, fi, GW_SIM_FELL_OFF_BUS, GW_SIM_EFF_VANISH, 79, 5);
+    struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
+    struct gw_sim_scrape s;
+    struct gw_error err = {0};
+    size_t before = 0, after = 0, others_after = 0;
+    int64_t t_end = f->t_recovered == GW_SIM_NO_TIME ? INT64_MAX : f->t_recovered;
+    while (gw_sim_gen_next(g, &s, &err) == 1) {
+        if (s.node != f->node || s.job != GW_SIM_JOB_DCGM)
+            continue;
+        size_t mine = 0, other = 0;
+        for (size_t i = 0; i < s.n; i++) {
+            int gpu = label_int(g, s.series[i], "gpu");
+            if (gpu == 5)
+                mine++;
+            else if (gpu >= 0)
+                other++;
+        }
+        if (s.t < f->t_fault) {
+            assert_true(mine >= 45);
+            before++;
+        } else if (s.t < t_end) {
+            assert_int_equal(mine, 0);
+            assert_true(other >= 7 * 45);
+            after++;
+            others_after += other;
+        }
+    }
+    assert_true(before > 10);
+    assert_true(after > 5);
+    assert_true(others_after > 0);
+    gw_sim_gen_close(g);
+    gw_sim_timeline_free(tl);
+}
+
+static void test_sim_gen_xid_latch(void **state)
+{
+    (void)state;
+    size_t fi;
+    struct gw_sim_timeline *tl = build_with_failure(12 * HOUR, &fi);
+    const struct gw_sim_failure *f = inject(tl, fi, GW_SIM_APP_XID, GW_SIM_EFF_NONE, 31, 2);
+    struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
+    size_t n0 = gw_sim_gen_series_count(g);
+    struct gw_sim_scrape s;
+    struct gw_error err = {0};
+    int64_t first31 = INT64_MIN;
+    size_t zero_after = 0;
+    int64_t t_end = f->t_recovered == GW_SIM_NO_TIME ? INT64_MAX : f->t_recovered;
+    while (gw_sim_gen_next(g, &s, &err) == 1) {
+        if (s.node != f->node || s.job != GW_SIM_JOB_DCGM)
+            continue;
+        for (size_t i = 0; i < s.n; i++) {
+            uint32_t id = s.series[i];
+            if (strcmp(gw_sim_gen_series_metric(g, id), "DCGM_FI_DEV_XID_ERRORS") != 0 ||
+                label_int(g, id, "gpu") != 2)
+                continue;
+            int code = label_int(g, id, "err_code");
+            assert_true(s.v[i] == (double)code);   /* value = the latched XID */
+            if (code == 31 && first31 == INT64_MIN) {
+                first31 = s.t;
+                char msg[128];
+                label_of(g, id, "err_msg", msg, sizeof msg);
+                assert_string_equal(msg, "GPU memory page fault");
+            }
+            if (code == 0 && s.t >= f->t_xid_visible && s.t < t_end)
+                zero_after++;
+        }
+    }
+    assert_true(first31 >= f->t_xid_visible);
+    assert_true(first31 < f->t_xid_visible + 2 * tl->cfg.interval_ms);
+    assert_true(zero_after <= 3);   /* only after an exporter restart */
+    /* two new series: the err_code="31" gauge and its XID count */
+    assert_true(gw_sim_gen_series_count(g) >= n0 + 2);
+    gw_sim_gen_close(g);
+    gw_sim_timeline_free(tl);
+}
+
+/* ----------------------------------------------------------- ranges */
+
+static double metric_value(const struct gw_sim_gen *g, const struct gw_sim_scrape *s, const char *metric,
+                           int gpu, const char *lname, const char *lval)
+{
+    char buf[64];
+    for (size_t i = 0; i < s->n; i++) {
+        if (strcmp(gw_sim_gen_series_metric(g, s->series[i]), metric) != 0)
+            continue;
+        if (gpu >= 0 && label_int(g, s->series[i], "gpu") != gpu)
+            continue;
+        if (lname) {
+            label_of(g, s->series[i], lname, buf, sizeof buf);
+            if (strcmp(buf, lval) != 0)
+                continue;
+        }
+        return s->v[i];
+    }
+    return -1;
+}
+
+static void test_sim_gen_value_ranges(void **state)
+{
+    (void)state;
+    struct gw_sim_timeline *tl = build(5, 0, 14 * HOUR);
+    struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
+    struct gw_sim_scrape s;
+    struct gw_error err = {0};
+    size_t n_train = 0, n_idle = 0, n_save = 0, n_load = 0;
+    double prev_q[64] = {0}, prev_r[64] = {0}, prev_bl[64] = {0}, prev_se[64] = {0};
+    int have_prev[64] = {0};
+    size_t sat_checked = 0;
+    while (gw_sim_gen_next(g, &s, &err) == 1) {
+        struct gw_sim_node_state st;
+        assert_int_equal(gw_sim_node_state_at(tl, s.node, s.t, &st), GW_OK);
+        int quiet = st.n_failures == 0 && st.n_baits == 0;
+        if (s.job == GW_SIM_JOB_DCGM && quiet && st.dcgm_up) {
+            for (int gpu = 0; gpu < 8; gpu++) {
+                double u = metric_value(g, &s, "DCGM_FI_DEV_GPU_UTIL", gpu, NULL, NULL);
+                double p = metric_value(g, &s, "DCGM_FI_DEV_POWER_USAGE", gpu, NULL, NULL);
+                double tc = metric_value(g, &s, "DCGM_FI_DEV_GPU_TEMP", gpu, NULL, NULL);
+                double fb = metric_value(g, &s, "DCGM_FI_DEV_FB_USED", gpu, NULL, NULL);
+                double clk = metric_value(g, &s, "DCGM_FI_DEV_SM_CLOCK", gpu, NULL, NULL);
+                assert_true(tc == (double)(int64_t)tc);                  /* integer temps */
+                assert_true(fabs(p * 1000.0 - (double)llround(p * 1000.0)) < 1e-6);   /* 3 decimals */
+                if (st.phase == GW_SIM_PHASE_TRAIN) {
+                    assert_true(u >= 95 && u <= 100);
+                    assert_true(p >= 700 && p <= 1000);
+                    assert_true(tc >= 55 && tc <= 75);
+                    assert_true(fb >= 150 * 1024 - 400 && fb <= 175 * 1024 + 400);
+                    assert_true(clk >= 1965 * 0.95 && clk <= 1965);
+                    n_train++;
+                } else if (st.phase == GW_SIM_PHASE_IDLE) {
+                    assert_true(u == 0);
+                    assert_true(p < 200);
+                    n_idle++;
+                } else if (st.phase == GW_SIM_PHASE_SAVE) {
+                    assert_true(u < 95);
+                    n_save++;
+                } else if (st.phase == GW_SIM_PHASE_LOAD) {
+                    assert_true(u < 50);
+                    n_load++;
+                }
+            }
+        }
+        if (s.job == GW_SIM_JOB_NODE && s.node < 64) {
+            double q = metric_value(g, &s, "node_mountstats_nfs_operations_queue_time_seconds_total", -1, "operation", "WRITE");
+            double r = metric_value(g, &s, "node_mountstats_nfs_operations_request_time_seconds_total", -1, "operation", "WRITE");
+            double bl = metric_value(g, &s, "node_mountstats_nfs_transport_backlog_queue_total", -1, "transport", "0");
+            double se = metric_value(g, &s, "node_mountstats_nfs_transport_sends_total", -1, "transport", "0");
+            double slots = metric_value(g, &s, "node_mountstats_nfs_transport_maximum_rpc_slots", -1, "transport", "0");
+            double intr = metric_value(g, &s, "node_intr_total", -1, NULL, NULL);
+            (void)intr;
+            if (have_prev[s.node] && st.phase == GW_SIM_PHASE_SAVE && st.nfs_write_bps > 1e8 && quiet) {
+                double dq = q - prev_q[s.node], dr = r - prev_r[s.node];
+                if (dr > 1.0 && se - prev_se[s.node] > 100) {
+                    assert_true(dq / dr >= 0.88);
+                    assert_true((bl - prev_bl[s.node]) / (se - prev_se[s.node]) > 1.0);
+                    assert_true(slots == 128);
+                    sat_checked++;
+                }
+            }
+            prev_q[s.node] = q;
+            prev_r[s.node] = r;
+            prev_bl[s.node] = bl;
+            prev_se[s.node] = se;
+            have_prev[s.node] = 1;
+        }
+    }
+    assert_true(n_train > 1000);
+    assert_true(n_idle > 10);
+    assert_true(n_save > 10);
+    assert_true(sat_checked > 3);
+    (void)n_load;
+    gw_sim_gen_close(g);
+    gw_sim_timeline_free(tl);
+}
+
+/* ----------------------------------------------------------- filter */
+
+static int keep_util(void *ud, const char *metric)
+{
+    (*(int *)ud)++;
+    return strcmp(metric, "DCGM_FI_DEV_GPU_UTIL") == 0 || strcmp(metric, "up") == 0;
+}
+
+static void test_sim_gen_filter(void **state)
+{
+    (void)state;
+    struct gw_sim_timeline *tl = build(9, 0, 2 * HOUR);
+    int calls = 0;
+    struct gw_sim_gen *all = open_gen(tl, NULL, NULL);
+    struct gw_sim_gen *few = open_gen(tl, keep_util, &calls);
+    assert_true(calls > 100);
+    uint32_t nodes = tl->cfg.nodes, gpus = tl->cfg.gpus;
+    assert_int_equal(gw_sim_gen_series_count(few), (size_t)nodes * gpus + (size_t)nodes * 2);
+    struct gw_sim_scrape a, b;
+    struct gw_error err = {0};
+    size_t compared = 0;
+    for (;;) {
+        int ra = gw_sim_gen_next(all, &a, &err);
+        int rb = gw_sim_gen_next(few, &b, &err);
+        assert_int_equal(ra, rb);
+        if (ra != 1)
+            break;
+        assert_int_equal(a.node, b.node);
+        assert_int_equal(a.job, b.job);
+        assert_int_equal(a.t, b.t);
+        for (size_t j = 0; j < b.n; j++) {
+            const char *m = gw_sim_gen_series_metric(few, b.series[j]);
+            assert_true(strcmp(m, "DCGM_FI_DEV_GPU_UTIL") == 0 || strcmp(m, "up") == 0);
+            int gpu = label_int(few, b.series[j], "gpu");
+            double v = metric_value(all, &a, m, gpu, NULL, NULL);
+            assert_true(v == b.v[j]);   /* same values as without the filter */
+            compared++;
+        }
+    }
+    assert_true(compared > 1000);
+    gw_sim_gen_close(all);
+    gw_sim_gen_close(few);
+    gw_sim_timeline_free(tl);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sim_gen_golden),
+        cmocka_unit_test(test_sim_gen_series_per_node),
+        cmocka_unit_test(test_sim_gen_counters_monotonic),
+        cmocka_unit_test(test_sim_gen_deterministic),
+        cmocka_unit_test(test_sim_gen_vanish_at_fault),
+        cmocka_unit_test(test_sim_gen_xid_latch),
+        cmocka_unit_test(test_sim_gen_value_ranges),
+        cmocka_unit_test(test_sim_gen_filter),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
