@@ -153,7 +153,11 @@ def lkey(metric):
 
 
 def lstr(key):
-    return "{" + ", ".join('%s="%s"' % kv for kv in key) + "}"
+    """A label set for a diff line (values over 60 characters shortened)."""
+    def short(v):
+        v = str(v)
+        return v if len(v) <= 60 else "%s...(%d chars)" % (v[:40], len(v))
+    return "{" + ", ".join('%s="%s"' % (k, short(v)) for k, v in key) + "}"
 
 
 def point(p):
@@ -327,6 +331,7 @@ def plan(meta):
         ("step 300s, whole data and beyond", s - 600000, e + 420000, "300"),
         ("step 15s across the end", e - 900000, e + 360000, "15"),
         ("step 1m30s over 80m", s + 1234567, s + 1234567 + 4800000, "1m30s"),
+        ("step 2h, longer than the range", s + 3600000, s + 5400000, "7200"),
     ]
     instants = [
         ("at a sample timestamp", ts["240"]),
