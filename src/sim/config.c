@@ -19,7 +19,10 @@
 #define GW_SIM_MAX_INTERVAL_MS GW_SIM_HOUR_MS
 #define GW_SIM_MAX_HOST_NUM 999999u
 #define GW_SIM_MAX_HOST_SPAN 100000u
-#define GW_SIM_MAX_SCALE 1000.0
+#define GW_SIM_MAX_SCALE 100.0
+/* nodes x days x failure_scale: bounds the number of sessions and failures
+ * (the paper profile is 3,465; 100x it is still allowed). */
+#define GW_SIM_MAX_SCALED_NODE_DAYS 1.5e6
 /* An end this close to now marks a start that was computed as "now -
  * duration" (see gw_sim_config_profile). */
 #define GW_SIM_NOW_SLACK_MS GW_SIM_HOUR_MS
@@ -130,6 +133,12 @@ int gw_sim_config_check(const struct gw_sim_config *c, struct gw_error *err)
     if (!(c->failure_scale >= 0.0 && c->failure_scale <= GW_SIM_MAX_SCALE))
         return gw_error_set(err, GW_EINVAL, "failure_scale: %g outside 0..%g", c->failure_scale,
                             GW_SIM_MAX_SCALE);
+    double scaled = (double)c->nodes * ((double)c->duration_ms / GW_SIM_DAY_MS) * c->failure_scale;
+    if (scaled > GW_SIM_MAX_SCALED_NODE_DAYS)
+        return gw_error_set(err, GW_EINVAL,
+                            "failure_scale: %g too high for %u nodes x %.0f days (nodes x days x scale <= %.0f)",
+                            c->failure_scale, c->nodes, (double)c->duration_ms / GW_SIM_DAY_MS,
+                            GW_SIM_MAX_SCALED_NODE_DAYS);
     if (c->profile[0] == 0 || memchr(c->profile, 0, sizeof c->profile) == NULL)
         return gw_error_set(err, GW_EINVAL, "profile: empty or unterminated");
     return GW_OK;

@@ -28,8 +28,9 @@
  *   5. baits, node by node.
  * Then failures and baits are sorted by time (ties by creation order),
  * ids are their indexes, and per-node indexes are built for
- * gw_sim_node_state_at: phase segments, failure and bait intervals (with
- * running maximum ends for stabbing queries) and exporter restart times. */
+ * gw_sim_node_state_at: the sessions each node takes part in, failure and
+ * bait intervals (with running maximum ends for stabbing queries) and
+ * exporter restart times. A query is a handful of binary searches. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -821,15 +822,6 @@ out:
     return rc;
 }
 
-static int push_seg(struct vec *v, int64_t ts, int64_t te, enum gw_sim_phase ph, int32_t s, int32_t ck)
-{
-    if (te <= ts) return GW_OK;
-    struct gw_sim_seg *g = vec_push(v);
-    if (!g) return GW_ENOMEM;
-    g->t_start = ts; g->t_end = te; g->phase = (uint8_t)ph; g->session = s; g->checkpoint = ck;
-    return GW_OK;
-}
-
 static void free_priv(struct gw_sim_priv *p, uint32_t n_nodes, size_t n_fails)
 {
     if (!p) return;
@@ -845,7 +837,7 @@ static void free_priv(struct gw_sim_priv *p, uint32_t n_nodes, size_t n_fails)
     if (p->nodes) {
         for (uint32_t i = 0; i < n_nodes; i++) {
             struct gw_sim_node_idx *x = &p->nodes[i];
-            free(x->segs); free(x->fails); free(x->baits);
+            free(x->sess); free(x->fails); free(x->baits);
             free(x->dcgm_restarts); free(x->node_restarts);
         }
     }
@@ -856,24 +848,13 @@ static void free_priv(struct gw_sim_priv *p, uint32_t n_nodes, size_t n_fails)
 static int build_index(struct gw_sim_timeline *tl, struct gw_sim_priv *p)
 {
     const uint32_t n = tl->cfg.nodes;
-    const int64_t t0 = tl->cfg.start_ms, t1 = t0 + tl->cfg.duration_ms;
     p->nodes = calloc(n, sizeof *p->nodes);
     size_t nc = tl->n_checkpoints ? tl->n_checkpoints : 1;
     p->ckpt_norm = calloc(nc, sizeof *p->ckpt_norm);
     p->ckpt_members = calloc(nc, sizeof *p->ckpt_members);
-    size_t *ck_first = calloc(tl->n_sessions + 1, sizeof *ck_first);
-    size_t *ck_count = calloc(tl->n_sessions + 1, sizeof *ck_count);
-    struct vec v = { .elem = sizeof(struct gw_sim_seg) };
-    struct vec fv = { .elem = sizeof(struct gw_sim_ival) };
-    struct vec bv = { .elem = sizeof(struct gw_sim_ival) };
-    struct vec dr = { .elem = sizeof(int64_t) }, nr = { .elem = sizeof(int64_t) };
+    struct vec *pv = NULL;         /* per node: fails, baits, dcgm restarts, node restarts */
     int rc = GW_ENOMEM;
-    if (!p->nodes || !p->ckpt_norm || !p->ckpt_members || !ck_first || !ck_count) goto out;
-    for (size_t k = tl->n_checkpoints; k-- > 0;) {
-        uint32_t s = tl->checkpoints[k].session;
-        ck_first[s] = k;
-        ck_count[s]++;
-    }
+    if (!p->nodes || !p->ckpt_norm || !p->ckpt_members) goto out;
     for (size_t k = 0; k < tl->n_checkpoints; k++) {
         const struct gw_sim_session *s = &tl->sessions[tl->checkpoints[k].session];
         double sum = 0;
@@ -883,78 +864,67 @@ static int build_index(struct gw_sim_timeline *tl, struct gw_sim_priv *p)
         p->ckpt_members[k] = m;
         p->ckpt_norm[k] = sum > 0 ? (double)m / sum : 0;
     }
+    /* sessions per node: count, then fill */
+    for (size_t si = 0; si < tl->n_sessions; si++)
+        for (uint32_t i = 0; i < n; i++) p->nodes[i].n_sess += tl->sessions[si].nodes[i];
     for (uint32_t i = 0; i < n; i++) {
-        struct gw_sim_node_idx *x = &p->nodes[i];
-        v.p = NULL; v.n = v.cap = 0;
-        int64_t idle_from = t0 < INT64_MIN / 2 ? t0 : INT64_MIN / 2;
-        for (size_t si = 0; si < tl->n_sessions; si++) {
-            const struct gw_sim_session *s = &tl->sessions[si];
-            if (!s->nodes[i]) continue;
-            int32_t sid = (int32_t)si;
-            if (push_seg(&v, idle_from, s->t_start, GW_SIM_PHASE_IDLE, -1, -1)) goto fail;
-            int64_t st_end = s->t_steady < s->t_end ? s->t_steady : s->t_end;
-            if (push_seg(&v, s->t_start, st_end, GW_SIM_PHASE_STARTUP, sid, -1)) goto fail;
-            int64_t cur = st_end;
-            for (size_t k = ck_first[si]; k < ck_first[si] + ck_count[si]; k++) {
-                const struct gw_sim_checkpoint *ck = &tl->checkpoints[k];
-                if (push_seg(&v, cur, ck->t_start, GW_SIM_PHASE_TRAIN, sid, -1)) goto fail;
-                if (push_seg(&v, ck->t_start, ck->t_end,
-                             ck->phase == GW_SIM_CKPT_SAVE ? GW_SIM_PHASE_SAVE : GW_SIM_PHASE_LOAD,
-                             sid, (int32_t)k)) goto fail;
-                cur = ck->t_end;
-            }
-            if (push_seg(&v, cur, s->t_end, GW_SIM_PHASE_TRAIN, sid, -1)) goto fail;
-            idle_from = s->t_end;
-        }
-        if (push_seg(&v, idle_from, INT64_MAX / 2, GW_SIM_PHASE_IDLE, -1, -1)) goto fail;
-        x->segs = v.p; x->n_segs = v.n; v.p = NULL;
-        (void)t1;
+        p->nodes[i].sess = malloc((p->nodes[i].n_sess + 1) * sizeof *p->nodes[i].sess);
+        if (!p->nodes[i].sess) goto fail;
+        p->nodes[i].n_sess = 0;
     }
-    /* failure and bait intervals, restart times: one pass each, then split */
+    for (size_t si = 0; si < tl->n_sessions; si++)
+        for (uint32_t i = 0; i < n; i++)
+            if (tl->sessions[si].nodes[i]) p->nodes[i].sess[p->nodes[i].n_sess++] = (uint32_t)si;
+    /* failure and bait intervals, restart times: one pass over the events
+     * into per-node vectors, then sorted per node */
+    pv = calloc((size_t)n * 4, sizeof *pv);
+    if (!pv) goto fail;
     for (uint32_t i = 0; i < n; i++) {
-        fv.p = NULL; fv.n = fv.cap = 0;
-        bv.p = NULL; bv.n = bv.cap = 0;
-        dr.p = NULL; dr.n = dr.cap = 0;
-        nr.p = NULL; nr.n = nr.cap = 0;
-        for (size_t f = 0; f < tl->n_failures; f++) {
-            const struct gw_sim_failure *fl = &tl->failures[f];
-            int on = p->fail_nodes[f] ? p->fail_nodes[f][i] : fl->node == i;
-            if (!on) continue;
-            struct gw_sim_ival *e = vec_push(&fv);
+        pv[4 * i].elem = pv[4 * i + 1].elem = sizeof(struct gw_sim_ival);
+        pv[4 * i + 2].elem = pv[4 * i + 3].elem = sizeof(int64_t);
+    }
+    for (size_t f = 0; f < tl->n_failures; f++) {
+        const struct gw_sim_failure *fl = &tl->failures[f];
+        const uint8_t *shown = p->fail_nodes[f];
+        for (uint32_t i = shown ? 0 : fl->node; i < (shown ? n : fl->node + 1); i++) {
+            if (shown && !shown[i]) continue;
+            struct gw_sim_ival *e = vec_push(&pv[4 * i]);
             if (!e) goto fail;
             e->t_start = fl->t_precursor_start != GW_SIM_NO_TIME ? fl->t_precursor_start : fl->t_fault;
             e->t_end = fl->t_recovered;
             e->idx = (uint32_t)f;
         }
-        for (size_t k = 0; k < tl->n_baits; k++) {
-            const struct gw_sim_bait *bt = &tl->baits[k];
-            if (bt->node != i) continue;
-            struct gw_sim_ival *e = vec_push(&bv);
-            if (!e) goto fail;
-            e->t_start = bt->t_start;
-            e->t_end = bt->t_end;
-            e->idx = (uint32_t)k;
-            if (bt->kind == GW_SIM_BAIT_EXPORTER_RESTART) {
-                int64_t *tp = vec_push(bt->job == 0 ? &dr : &nr);
-                if (!tp) goto fail;
-                *tp = bt->t_start;
-            }
+    }
+    for (size_t k = 0; k < tl->n_baits; k++) {
+        const struct gw_sim_bait *bt = &tl->baits[k];
+        struct gw_sim_ival *e = vec_push(&pv[4 * bt->node + 1]);
+        if (!e) goto fail;
+        e->t_start = bt->t_start;
+        e->t_end = bt->t_end;
+        e->idx = (uint32_t)k;
+        if (bt->kind == GW_SIM_BAIT_EXPORTER_RESTART) {
+            int64_t *tp = vec_push(&pv[4 * bt->node + (bt->job == 0 ? 2 : 3)]);
+            if (!tp) goto fail;
+            *tp = bt->t_start;
         }
+    }
+    for (uint32_t i = 0; i < n; i++) {
         struct gw_sim_node_idx *x = &p->nodes[i];
-        ival_finish(fv.p, fv.n);
-        ival_finish(bv.p, bv.n);
-        x->fails = fv.p; x->n_fails = fv.n; fv.p = NULL;
-        x->baits = bv.p; x->n_baits = bv.n; bv.p = NULL;
-        x->dcgm_restarts = dr.p; x->n_dcgm_restarts = dr.n; dr.p = NULL;
-        x->node_restarts = nr.p; x->n_node_restarts = nr.n; nr.p = NULL;
+        ival_finish(pv[4 * i].p, pv[4 * i].n);
+        ival_finish(pv[4 * i + 1].p, pv[4 * i + 1].n);
+        x->fails = pv[4 * i].p; x->n_fails = pv[4 * i].n; pv[4 * i].p = NULL;
+        x->baits = pv[4 * i + 1].p; x->n_baits = pv[4 * i + 1].n; pv[4 * i + 1].p = NULL;
+        x->dcgm_restarts = pv[4 * i + 2].p; x->n_dcgm_restarts = pv[4 * i + 2].n; pv[4 * i + 2].p = NULL;
+        x->node_restarts = pv[4 * i + 3].p; x->n_node_restarts = pv[4 * i + 3].n; pv[4 * i + 3].p = NULL;
     }
     rc = GW_OK;
     goto out;
 fail:
     rc = GW_ENOMEM;
 out:
-    free(v.p); free(fv.p); free(bv.p); free(dr.p); free(nr.p);
-    free(ck_first); free(ck_count);
+    if (pv)
+        for (size_t i = 0; i < (size_t)n * 4; i++) free(pv[i].p);
+    free(pv);
     return rc;
 }
 
@@ -1083,12 +1053,13 @@ done:
 }
 
 /* ----------------------------------------------------------- node state */
-/* Index of the last entry with t_start <= t in a sorted array, or -1. */
-#define LAST_LE(arr, n, field, t, out) do {                         \
+/* Index of the last entry whose key is <= t in a sorted array of n, or -1;
+ * key is an expression of mid_ (the probed index). */
+#define LAST_LE(n, key, t, out) do {                                \
         size_t lo_ = 0, hi_ = (n);                                  \
         while (lo_ < hi_) {                                         \
             size_t mid_ = lo_ + (hi_ - lo_) / 2;                    \
-            if ((arr)[mid_] field <= (t)) lo_ = mid_ + 1; else hi_ = mid_; \
+            if ((key) <= (t)) lo_ = mid_ + 1; else hi_ = mid_;      \
         }                                                           \
         (out) = (ptrdiff_t)lo_ - 1;                                 \
     } while (0)
@@ -1096,7 +1067,7 @@ done:
 static size_t count_le(const int64_t *a, size_t n, int64_t t)
 {
     ptrdiff_t k;
-    LAST_LE(a, n, + 0, t, k);
+    LAST_LE(n, a[mid_], t, k);
     return (size_t)(k + 1);
 }
 
@@ -1105,7 +1076,7 @@ static uint32_t stab(const struct gw_sim_ival *v, size_t n, int64_t t, uint32_t 
                      uint32_t max, uint32_t *all, uint32_t all_max)
 {
     ptrdiff_t k;
-    LAST_LE(v, n, .t_start, t, k);
+    LAST_LE(n, v[mid_].t_start, t, k);
     uint32_t m = 0;
     for (ptrdiff_t i = k; i >= 0 && v[i].max_end > t; i--) {
         if (v[i].t_end <= t) continue;
@@ -1136,19 +1107,46 @@ int gw_sim_node_state_at(const struct gw_sim_timeline *tl, uint32_t node, int64_
     memset(st, 0, sizeof *st);
     const int64_t t0 = tl->cfg.start_ms, t1 = t0 + tl->cfg.duration_ms;
 
+    /* phase: the node's last session starting at or before t, then the
+     * global checkpoint list (sessions and checkpoints never overlap) */
     ptrdiff_t k;
-    LAST_LE(x->segs, x->n_segs, .t_start, t, k);
-    if (k < 0) k = 0;
-    const struct gw_sim_seg *g = &x->segs[k];
-    st->phase = (enum gw_sim_phase)g->phase;
-    st->session = g->session;
-    st->checkpoint = g->checkpoint;
-    /* the open-ended idle segments before the first and after the last
-     * session are reported clamped to the simulated window */
-    st->phase_start = g->t_start < t0 ? t0 : g->t_start;
-    st->phase_end = g->t_end > t1 ? t1 : g->t_end;
-    if (g->checkpoint >= 0 && t >= g->t_start && t < g->t_end) {
-        uint32_t ci = (uint32_t)g->checkpoint;
+    LAST_LE(x->n_sess, tl->sessions[x->sess[mid_]].t_start, t, k);
+    const struct gw_sim_session *s = k >= 0 ? &tl->sessions[x->sess[k]] : NULL;
+    st->checkpoint = -1;
+    if (s && t < s->t_end) {
+        st->session = (int32_t)x->sess[k];
+        if (t < s->t_steady) {
+            st->phase = GW_SIM_PHASE_STARTUP;
+            st->phase_start = s->t_start;
+            st->phase_end = s->t_steady < s->t_end ? s->t_steady : s->t_end;
+        } else {
+            ptrdiff_t c;
+            LAST_LE(tl->n_checkpoints, tl->checkpoints[mid_].t_start, t, c);
+            const struct gw_sim_checkpoint *ck =
+                c >= 0 && tl->checkpoints[c].session == (uint32_t)st->session ? &tl->checkpoints[c] : NULL;
+            if (ck && t < ck->t_end) {
+                st->phase = ck->phase == GW_SIM_CKPT_SAVE ? GW_SIM_PHASE_SAVE : GW_SIM_PHASE_LOAD;
+                st->phase_start = ck->t_start;
+                st->phase_end = ck->t_end;
+                st->checkpoint = (int32_t)c;
+            } else {
+                st->phase = GW_SIM_PHASE_TRAIN;
+                st->phase_start = ck ? ck->t_end : s->t_steady;
+                size_t nx = (size_t)(c + 1);
+                st->phase_end = nx < tl->n_checkpoints && tl->checkpoints[nx].session == (uint32_t)st->session
+                                    ? tl->checkpoints[nx].t_start : s->t_end;
+            }
+        }
+    } else {
+        st->phase = GW_SIM_PHASE_IDLE;
+        st->session = -1;
+        st->phase_start = s ? s->t_end : t0;
+        st->phase_end = (size_t)(k + 1) < x->n_sess ? tl->sessions[x->sess[k + 1]].t_start : t1;
+        if (st->phase_start < t0) st->phase_start = t0;
+        if (st->phase_end > t1) st->phase_end = t1;
+    }
+    if (st->checkpoint >= 0) {
+        uint32_t ci = (uint32_t)st->checkpoint;
         const struct gw_sim_checkpoint *ck = &tl->checkpoints[ci];
         double per_node = p->ckpt_members[ci]
                               ? p->ckpt_avg_bps[ci] / (double)p->ckpt_members[ci] : 0;

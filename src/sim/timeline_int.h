@@ -102,13 +102,6 @@ static inline double gw_sim_hash_unit(uint64_t a, uint64_t b)
 #define GW_SIM_SAVE_TAIL 0.65
 
 /* ------------------------------------------------------------- indexes */
-/* One phase segment of one node: [t_start, t_end). */
-struct gw_sim_seg {
-    int64_t t_start, t_end;
-    int32_t session, checkpoint;
-    uint8_t phase;                  /* enum gw_sim_phase */
-};
-
 /* An interval index entry: event idx active on [t_start, t_end);
  * max_end is the running maximum of t_end up to this entry (stabbing
  * queries walk back only while max_end > t). */
@@ -118,7 +111,7 @@ struct gw_sim_ival {
 };
 
 struct gw_sim_node_idx {
-    struct gw_sim_seg *segs; size_t n_segs;
+    uint32_t *sess; size_t n_sess;                    /* sessions it takes part in, in order */
     struct gw_sim_ival *fails; size_t n_fails;
     struct gw_sim_ival *baits; size_t n_baits;
     int64_t *dcgm_restarts; size_t n_dcgm_restarts;   /* sorted restart times */
