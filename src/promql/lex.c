@@ -1173,3 +1173,17 @@ int pq_is_label_name(const char *s, size_t len)
     }
     return 1;
 }
+
+int pq_is_valid_utf8_label(const char *s, size_t len)
+{
+    if (len == 0)
+        return 0;
+    for (size_t i = 0; i < len;) {
+        size_t w;
+        int32_t r = decode_rune(s, len, i, &w);
+        if (r == RUNE_ERROR && w == 1)
+            return 0;
+        i += w;
+    }
+    return 1;
+}

@@ -484,17 +484,24 @@ static int parse_grouping(struct parser *p, char ***out, size_t *n_out)
     while (cur(p)->type != PQ_T_RPAREN) {
         const struct pq_token *t = cur(p);
         char *name;
+        size_t l = t->len;
         if (is_maybe_label(t->type)) {
-            if (!pq_is_label_name(p->q + t->pos, t->len)) {
-                unexpected(p, "grouping opts", "label");
-                return 0;
-            }
             name = arena_strndup(p, p->q + t->pos, t->len);
         } else if (t->type == PQ_T_STRING) {
-            size_t l;
             name = tok_string(p, t, &l);
         } else {
             unexpected(p, "grouping opts", "label");
+            return 0;
+        }
+        if (name != NULL && !pq_is_valid_utf8_label(name, l)) {
+            struct gw_buf qb;
+            gw_buf_init(&qb, 512);
+            if (pq_quote(&qb, name, l, 64) == GW_OK)
+                perr(p, t->pos, "invalid label name for grouping: %.*s", (int)qb.len,
+                     (const char *)qb.data);
+            else
+                oom(p);
+            gw_buf_free(&qb);
             return 0;
         }
         if (name == NULL || !push_ptr(p, &labels, &n, &cap, name))
@@ -671,8 +678,6 @@ static struct gw_pq_node *parse_bracket(struct parser *p, struct gw_pq_node *e)
     int64_t range;
     if (!tok_duration_ms(p, t, &range))
         return NULL;
-    if (range <= 0)
-        return perr(p, t->pos, "duration must be greater than 0"), NULL;
     adv(p);
     if (cur(p)->type == PQ_T_RBRACKET) {
         uint32_t end = cur(p)->pos + 1;
@@ -700,8 +705,6 @@ static struct gw_pq_node *parse_bracket(struct parser *p, struct gw_pq_node *e)
     if (t->type == PQ_T_NUMBER || t->type == PQ_T_DURATION) {
         if (!tok_duration_ms(p, t, &step))
             return NULL;
-        if (step <= 0)
-            return perr(p, t->pos, "duration must be greater than 0"), NULL;
         adv(p);
         if (cur(p)->type != PQ_T_RBRACKET)
             return unexpected(p, "subquery selector", "\"]\"");
@@ -1007,8 +1010,17 @@ static void check_selector(struct parser *p, struct gw_pq_node *n)
     if (n->u.sel.name != NULL) {
         for (size_t k = 1; k < nm; k++) {
             if (strcmp(ms[k].name, "__name__") == 0) {
-                perr(p, n->pos, "metric name must not be set twice: \"%s\" or \"%s\"",
-                     n->u.sel.name, ms[k].value);
+                struct gw_buf qa, qv;
+                gw_buf_init(&qa, 512);
+                gw_buf_init(&qv, 512);
+                if (pq_quote(&qa, n->u.sel.name, strlen(n->u.sel.name), 64) == GW_OK &&
+                    pq_quote(&qv, ms[k].value, ms[k].value_len, 64) == GW_OK)
+                    perr(p, n->pos, "metric name must not be set twice: %.*s or %.*s",
+                         (int)qa.len, (const char *)qa.data, (int)qv.len, (const char *)qv.data);
+                else
+                    oom(p);
+                gw_buf_free(&qa);
+                gw_buf_free(&qv);
                 return;
             }
         }

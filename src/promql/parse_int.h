@@ -89,4 +89,8 @@ int pq_format_float(struct gw_buf *b, double v);
 /* 1 if s is a valid legacy label name [a-zA-Z_][a-zA-Z0-9_]*. */
 int pq_is_label_name(const char *s, size_t len);
 
+/* 1 if s is a label name Prometheus 3 accepts (UTF-8 names): non-empty,
+ * valid UTF-8. */
+int pq_is_valid_utf8_label(const char *s, size_t len);
+
 #endif /* GW_PROMQL_PARSE_INT_H */
