@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 DATA       ?= ./data
 LISTEN     ?= 127.0.0.1:9201
 
-.PHONY: all deps build test test-unit test-asan test-tsan run bench clean
+.PHONY: all deps build test test-unit test-asan test-tsan run bench bench-query clean
 
 all: build
 
@@ -49,6 +49,9 @@ run: deps build
 
 bench: deps build
 	bash bench/run_ingest_bench.sh $(BUILD)
+
+bench-query: deps build
+	bash bench/run_query_bench.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN)
