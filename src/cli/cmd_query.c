@@ -133,17 +133,20 @@ static void fmt_time(double sec, char *out, size_t cap)
     time_t t = (time_t)floor(sec);
     int ms = (int)llround((sec - floor(sec)) * 1000.0);
     struct tm tm;
+    char base[32];
     if (ms >= 1000) {
         t++;
         ms -= 1000;
     }
+    if (ms < 0)
+        ms = 0;
     gmtime_r(&t, &tm);
+    if (strftime(base, sizeof base, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+        base[0] = '\0';
     if (ms)
-        snprintf(out, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                 tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+        snprintf(out, cap, "%s.%03dZ", base, ms % 1000);
     else
-        snprintf(out, cap, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                 tm.tm_hour, tm.tm_min, tm.tm_sec);
+        snprintf(out, cap, "%sZ", base);
 }
 
 /* ------------------------------------------------------------ HTTP client */
@@ -562,7 +565,7 @@ static int print_table(const char *body, size_t len)
     struct jdoc d;
     const struct jnode *root, *data, *rtype, *result, *warn;
     struct gw_buf name;
-    char ts[48];
+    char ts[64];
     int rc = 1;
     long r;
     memset(&d, 0, sizeof d);
