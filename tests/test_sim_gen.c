@@ -482,23 +482,54 @@ static void test_sim_gen_xid_latch(void **state)
 
 /* ----------------------------------------------------------- ranges */
 
-static double metric_value(const struct gw_sim_gen *g, const struct gw_sim_scrape *s, const char *metric,
-                           int gpu, const char *lname, const char *lval)
+enum { C_OTHER = 0, C_UTIL, C_POWER, C_TEMP, C_FB, C_CLK, C_WQ, C_WR, C_BL, C_SENDS, C_SLOTS, C_N };
+
+/* Per-series class and GPU, computed once per series id. */
+struct cache {
+    int8_t *cls, *gpu;
+    size_t cap;
+};
+
+static int classify(const struct gw_sim_gen *g, struct cache *c, uint32_t id, int *gpu)
 {
-    char buf[64];
-    for (size_t i = 0; i < s->n; i++) {
-        if (strcmp(gw_sim_gen_series_metric(g, s->series[i]), metric) != 0)
-            continue;
-        if (gpu >= 0 && label_int(g, s->series[i], "gpu") != gpu)
-            continue;
-        if (lname) {
-            label_of(g, s->series[i], lname, buf, sizeof buf);
-            if (strcmp(buf, lval) != 0)
-                continue;
-        }
-        return s->v[i];
+    if (id >= c->cap) {
+        size_t n = gw_sim_gen_series_count(g);
+        c->cls = realloc(c->cls, n);
+        c->gpu = realloc(c->gpu, n);
+        assert_non_null(c->cls);
+        assert_non_null(c->gpu);
+        memset(c->cls + c->cap, -1, n - c->cap);
+        c->cap = n;
     }
-    return -1;
+    if (c->cls[id] < 0) {
+        static const char *const names[] = {
+            NULL, "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP",
+            "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_SM_CLOCK",
+            "node_mountstats_nfs_operations_queue_time_seconds_total",
+            "node_mountstats_nfs_operations_request_time_seconds_total",
+            "node_mountstats_nfs_transport_backlog_queue_total",
+            "node_mountstats_nfs_transport_sends_total",
+            "node_mountstats_nfs_transport_maximum_rpc_slots"};
+        const char *m = gw_sim_gen_series_metric(g, id);
+        char buf[32];
+        int k = C_OTHER;
+        for (int i = 1; i < C_N; i++)
+            if (strcmp(m, names[i]) == 0)
+                k = i;
+        if (k == C_WQ || k == C_WR) {
+            label_of(g, id, "operation", buf, sizeof buf);
+            if (strcmp(buf, "WRITE") != 0)
+                k = C_OTHER;
+        } else if (k >= C_BL) {
+            label_of(g, id, "transport", buf, sizeof buf);
+            if (strcmp(buf, "0") != 0)
+                k = C_OTHER;
+        }
+        c->cls[id] = (int8_t)k;
+        c->gpu[id] = (int8_t)label_int(g, id, "gpu");
+    }
+    *gpu = c->gpu[id];
+    return c->cls[id];
 }
 
 static void test_sim_gen_value_ranges(void **state)
@@ -508,21 +539,25 @@ static void test_sim_gen_value_ranges(void **state)
     struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
     struct gw_sim_scrape s;
     struct gw_error err = {0};
+    struct cache cc = {0};
     size_t n_train = 0, n_idle = 0, n_save = 0, n_load = 0;
-    double prev_q[64] = {0}, prev_r[64] = {0}, prev_bl[64] = {0}, prev_se[64] = {0};
+    double prev[64][C_N];
     int have_prev[64] = {0};
     size_t sat_checked = 0;
     while (gw_sim_gen_next(g, &s, &err) == 1) {
         struct gw_sim_node_state st;
         assert_int_equal(gw_sim_node_state_at(tl, s.node, s.t, &st), GW_OK);
         int quiet = st.n_failures == 0 && st.n_baits == 0;
+        double v[GW_SIM_MAX_GPUS][C_N];
+        for (size_t i = 0; i < s.n; i++) {
+            int gpu, k = classify(g, &cc, s.series[i], &gpu);
+            if (k != C_OTHER)
+                v[gpu < 0 ? 0 : gpu][k] = s.v[i];
+        }
         if (s.job == GW_SIM_JOB_DCGM && quiet && st.dcgm_up) {
-            for (int gpu = 0; gpu < 8; gpu++) {
-                double u = metric_value(g, &s, "DCGM_FI_DEV_GPU_UTIL", gpu, NULL, NULL);
-                double p = metric_value(g, &s, "DCGM_FI_DEV_POWER_USAGE", gpu, NULL, NULL);
-                double tc = metric_value(g, &s, "DCGM_FI_DEV_GPU_TEMP", gpu, NULL, NULL);
-                double fb = metric_value(g, &s, "DCGM_FI_DEV_FB_USED", gpu, NULL, NULL);
-                double clk = metric_value(g, &s, "DCGM_FI_DEV_SM_CLOCK", gpu, NULL, NULL);
+            for (uint32_t gpu = 0; gpu < tl->cfg.gpus; gpu++) {
+                double u = v[gpu][C_UTIL], p = v[gpu][C_POWER], tc = v[gpu][C_TEMP];
+                double fb = v[gpu][C_FB], clk = v[gpu][C_CLK];
                 assert_true(tc == (double)(int64_t)tc);                  /* integer temps */
                 assert_true(fabs(p * 1000.0 - (double)llround(p * 1000.0)) < 1e-6);   /* 3 decimals */
                 if (st.phase == GW_SIM_PHASE_TRAIN) {
@@ -546,26 +581,18 @@ static void test_sim_gen_value_ranges(void **state)
             }
         }
         if (s.job == GW_SIM_JOB_NODE && s.node < 64) {
-            double q = metric_value(g, &s, "node_mountstats_nfs_operations_queue_time_seconds_total", -1, "operation", "WRITE");
-            double r = metric_value(g, &s, "node_mountstats_nfs_operations_request_time_seconds_total", -1, "operation", "WRITE");
-            double bl = metric_value(g, &s, "node_mountstats_nfs_transport_backlog_queue_total", -1, "transport", "0");
-            double se = metric_value(g, &s, "node_mountstats_nfs_transport_sends_total", -1, "transport", "0");
-            double slots = metric_value(g, &s, "node_mountstats_nfs_transport_maximum_rpc_slots", -1, "transport", "0");
-            double intr = metric_value(g, &s, "node_intr_total", -1, NULL, NULL);
-            (void)intr;
+            double *pv = prev[s.node], *cv = v[0];
             if (have_prev[s.node] && st.phase == GW_SIM_PHASE_SAVE && st.nfs_write_bps > 1e8 && quiet) {
-                double dq = q - prev_q[s.node], dr = r - prev_r[s.node];
-                if (dr > 1.0 && se - prev_se[s.node] > 100) {
-                    assert_true(dq / dr >= 0.88);
-                    assert_true((bl - prev_bl[s.node]) / (se - prev_se[s.node]) > 1.0);
-                    assert_true(slots == 128);
+                double dq = cv[C_WQ] - pv[C_WQ], dr = cv[C_WR] - pv[C_WR];
+                double dse = cv[C_SENDS] - pv[C_SENDS];
+                if (dr > 1.0 && dse > 100) {
+                    assert_true(dq / dr >= 0.88);                        /* queue share */
+                    assert_true((cv[C_BL] - pv[C_BL]) / dse > 1.0);      /* backlog per send */
+                    assert_true(cv[C_SLOTS] == 128);
                     sat_checked++;
                 }
             }
-            prev_q[s.node] = q;
-            prev_r[s.node] = r;
-            prev_bl[s.node] = bl;
-            prev_se[s.node] = se;
+            memcpy(pv, cv, sizeof(double) * C_N);
             have_prev[s.node] = 1;
         }
     }
@@ -574,6 +601,8 @@ static void test_sim_gen_value_ranges(void **state)
     assert_true(n_save > 10);
     assert_true(sat_checked > 3);
     (void)n_load;
+    free(cc.cls);
+    free(cc.gpu);
     gw_sim_gen_close(g);
     gw_sim_timeline_free(tl);
 }
@@ -611,9 +640,17 @@ static void test_sim_gen_filter(void **state)
         for (size_t j = 0; j < b.n; j++) {
             const char *m = gw_sim_gen_series_metric(few, b.series[j]);
             assert_true(strcmp(m, "DCGM_FI_DEV_GPU_UTIL") == 0 || strcmp(m, "up") == 0);
-            int gpu = label_int(few, b.series[j], "gpu");
-            double v = metric_value(all, &a, m, gpu, NULL, NULL);
-            assert_true(v == b.v[j]);   /* same values as without the filter */
+            size_t bl, al;
+            const uint8_t *bb = gw_sim_gen_series_labels(few, b.series[j], &bl);
+            int found = 0;
+            for (size_t i = 0; i < a.n && !found; i++) {
+                const uint8_t *ab = gw_sim_gen_series_labels(all, a.series[i], &al);
+                if (al == bl && memcmp(ab, bb, bl) == 0) {
+                    assert_true(a.v[i] == b.v[j]);   /* same values as without the filter */
+                    found = 1;
+                }
+            }
+            assert_true(found);
             compared++;
         }
     }
