@@ -322,7 +322,8 @@ static int vector_match(struct pq_ctx *ctx, const struct gw_pq_node *n, const st
                 continue;
             size_t s = oid[k];
             if (ostamp[s] == i + 1) {
-                char ml[96], a[96], d[96];
+                /* label sets shortened so the whole message fits the error buffer */
+                char ml[40], a[48], d[48];
                 pq_lab_format(osig[k], osl[k], ml, sizeof(ml));
                 pq_lab_format(O->vs[k].lab, O->vs[k].llen, a, sizeof(a));
                 pq_lab_format(O->vs[one[s]].lab, O->vs[one[s]].llen, d, sizeof(d));
