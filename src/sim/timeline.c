@@ -46,7 +46,7 @@
 #define COLLECTIVE_PER_DAY 1.2         /* independent job-level bursts in training */
 #define COLLECTIVE_AT_KILL_PROB 0.5    /* XID 45 teardown burst when a session dies */
 #define AUTO_RETRY_PROB 0.5
-#define MAX_RETRIES 6
+#define MAX_RETRIES 5
 #define RETRY_START_OK_PROB 0.08
 #define EXCLUDE_FIRST_PROB 0.4
 #define EXCLUDE_REPEAT_PROB 0.9
@@ -238,10 +238,10 @@ static void shape_hw_failure(struct bld *b, struct gw_sim_failure *f, uint32_t p
         f->cls = GW_SIM_MEMORY;
         double m = gw_sim_rng_unit(r);
         int silent = 0;
-        if (m < 0.30) { f->xid = 95; f->action = GW_SIM_ACT_RESET_GPU; }
-        else if (m < 0.55) { f->xid = 94; f->action = GW_SIM_ACT_RESTART_APP; }
-        else if (m < 0.70) { f->xid = 48; f->action = GW_SIM_ACT_RESET_GPU; }
-        else if (m < 0.80) { f->xid = 64; f->action = GW_SIM_ACT_RESET_GPU; }
+        if (m < 0.28) { f->xid = 95; f->action = GW_SIM_ACT_RESET_GPU; }
+        else if (m < 0.50) { f->xid = 94; f->action = GW_SIM_ACT_RESTART_APP; }
+        else if (m < 0.65) { f->xid = 48; f->action = GW_SIM_ACT_RESET_GPU; }
+        else if (m < 0.75) { f->xid = 64; f->action = GW_SIM_ACT_RESET_GPU; }
         else { silent = 1; f->xid = 0; f->action = GW_SIM_ACT_DRAIN_NODE; }
         f->effect = silent ? GW_SIM_EFF_VANISH : GW_SIM_EFF_NONE;
         show_xid = !silent;
@@ -250,7 +250,7 @@ static void shape_hw_failure(struct bld *b, struct gw_sim_failure *f, uint32_t p
                 f->precursor = GW_SIM_PRE_REMAP_RAMP;
                 f->t_precursor_start = t - (int64_t)(gw_sim_rng_uniform(r, 3.0, 30.0) * GW_SIM_DAY_MS);
             }
-        } else if (gw_sim_rng_chance(r, 0.225)) {
+        } else if (gw_sim_rng_chance(r, 0.2)) {
             double k = gw_sim_rng_unit(r);
             if (k < 0.4) {
                 f->precursor = GW_SIM_PRE_PENDING_REMAP;
@@ -273,7 +273,7 @@ static void shape_hw_failure(struct bld *b, struct gw_sim_failure *f, uint32_t p
         f->cls = GW_SIM_FELL_OFF_BUS;
         f->xid = 79;
         f->effect = gw_sim_rng_chance(r, 0.6) ? GW_SIM_EFF_VANISH : GW_SIM_EFF_SENTINEL;
-        show_xid = gw_sim_rng_chance(r, 0.4);
+        show_xid = gw_sim_rng_chance(r, 0.35);
         if (gw_sim_rng_chance(r, 0.15)) {
             f->precursor = GW_SIM_PRE_PCIE_REPLAY;
             f->t_precursor_start = t - gw_sim_rng_minutes(r, 2, 15);
@@ -290,7 +290,7 @@ static void shape_hw_failure(struct bld *b, struct gw_sim_failure *f, uint32_t p
         f->xid = gw_sim_rng_chance(r, 0.7) ? 119 : 120;
         f->action = GW_SIM_ACT_RESET_GPU;
         f->effect = GW_SIM_EFF_FROZEN;
-        show_xid = gw_sim_rng_chance(r, 0.5);
+        show_xid = gw_sim_rng_chance(r, 0.35);
         f->t_recovered = t + gw_sim_rng_minutes(r, 10, 30);
     } else if (u < 0.92) {                            /* fail-slow: throttling, no XID */
         f->cls = GW_SIM_FAIL_SLOW;
@@ -570,7 +570,7 @@ static int gen_sessions(struct bld *b)
         if (start_fail) {
             planned = t + (int64_t)((double)(t_steady - t) * gw_sim_rng_uniform(r, 0.4, 0.95));
         } else {
-            double hours = 1.0 + gw_sim_rng_exp(r, 11.0);
+            double hours = 1.0 + gw_sim_rng_exp(r, 12.0);
             if (hours > 72.0) hours = 72.0;
             planned = t_steady + (int64_t)(hours * GW_SIM_HOUR_MS);
         }
@@ -647,7 +647,7 @@ static int gen_sessions(struct bld *b)
         /* what comes next */
         if (killer < 0 && !start_fail) {              /* completed: next job after a gap */
             retrying = 0;
-            t = end + gw_sim_rng_minutes(r, 5, 120);
+            t = end + gw_sim_rng_minutes(r, 5, 90);
             continue;
         }
         int in_episode = retrying && !reached;
