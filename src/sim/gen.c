@@ -655,7 +655,7 @@ static size_t emit_dcgm(struct gw_sim_gen *g, uint32_t node, struct gw_sim_targe
         case F_FB_FREE: x = FB_TOTAL_MIB - FB_RESERVED_MIB - c->fb_used; break;
         case F_FB_USED: x = c->fb_used; break;
         case F_FB_RESERVED: x = FB_RESERVED_MIB; break;
-        case F_NVLINK_BW_TOTAL: x = cnt(ac, c->nvl_bps * dt / 1024.0); break;
+        case F_NVLINK_BW_TOTAL: x = cnt(ac, c->nvl_bps * dt / 1048576.0); break;   /* MiB */
         case F_VGPU_LICENSE: x = SENT_INT; break;   /* bare metal: not supported */
         case F_UNCORR_REMAP: x = cnt(ac, c->inc_uncorr); break;
         case F_CORR_REMAP: x = cnt(ac, c->inc_corr); break;
@@ -1023,6 +1023,8 @@ static int scrape(struct gw_sim_gen *g, uint32_t node, int job, int64_t t, int64
          * silent pass over the uptime with an average training state */
         if (tg->last_t == INT64_MIN) {
             double up_s = (double)t / 1000.0 - g->rt[node].boot_time_s - dt;
+            if (up_s > 2 * 86400.0)
+                up_s = 2 * 86400.0;   /* keeps long runs' byte counters below 1e15 */
             if (up_s > 0 && (rc = history(g, node, job, tg, t, up_s, err)) != GW_OK)
                 return rc;
         }
