@@ -1667,6 +1667,24 @@ static void test_promql_eval_sample_limit(void **state)
     gw_pq_result_free(&res);
     gw_pq_expr_free(e);
     free_src(m);
+
+    /* few samples, but step matrices far beyond what max_samples allows */
+    m = many_series(100);
+    src.ud = m;
+    assert_int_equal(gw_pq_parse("m + 1", 5, NULL, &e, &err), GW_OK);
+    o.max_samples = 1000;
+    gw_error_clear(&err);
+    assert_int_equal(gw_pq_eval_range(&src, e, 0, 11000 * 1000LL, 1000, &o, &res, &err),
+                     GW_ELIMIT);
+    assert_non_null(strstr(err.msg, "too many samples"));
+    o.max_samples = 0; /* default */
+    assert_int_equal(gw_pq_eval_range(&src, e, 0, 11000 * 1000LL, 1000, &o, &res, &err), GW_OK);
+    assert_int_equal(res.n_series, 100);
+    /* lookback 5 min: the last sample at 9 s is seen until 309 s */
+    assert_int_equal(res.series[0].n, 309);
+    gw_pq_result_free(&res);
+    gw_pq_expr_free(e);
+    free_src(m);
 }
 
 static void test_promql_eval_resolution_limit(void **state)

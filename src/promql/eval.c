@@ -61,11 +61,23 @@ int pq_nomem(struct pq_ctx *ctx)
     return gw_error_set(ctx->err, GW_ENOMEM, "out of memory evaluating the query");
 }
 
+/* An allocation failure past the scratch ceiling is the query's fault (too
+ * much intermediate data), anything else the machine's. */
+static void alloc_failed(struct pq_ctx *ctx, size_t n)
+{
+    if (ctx->a.max_bytes && (n > ctx->a.max_bytes || ctx->a.used_total > ctx->a.max_bytes - n)) {
+        ctx->over_limit = 1;
+        gw_error_set(ctx->err, GW_ELIMIT, TOO_MANY_SAMPLES);
+    }
+    else
+        pq_nomem(ctx);
+}
+
 void *pq_alloc(struct pq_ctx *ctx, size_t n)
 {
     void *p = gw_arena_alloc(&ctx->a, n ? n : 1);
     if (!p)
-        pq_nomem(ctx);
+        alloc_failed(ctx, n);
     return p;
 }
 
@@ -73,7 +85,7 @@ void *pq_calloc(struct pq_ctx *ctx, size_t n, size_t size)
 {
     void *p = gw_arena_calloc(&ctx->a, n ? n : 1, size ? size : 1);
     if (!p)
-        pq_nomem(ctx);
+        alloc_failed(ctx, n && size && n <= SIZE_MAX / size ? n * size : SIZE_MAX);
     return p;
 }
 
@@ -1085,7 +1097,10 @@ static int run(const struct gw_pq_source *src, const struct gw_pq_expr *e, int64
     }
     memset(res, 0, sizeof(*res));
     gw_arena_init(&res->arena, 64 * 1024, 0);
-    gw_arena_init(&ctx.a, SCRATCH_BLOCK, 0);
+    /* intermediate step matrices are bounded like samples: 32 bytes per
+     * allowed sample (a value, its presence bit and bookkeeping, twice) */
+    size_t ceiling = ctx.o.max_samples > SIZE_MAX / 32 ? SIZE_MAX : (size_t)ctx.o.max_samples * 32;
+    gw_arena_init(&ctx.a, SCRATCH_BLOCK, ceiling < SCRATCH_BLOCK * 4 ? SCRATCH_BLOCK * 4 : ceiling);
     struct pq_grid g = { start, step, (size_t)((end - start) / step) + 1 };
     struct pq_val v;
     int rc = pq_eval(&ctx, e->root, &g, &v);
@@ -1094,6 +1109,8 @@ static int run(const struct gw_pq_source *src, const struct gw_pq_expr *e, int64
     if (!rc)
         rc = build_result(&ctx, &v, &g, instant, res);
     gw_arena_free(&ctx.a);
+    if (rc == GW_ENOMEM && ctx.over_limit)
+        rc = GW_ELIMIT;
     if (rc) {
         if (err && err->code == GW_OK)
             gw_error_set(err, rc, "%s", gw_strerror(rc));

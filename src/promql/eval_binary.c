@@ -307,6 +307,12 @@ static int vector_match(struct pq_ctx *ctx, const struct gw_pq_node *n, const st
     size_t *mstamp = pq_calloc(ctx, nsig, sizeof(size_t));    /* one-to-one: sig matched */
     if (!one || !ostamp || !mstamp)
         return GW_ENOMEM;
+    size_t *cur_o = pq_alloc(ctx, (M->nvs ? M->nvs : 1) * sizeof(size_t));
+    size_t *cur_out = pq_alloc(ctx, (M->nvs ? M->nvs : 1) * sizeof(size_t));
+    if (!cur_o || !cur_out)
+        return GW_ENOMEM;
+    for (size_t k = 0; k < M->nvs; k++)
+        cur_o[k] = SIZE_MAX;
     struct outs o = { 0 };
     size_t lcap = 16;
     size_t *lstamp = pq_calloc(ctx, lcap, sizeof(size_t));
@@ -360,15 +366,29 @@ static int vector_match(struct pq_ctx *ctx, const struct gw_pq_node *n, const st
                                         "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)");
                 mstamp[s] = i + 1;
             }
-            /* output series of the pair (k, ok) */
-            size_t key[2] = { k, ok }, idx;
-            int found;
-            uint8_t *kb = pq_alloc(ctx, sizeof(key));
-            if (!kb)
-                return GW_ENOMEM;
-            memcpy(kb, key, sizeof(key));
-            if ((rc = pq_itab_get(ctx, &pairs, kb, sizeof(key), 1, &idx, &found)))
-                return rc;
+            /* output series of the pair (k, ok); the pair rarely changes
+             * from one step to the next, so the last one is remembered */
+            size_t idx;
+            int found = 1;
+            if (cur_o[k] == ok) {
+                idx = cur_out[k];
+            } else {
+                size_t key[2] = { k, ok };
+                if ((rc = pq_itab_get(ctx, &pairs, (const uint8_t *)key, sizeof(key), 0, &idx,
+                                      &found)))
+                    return rc;
+                if (!found) {
+                    uint8_t *kb = pq_alloc(ctx, sizeof(key));
+                    if (!kb)
+                        return GW_ENOMEM;
+                    memcpy(kb, key, sizeof(key));
+                    if ((rc = pq_itab_get(ctx, &pairs, kb, sizeof(key), 1, &idx, &found)))
+                        return rc;
+                    found = 0;
+                }
+                cur_o[k] = ok;
+                cur_out[k] = idx;
+            }
             if (!found) {
                 size_t oi;
                 if ((rc = outs_add(ctx, &o, g, &oi)))

@@ -89,6 +89,7 @@ struct pq_ctx {
     uint64_t touched;
     int64_t deadline_ms;              /* monotonic clock */
     unsigned tick;
+    int over_limit;                   /* an allocation failed at the scratch ceiling */
     struct gw_error *err;
 };
 
