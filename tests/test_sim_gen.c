@@ -438,6 +438,70 @@ static void test_sim_gen_vanish_at_fault(void **state)
     gw_sim_timeline_free(tl);
 }
 
+static void test_sim_gen_sentinel_at_fault(void **state)
+{
+    (void)state;
+    size_t fi;
+    struct gw_sim_timeline *tl = build_with_failure(12 * HOUR, &fi);
+    const struct gw_sim_failure *f = inject(tl, fi, GW_SIM_FELL_OFF_BUS, GW_SIM_EFF_SENTINEL, 79, 3);
+    struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
+    struct gw_sim_scrape s;
+    struct gw_error err = {0};
+    size_t sent = 0, normal = 0;
+    int64_t t_end = f->t_recovered == GW_SIM_NO_TIME ? INT64_MAX : f->t_recovered;
+    while (gw_sim_gen_next(g, &s, &err) == 1) {
+        if (s.node != f->node || s.job != GW_SIM_JOB_DCGM)
+            continue;
+        for (size_t i = 0; i < s.n; i++) {
+            const char *m = gw_sim_gen_series_metric(g, s.series[i]);
+            if (strcmp(m, "DCGM_FI_DEV_GPU_TEMP") != 0 && strcmp(m, "DCGM_FI_DEV_POWER_USAGE") != 0)
+                continue;
+            int gpu = label_int(g, s.series[i], "gpu");
+            if (gpu == 3 && s.t >= f->t_fault && s.t < t_end) {
+                assert_true(s.v[i] > 1e14);   /* DCGM's not-supported sentinels */
+                sent++;
+            } else {
+                assert_true(s.v[i] < 2000);
+                normal++;
+            }
+        }
+    }
+    assert_true(sent > 10);
+    assert_true(normal > 100);
+    gw_sim_gen_close(g);
+    gw_sim_timeline_free(tl);
+}
+
+static void test_sim_gen_legacy_hostname(void **state)
+{
+    (void)state;
+    struct gw_sim_config c;
+    struct gw_error err = {0};
+    struct gw_sim_timeline *tl = NULL;
+    gw_sim_config_default(&c);
+    assert_int_equal(gw_sim_config_profile(&c, "smoke", &err), GW_OK);
+    c.start_ms = T0;
+    c.duration_ms = HOUR;
+    c.legacy_hostname = 1;
+    assert_int_equal(gw_sim_timeline_build(&c, &tl, &err), GW_OK);
+    struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
+    char a[64], b[64];
+    size_t dcgm = 0;
+    for (uint32_t id = 0; id < gw_sim_gen_series_count(g); id++) {
+        label_of(g, id, "job", a, sizeof a);
+        if (strcmp(a, "dcgm") != 0 || strncmp(gw_sim_gen_series_metric(g, id), "DCGM_", 5) != 0)
+            continue;
+        label_of(g, id, "Hostname", a, sizeof a);
+        label_of(g, id, "hostname", b, sizeof b);
+        assert_true(a[0] != 0);
+        assert_true(b[0] == 0);
+        dcgm++;
+    }
+    assert_true(dcgm > 1000);
+    gw_sim_gen_close(g);
+    gw_sim_timeline_free(tl);
+}
+
 static void test_sim_gen_xid_latch(void **state)
 {
     (void)state;
@@ -668,7 +732,9 @@ int main(void)
         cmocka_unit_test(test_sim_gen_counters_monotonic),
         cmocka_unit_test(test_sim_gen_deterministic),
         cmocka_unit_test(test_sim_gen_vanish_at_fault),
+        cmocka_unit_test(test_sim_gen_sentinel_at_fault),
         cmocka_unit_test(test_sim_gen_xid_latch),
+        cmocka_unit_test(test_sim_gen_legacy_hostname),
         cmocka_unit_test(test_sim_gen_value_ranges),
         cmocka_unit_test(test_sim_gen_filter),
     };
