@@ -629,8 +629,8 @@ static inline double cnt(double *acc, double inc)
 }
 
 static size_t emit_dcgm(struct gw_sim_gen *g, uint32_t node, struct gw_sim_target *tg,
-                        struct gctx_all *a, int64_t t, double dt, uint64_t rk, size_t n,
-                        struct gw_error *err, int *rcp)
+                        struct gctx_all *a, int64_t t, double dt, size_t n, struct gw_error *err,
+                        int *rcp)
 {
     uint32_t *ids = g->out_ids;
     double *v = g->out_v;
@@ -692,7 +692,6 @@ static size_t emit_dcgm(struct gw_sim_gen *g, uint32_t node, struct gw_sim_targe
         ids[n] = s;
         v[n++] = x;
     }
-    (void)rk;
     /* the XID gauge (one series per code) and the XID count window */
     for (uint32_t i = 0; i < g->cfg.gpus; i++) {
         struct gw_sim_gpu *gs = &g->rt[node].gpu[i];
@@ -964,7 +963,7 @@ static int history(struct gw_sim_gen *g, uint32_t node, int job, struct gw_sim_t
     if (job == GW_SIM_JOB_DCGM) {
         for (uint32_t i = 0; i < g->cfg.gpus; i++)
             gpu_base(g, node, i, &st, t, rk, &a.gpu[i]);
-        emit_dcgm(g, node, tg, &a, t, up_s, rk, 0, err, &rc);
+        emit_dcgm(g, node, tg, &a, t, up_s, 0, err, &rc);
     } else {
         double maxslots[GW_SIM_MAX_TRANSPORTS];
         memcpy(maxslots, g->rt[node].maxslots, sizeof(maxslots));
@@ -1079,7 +1078,7 @@ static int scrape(struct gw_sim_gen *g, uint32_t node, int job, int64_t t, int64
         }
         extra = a.n.scrape_extra;
         if (job == GW_SIM_JOB_DCGM) {
-            n = emit_dcgm(g, node, tg, &a, t, dt, rk, 0, err, &rc);
+            n = emit_dcgm(g, node, tg, &a, t, dt, 0, err, &rc);
             if (rc != GW_OK)
                 return rc;
         } else {
@@ -1102,7 +1101,6 @@ static int scrape(struct gw_sim_gen *g, uint32_t node, int job, int64_t t, int64
         }
     if (up)
         tg->started = 1;
-    tg->last_n = (uint32_t)n;
     return (int)n;
 }
 

@@ -237,7 +237,8 @@ extern const char *const gw_sim_ms_ops[GW_SIM_MS_OPS];
 enum { GW_SIM_OP_READ = 0, GW_SIM_OP_WRITE = 1, GW_SIM_OP_GETATTR = 2, GW_SIM_OP_COMMIT = 3,
        GW_SIM_OP_LOOKUP = 4, GW_SIM_OP_ACCESS = 5, GW_SIM_OP_OPEN = 6, GW_SIM_OP_CLOSE = 7 };
 
-/* NIC roles: index 0 lo, 1 management, then compute, then storage. */
+/* NIC roles: index 0 lo, 1 management, then cfg.compute_nics compute
+ * NICs (mlx5_0..), then cfg.storage_nics storage NICs. */
 enum gw_sim_nic_role { GW_SIM_NIC_LO, GW_SIM_NIC_MGMT, GW_SIM_NIC_COMPUTE, GW_SIM_NIC_STORAGE };
 
 /* One series. Static facts only; values live in gen.c's flat arrays. */
@@ -287,7 +288,6 @@ struct gw_sim_target {
     int64_t offset_ms;       /* fixed offset within the interval */
     int64_t last_t;          /* last computed scrape time, INT64_MIN before the first */
     uint32_t restarts;       /* exporter restarts already applied */
-    uint32_t last_n;         /* samples in the last emitted scrape */
     int started;             /* 1 after the first emitted scrape */
 };
 
@@ -298,7 +298,6 @@ struct gw_sim_node_rt {
     double maxslots[GW_SIM_MAX_TRANSPORTS];   /* transport high-water marks */
     double load1, load5, load15;
     int64_t mem_event_until;                  /* GETATTR/pgpgout burst end */
-    uint32_t nvlink_peer_down;                /* 1: NVLink peers flatline now */
 };
 
 struct gw_sim_gen {
