@@ -668,6 +668,24 @@ static void test_sim_timeline_smoke_profile(void **state)
     for (size_t i = 0; i < tl->n_failures; i++) seen[tl->failures[i].cls] = 1;
     for (int k = 0; k < GW_SIM_CLASS_COUNT_; k++)
         if (!seen[k]) fail_msg("class %s never drawn", gw_sim_class_name((enum gw_sim_class)k));
+    /* many events at once: the state lists at most GW_SIM_STATE_MAX_ACTIVE,
+     * every one of them active, in ascending order */
+    uint32_t most = 0;
+    for (int64_t tq = c.start_ms; tq < c.start_ms + c.duration_ms; tq += 10 * MIN_MS) {
+        for (uint32_t nd = 0; nd < c.nodes; nd++) {
+            struct gw_sim_node_state st;
+            assert_int_equal(gw_sim_node_state_at(tl, nd, tq, &st), GW_OK);
+            assert_true(st.n_failures <= GW_SIM_STATE_MAX_ACTIVE);
+            if (st.n_failures > most) most = st.n_failures;
+            for (uint32_t k = 0; k < st.n_failures; k++) {
+                const struct gw_sim_failure *f = &tl->failures[st.failures[k]];
+                int64_t from = f->t_precursor_start != GW_SIM_NO_TIME ? f->t_precursor_start : f->t_fault;
+                assert_true(from <= tq && tq < f->t_recovered);
+                if (k) assert_true(st.failures[k] > st.failures[k - 1]);
+            }
+        }
+    }
+    assert_true(most >= 2);
     gw_sim_timeline_free(tl);
 }
 

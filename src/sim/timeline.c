@@ -1071,7 +1071,9 @@ static size_t count_le(const int64_t *a, size_t n, int64_t t)
     return (size_t)(k + 1);
 }
 
-/* Collects active entries (t_start <= t < t_end) in ascending index order. */
+/* Collects active entries (t_start <= t < t_end) in ascending index order
+ * into all[] (up to all_max, for the up/down flags) and the last max of
+ * them into out[]; returns how many are in all[]. */
 static uint32_t stab(const struct gw_sim_ival *v, size_t n, int64_t t, uint32_t *out,
                      uint32_t max, uint32_t *all, uint32_t all_max)
 {
@@ -1090,8 +1092,10 @@ static uint32_t stab(const struct gw_sim_ival *v, size_t n, int64_t t, uint32_t 
         while (b > 0 && all[b - 1] > x) { all[b] = all[b - 1]; b--; }
         all[b] = x;
     }
+    /* over the cap, keep the most recent events (highest indexes): a new
+     * fault matters more to the series than an old long-running one */
     uint32_t w = m < max ? m : max;
-    memcpy(out, all, w * sizeof *out);
+    memcpy(out, all + (m - w), w * sizeof *out);
     return m;
 }
 
