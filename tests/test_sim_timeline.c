@@ -689,6 +689,58 @@ static void test_sim_timeline_smoke_profile(void **state)
     gw_sim_timeline_free(tl);
 }
 
+/* Small and unusual configurations build, answer node states and write
+ * their truth without tripping the sanitizers. */
+static void test_sim_timeline_edge_configs(void **state)
+{
+    (void)state;
+    struct {
+        uint32_t nodes, spares, gpus, span;
+        int64_t interval_ms, duration_ms;
+        double scale;
+    } cases[] = {
+        { 1, 0, 1, 1, 1000, 2 * 3600000LL, 100.0 },
+        { 2, 1, 16, 2, 15000, 3 * DAY_MS, 100.0 },
+        { 5, 0, 8, 999, 30000, 30 * DAY_MS, 20.0 },
+        { 63, 3, 8, 130, 15000, 2 * DAY_MS, 0.0 },
+        { 200, 20, 8, 300, 30000, 10 * DAY_MS, 5.0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        struct gw_sim_config c = paper(40 + i);
+        c.nodes = cases[i].nodes;
+        c.spare_nodes = cases[i].spares;
+        c.gpus = cases[i].gpus;
+        c.host_span = cases[i].span;
+        c.interval_ms = cases[i].interval_ms;
+        c.jitter_ms = 0;
+        c.duration_ms = cases[i].duration_ms;
+        c.failure_scale = cases[i].scale;
+        struct gw_sim_timeline *tl = build(&c);
+        for (size_t k = 0; k < tl->n_sessions; k++) {
+            const struct gw_sim_session *s = &tl->sessions[k];
+            assert_true(s->n_nodes >= 1 && s->n_nodes <= c.nodes);
+            if (s->failure >= 0) assert_int_equal(s->nodes[tl->failures[s->failure].node], 1);
+        }
+        for (size_t k = 0; k < tl->n_failures; k++) {
+            assert_true(tl->failures[k].node < c.nodes);
+            assert_true(tl->failures[k].gpu < (int32_t)c.gpus);
+        }
+        int64_t step = c.duration_ms / 500;
+        for (int64_t t = c.start_ms - step; t < c.start_ms + c.duration_ms + step; t += step) {
+            for (uint32_t nd = 0; nd < c.nodes; nd++) {
+                struct gw_sim_node_state st;
+                assert_int_equal(gw_sim_node_state_at(tl, nd, t, &st), GW_OK);
+                assert_true(st.phase_start <= st.phase_end);
+                assert_true(st.nfs_write_bps >= 0 && st.nfs_read_bps >= 0);
+            }
+        }
+        size_t len;
+        char *tb = truth_bytes(tl, &len);
+        free(tb);
+        gw_sim_timeline_free(tl);
+    }
+}
+
 static void test_sim_timeline_names(void **state)
 {
     (void)state;
@@ -761,6 +813,7 @@ int main(void)
         cmocka_unit_test(test_sim_timeline_node_state_consistency),
         cmocka_unit_test(test_sim_timeline_spares_and_overlap),
         cmocka_unit_test(test_sim_timeline_smoke_profile),
+        cmocka_unit_test(test_sim_timeline_edge_configs),
         cmocka_unit_test(test_sim_timeline_sweep_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

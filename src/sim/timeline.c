@@ -557,6 +557,11 @@ static int gen_sessions(struct bld *b)
                 }
             }
             for (uint32_t i = 0; i < n; i++) cnt += mem[i];
+            if (cnt == 0 && excluded >= 0) {          /* nobody left to run it: keep the suspect */
+                mem[excluded] = 1;
+                cnt = 1;
+                excl_here = -1;
+            }
         }
         int64_t t_steady = t + gw_sim_rng_minutes(r, 5, 10);
         int start_fail = 0;
