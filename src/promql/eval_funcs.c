@@ -320,22 +320,22 @@ struct lsort_ctx {
     size_t n;
     int desc;
 };
-static struct lsort_ctx lsort_arg;
 
-static int cmp_by_label(const void *pa, const void *pb)
+static int cmp_by_label(const void *pa, const void *pb, void *arg)
 {
     const struct sort_ent *x = pa, *y = pb;
-    for (size_t k = 0; k < lsort_arg.n; k++) {
-        const char *n = lsort_arg.names[k], *va = "", *vb = "";
-        size_t nl = strlen(n), la = 0, lb = 0;
-        gw_labels_get(x->lab, x->llen, n, nl, &va, &la);
-        gw_labels_get(y->lab, y->llen, n, nl, &vb, &lb);
-        int c = natcmp(va, la, vb, lb);
+    const struct lsort_ctx *la = arg;
+    for (size_t k = 0; k < la->n; k++) {
+        const char *n = la->names[k], *va = "", *vb = "";
+        size_t nl = strlen(n), lva = 0, lvb = 0;
+        gw_labels_get(x->lab, x->llen, n, nl, &va, &lva);
+        gw_labels_get(y->lab, y->llen, n, nl, &vb, &lvb);
+        int c = natcmp(va, lva, vb, lvb);
         if (c)
-            return lsort_arg.desc ? -c : c;
+            return la->desc ? -c : c;
     }
     int c = gw_labels_compare(x->lab, x->llen, y->lab, y->llen);
-    return lsort_arg.desc ? -c : c;
+    return la->desc ? -c : c;
 }
 
 static int eval_sort(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
@@ -380,10 +380,8 @@ static int eval_sort(struct pq_ctx *ctx, const struct gw_pq_node *n, const struc
                                     n->u.call.func->name);
             names[nn++] = a->u.str.s;
         }
-        lsort_arg.names = names;
-        lsort_arg.n = nn;
-        lsort_arg.desc = fid == GW_PQ_F_SORT_BY_LABEL_DESC;
-        qsort(e, m, sizeof(*e), cmp_by_label);
+        struct lsort_ctx la = { names, nn, fid == GW_PQ_F_SORT_BY_LABEL_DESC };
+        qsort_r(e, m, sizeof(*e), cmp_by_label, &la);
     }
     for (size_t k = 0; k < m; k++)
         tmp[k] = out->vs[e[k].idx];
