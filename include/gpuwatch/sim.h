@@ -48,7 +48,8 @@ struct gw_sim_config {
 /* Defaults = the paper profile with start = now - duration. */
 void gw_sim_config_default(struct gw_sim_config *c);
 /* Applies "smoke" (4 nodes incl. 1 spare, 1 day) or "paper" (63 nodes
- * incl. 3 spares, 55 days) over c's current values (keeps seed and start).
+ * incl. 3 spares, 55 days) over c's current values (keeps the seed and an
+ * explicitly set start; a default start stays "now - duration").
  * GW_EINVAL with a message naming the profile when unknown. */
 int gw_sim_config_profile(struct gw_sim_config *c, const char *name, struct gw_error *err);
 /* Checks ranges (nodes 1..GW_SIM_MAX_NODES, gpus 1..GW_SIM_MAX_GPUS,
@@ -216,7 +217,8 @@ struct gw_sim_node_state {
     uint32_t node_restarts;
     int dcgm_up, node_up;          /* 0: that target's scrape fails now */
 };
-/* O(log n) per call; calls with increasing t for one node are cheaper. */
+/* A few binary searches per call; read-only, so concurrent callers are
+ * safe. Above GW_SIM_STATE_MAX_ACTIVE active events the newest are kept. */
 int gw_sim_node_state_at(const struct gw_sim_timeline *tl, uint32_t node, int64_t t,
                          struct gw_sim_node_state *st);
 
