@@ -88,13 +88,12 @@ int gw_sim_gen_open(struct gw_sim_gen **out, const struct gw_sim_timeline *tl,
     if (!out || !tl)
         return gw_error_set(err, GW_EINVAL, "simulator: no timeline");
     const struct gw_sim_config *c = &tl->cfg;
-    if (c->nodes < 1 || c->nodes > GW_SIM_MAX_NODES || c->gpus < 1 || c->gpus > GW_SIM_MAX_GPUS ||
-        c->interval_ms < 1000 || c->duration_ms <= 0)
-        return gw_error_set(err, GW_EINVAL, "simulator: config out of range (nodes, gpus, interval or duration)");
+    int rc = gw_sim_config_check(c, err);
+    if (rc != GW_OK)
+        return rc;
     struct gw_sim_gen *g = calloc(1, sizeof(*g));
     if (!g)
         return gw_error_set(err, GW_ENOMEM, "simulator: out of memory");
-    int rc = GW_OK;
     g->tl = tl;
     g->cfg = *c;
     g->filter = filter;

@@ -227,8 +227,8 @@ static inline int gw_sim_fam_is_counter(unsigned f) { return gw_sim_families[f].
 #define GW_SIM_MS_OPS 20            /* NFSv4 operations listed in mountstats */
 #define GW_SIM_NFS_METHODS 20
 #define GW_SIM_MOUNTS 6
-#define GW_SIM_MAX_NICS 40          /* lo + mgmt + compute + storage */
-#define GW_SIM_MAX_TRANSPORTS 64
+#define GW_SIM_MAX_NICS 82          /* lo + mgmt + 64 compute + 16 storage */
+#define GW_SIM_MAX_TRANSPORTS 256
 #define GW_SIM_XID_SLOTS 16         /* distinct XID codes remembered per GPU */
 
 extern const char *const gw_sim_cpu_modes[GW_SIM_CPU_MODES];
