@@ -596,11 +596,12 @@ static void sel_at(struct pq_ctx *ctx, enum gw_pq_at at, int64_t at_ms, int *has
     *t = at == GW_PQ_AT_START ? ctx->q_start : at == GW_PQ_AT_END ? ctx->q_end : at_ms;
 }
 
+/* ---- streaming select: every series goes to a handler as it comes ---- */
+
 struct fetch {
     struct pq_ctx *ctx;
-    struct pq_raw *rs;
-    size_t n, cap;
-    int drop_stale;
+    pq_series_fn fn;
+    void *ud;
     int rc;
 };
 
@@ -608,47 +609,127 @@ static int fetch_cb(void *ud, uint64_t sid, const uint8_t *labels, size_t llen, 
                     const double *v, size_t n)
 {
     struct fetch *f = ud;
-    struct pq_ctx *ctx = f->ctx;
     (void)sid;
-    int rc = pq_check_time(ctx);
-    if (!rc)
-        rc = pq_charge(ctx, n);
+    int rc = pq_check_time(f->ctx);
     if (rc)
         return f->rc = rc;
+    f->ctx->touched += n;
     if (n == 0)
         return GW_OK;
-    if (f->n == f->cap) {
-        size_t ncap = f->cap ? f->cap * 2 : 64;
+    if ((rc = f->fn(f->ctx, f->ud, labels, llen, t, v, n)))
+        return f->rc = rc;
+    return GW_OK;
+}
+
+int pq_select(struct pq_ctx *ctx, const struct gw_pq_node *sel, int64_t mint, int64_t maxt,
+              pq_series_fn fn, void *ud)
+{
+    struct fetch f = { ctx, fn, ud, GW_OK };
+    if (mint > maxt)
+        return GW_OK;
+    int rc = ctx->src->select(ctx->src->ud, sel->u.sel.matchers, sel->u.sel.n_matchers, mint, maxt,
+                              fetch_cb, &f, ctx->err);
+    if (f.rc)
+        return f.rc;
+    return rc < 0 ? rc : GW_OK;
+}
+
+int pq_tmp_reserve(struct pq_ctx *ctx, size_t n)
+{
+    if (n <= ctx->tmp_cap)
+        return GW_OK;
+    size_t cap = ctx->tmp_cap ? ctx->tmp_cap : 1024;
+    while (cap < n)
+        cap *= 2;
+    int64_t *nt = realloc(ctx->tmp_t, cap * sizeof(int64_t));
+    if (nt)
+        ctx->tmp_t = nt;
+    double *nv = realloc(ctx->tmp_v, cap * sizeof(double));
+    if (nv)
+        ctx->tmp_v = nv;
+    if (!nt || !nv)
+        return pq_nomem(ctx);
+    ctx->tmp_cap = cap;
+    return GW_OK;
+}
+
+const uint8_t *pq_copy_labels(struct pq_ctx *ctx, const uint8_t *lab, size_t llen)
+{
+    uint8_t *c = pq_alloc(ctx, llen);
+    if (c && llen)
+        memcpy(c, lab, llen);
+    return c;
+}
+
+static int vser_cmp(const void *a, const void *b)
+{
+    const struct pq_vser *x = a, *y = b;
+    return gw_labels_compare(x->lab, x->llen, y->lab, y->llen);
+}
+
+void pq_vec_sort_labels(struct pq_val *v)
+{
+    if (v->nvs > 1)
+        qsort(v->vs, v->nvs, sizeof(*v->vs), vser_cmp);
+}
+
+int pq_vec_grow(struct pq_ctx *ctx, struct pq_val *v, size_t *cap)
+{
+    if (v->nvs < *cap)
+        return GW_OK;
+    size_t nc = *cap ? *cap * 2 : 64;
+    struct pq_vser *ns = pq_alloc(ctx, nc * sizeof(*ns));
+    if (!ns)
+        return GW_ENOMEM;
+    if (v->nvs)
+        memcpy(ns, v->vs, v->nvs * sizeof(*ns));
+    v->vs = ns;
+    *cap = nc;
+    return GW_OK;
+}
+
+/* ---- raw samples (range selectors not consumed by a window function) ---- */
+
+struct rawcoll {
+    struct pq_raw *rs;
+    size_t n, cap;
+};
+
+static int raw_series(struct pq_ctx *ctx, void *ud, const uint8_t *labels, size_t llen,
+                      const int64_t *t, const double *v, size_t n)
+{
+    struct rawcoll *c = ud;
+    int rc = pq_charge(ctx, n);
+    if (rc)
+        return rc;
+    if (c->n == c->cap) {
+        size_t ncap = c->cap ? c->cap * 2 : 64;
         struct pq_raw *nr = pq_alloc(ctx, ncap * sizeof(*nr));
         if (!nr)
-            return f->rc = GW_ENOMEM;
-        if (f->n)
-            memcpy(nr, f->rs, f->n * sizeof(*nr));
-        f->rs = nr;
-        f->cap = ncap;
+            return GW_ENOMEM;
+        if (c->n)
+            memcpy(nr, c->rs, c->n * sizeof(*nr));
+        c->rs = nr;
+        c->cap = ncap;
     }
-    struct pq_raw *r = &f->rs[f->n];
-    uint8_t *lab = pq_alloc(ctx, llen);
+    struct pq_raw *r = &c->rs[c->n];
+    r->lab = pq_copy_labels(ctx, labels, llen);
+    r->llen = llen;
     r->t = pq_alloc(ctx, n * sizeof(int64_t));
     r->v = pq_alloc(ctx, n * sizeof(double));
-    if (!lab || !r->t || !r->v)
-        return f->rc = GW_ENOMEM;
-    if (llen)
-        memcpy(lab, labels, llen);
-    r->lab = lab;
-    r->llen = llen;
+    if (!r->lab || !r->t || !r->v)
+        return GW_ENOMEM;
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
-        if (f->drop_stale && pq_is_stale(v[i]))
+        if (pq_is_stale(v[i]))
             continue;
         r->t[o] = t[i];
         r->v[o] = v[i];
         o++;
     }
     r->n = o;
-    ctx->touched += n;
     if (o > 0)
-        f->n++;
+        c->n++;
     return GW_OK;
 }
 
@@ -658,96 +739,112 @@ static int raw_cmp(const void *a, const void *b)
     return gw_labels_compare(x->lab, x->llen, y->lab, y->llen);
 }
 
-static int do_select(struct pq_ctx *ctx, const struct gw_pq_node *n, int64_t mint, int64_t maxt,
-                     int drop_stale, struct pq_raw **rs, size_t *nrs)
+/* ---- instant selectors: step values computed as each series arrives ---- */
+
+struct vsel {
+    const struct pq_grid *g;
+    struct pq_val *out;
+    size_t cap;
+    int has_at, want_ts;
+    int64_t at, off, lb;
+};
+
+static int vsel_series(struct pq_ctx *ctx, void *ud, const uint8_t *labels, size_t llen,
+                       const int64_t *t, const double *v, size_t n)
 {
-    struct fetch f = { ctx, NULL, 0, 0, drop_stale, GW_OK };
-    *rs = NULL;
-    *nrs = 0;
-    if (mint > maxt)
-        return GW_OK;
-    int rc = ctx->src->select(ctx->src->ud, n->u.sel.matchers, n->u.sel.n_matchers, mint, maxt,
-                              fetch_cb, &f, ctx->err);
-    if (f.rc)
-        return f.rc;
-    if (rc < 0)
+    struct vsel *q = ud;
+    const struct pq_grid *g = q->g;
+    int rc = pq_vec_grow(ctx, q->out, &q->cap);
+    if (rc)
         return rc;
-    if (f.n > 1)
-        qsort(f.rs, f.n, sizeof(*f.rs), raw_cmp);
-    *rs = f.rs;
-    *nrs = f.n;
+    struct pq_vser *s = &q->out->vs[q->out->nvs];
+    if ((rc = pq_vser_alloc(ctx, s, g->n)))
+        return rc;
+    if (q->want_ts && !(s->ts = pq_alloc(ctx, g->n * sizeof(int64_t))))
+        return GW_ENOMEM;
+    size_t j = 0, cnt = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        int64_t ref = pq_eval_time(ctx, q->has_at, q->at, g, i) - q->off;
+        while (j < n && t[j] <= ref)
+            j++;
+        if (j == 0)
+            continue;
+        int64_t st = t[j - 1];
+        if (ctx->o.compat == 2 ? st < ref - q->lb : st <= ref - q->lb)
+            continue;
+        if (pq_is_stale(v[j - 1]))
+            continue;
+        s->v[i] = v[j - 1];
+        if (s->ts)
+            s->ts[i] = st;
+        pq_bm_set(s->pres, i);
+        cnt++;
+    }
+    if (cnt == 0)
+        return GW_OK;   /* the arrays are left to the arena */
+    if ((rc = pq_charge(ctx, cnt)))
+        return rc;
+    if (!(s->lab = pq_copy_labels(ctx, labels, llen)))
+        return GW_ENOMEM;
+    s->llen = llen;
+    q->out->nvs++;
     return GW_OK;
 }
 
 int pq_eval_vector_sel(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
                        int want_ts, struct pq_val *out)
 {
-    int has_at;
-    int64_t at;
-    sel_at(ctx, n->u.sel.at, n->u.sel.at_ms, &has_at, &at);
-    int64_t off = n->u.sel.offset_ms, lb = ctx->o.lookback_ms;
-    int64_t r0 = pq_eval_time(ctx, has_at, at, g, 0) - off;
-    int64_t r1 = pq_eval_time(ctx, has_at, at, g, g->n - 1) - off;
-    struct pq_raw *rs;
-    size_t nrs;
-    int rc = do_select(ctx, n, r0 - lb + (ctx->o.compat == 2 ? 0 : 1), r1, 0, &rs, &nrs);
+    struct vsel q;
+    memset(&q, 0, sizeof(q));
+    sel_at(ctx, n->u.sel.at, n->u.sel.at_ms, &q.has_at, &q.at);
+    q.g = g;
+    q.out = out;
+    q.want_ts = want_ts;
+    q.off = n->u.sel.offset_ms;
+    q.lb = ctx->o.lookback_ms;
+    int64_t r0 = pq_eval_time(ctx, q.has_at, q.at, g, 0) - q.off;
+    int64_t r1 = pq_eval_time(ctx, q.has_at, q.at, g, g->n - 1) - q.off;
+    int rc = pq_vec_init(ctx, out, 1);
     if (rc)
         return rc;
-    if ((rc = pq_vec_init(ctx, out, nrs)))
+    q.cap = 1;
+    rc = pq_select(ctx, n, r0 - q.lb + (ctx->o.compat == 2 ? 0 : 1), r1, vsel_series, &q);
+    if (rc)
         return rc;
-    for (size_t k = 0; k < nrs; k++) {
-        const struct pq_raw *r = &rs[k];
-        struct pq_vser *s = &out->vs[out->nvs];
-        if ((rc = pq_check_time(ctx)))
-            return rc;
-        if ((rc = pq_vser_alloc(ctx, s, g->n)))
-            return rc;
-        if (want_ts && !(s->ts = pq_alloc(ctx, g->n * sizeof(int64_t))))
-            return GW_ENOMEM;
-        s->lab = r->lab;
-        s->llen = r->llen;
-        size_t j = 0;
-        int any = 0;
-        for (size_t i = 0; i < g->n; i++) {
-            int64_t ref = pq_eval_time(ctx, has_at, at, g, i) - off;
-            while (j < r->n && r->t[j] <= ref)
-                j++;
-            if (j == 0)
-                continue;
-            int64_t st = r->t[j - 1];
-            if (ctx->o.compat == 2 ? st < ref - lb : st <= ref - lb)
-                continue;
-            if (pq_is_stale(r->v[j - 1]))
-                continue;
-            s->v[i] = r->v[j - 1];
-            if (s->ts)
-                s->ts[i] = st;
-            pq_bm_set(s->pres, i);
-            any = 1;
-        }
-        if (any)
-            out->nvs++;
-    }
+    pq_vec_sort_labels(out);
+    return GW_OK;
+}
+
+int pq_matrix_params(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
+                     struct pq_val *out, int64_t *mint, int64_t *maxt)
+{
+    memset(out, 0, sizeof(*out));
+    out->type = GW_PQ_T_MATRIX;
+    sel_at(ctx, n->u.sel.at, n->u.sel.at_ms, &out->has_at, &out->at_ms);
+    out->range_ms = n->u.sel.range_ms;
+    out->offset_ms = n->u.sel.offset_ms;
+    out->sel = n;
+    int64_t e0 = pq_eval_time(ctx, out->has_at, out->at_ms, g, 0) - out->offset_ms;
+    int64_t e1 = pq_eval_time(ctx, out->has_at, out->at_ms, g, g->n - 1) - out->offset_ms;
+    *mint = e0 - out->range_ms + (ctx->o.compat == 2 ? 0 : 1);
+    *maxt = e1;
     return GW_OK;
 }
 
 static int eval_matrix_sel(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
                            struct pq_val *out)
 {
-    int has_at;
-    int64_t at;
-    sel_at(ctx, n->u.sel.at, n->u.sel.at_ms, &has_at, &at);
-    int64_t off = n->u.sel.offset_ms, range = n->u.sel.range_ms;
-    int64_t e0 = pq_eval_time(ctx, has_at, at, g, 0) - off;
-    int64_t e1 = pq_eval_time(ctx, has_at, at, g, g->n - 1) - off;
-    memset(out, 0, sizeof(*out));
-    out->type = GW_PQ_T_MATRIX;
-    out->range_ms = range;
-    out->offset_ms = off;
-    out->has_at = has_at;
-    out->at_ms = at;
-    out->sel = n;
-    return do_select(ctx, n, e0 - range + (ctx->o.compat == 2 ? 0 : 1), e1, 1, &out->rs, &out->nrs);
+    int64_t mint, maxt;
+    pq_matrix_params(ctx, n, g, out, &mint, &maxt);
+    struct rawcoll c = { NULL, 0, 0 };
+    int rc = pq_select(ctx, n, mint, maxt, raw_series, &c);
+    if (rc)
+        return rc;
+    if (c.n > 1)
+        qsort(c.rs, c.n, sizeof(*c.rs), raw_cmp);
+    out->rs = c.rs;
+    out->nrs = c.n;
+    return GW_OK;
 }
 
 void pq_window(struct pq_ctx *ctx, const struct pq_val *m, const struct pq_raw *r,
@@ -1109,6 +1206,8 @@ static int run(const struct gw_pq_source *src, const struct gw_pq_expr *e, int64
     if (!rc)
         rc = build_result(&ctx, &v, &g, instant, res);
     gw_arena_free(&ctx.a);
+    free(ctx.tmp_t);
+    free(ctx.tmp_v);
     if (rc == GW_ENOMEM && ctx.over_limit)
         rc = GW_ELIMIT;
     if (rc) {

@@ -84,6 +84,94 @@ static int one_series(struct pq_ctx *ctx, struct pq_val *out, const struct pq_gr
     return GW_OK;
 }
 
+struct wctx {
+    enum gw_pq_func_id fid;
+    const struct pq_grid *g;
+    const struct pq_val *m;      /* window parameters */
+    double **sc;                 /* scalar arguments per step */
+    size_t nsc;
+    struct pq_val *out;
+    size_t cap;
+    uint64_t *found;             /* absent_over_time: steps with a sample */
+};
+
+/* One series through the window function at every step. Labels are kept
+ * as they come (copied when borrowed); names are dropped after sorting. */
+static int window_series(struct pq_ctx *ctx, struct wctx *w, const struct pq_raw *r, int copy)
+{
+    const struct pq_grid *g = w->g;
+    struct pq_win_it it = { 0, 0 };
+    int64_t rs, re;
+    int rc;
+    if (w->found) {
+        for (size_t i = 0; i < g->n; i++) {
+            pq_window(ctx, w->m, r, g, i, &it, &rs, &re);
+            if (it.hi > it.lo)
+                pq_bm_set(w->found, i);
+        }
+        return GW_OK;
+    }
+    if ((rc = pq_vec_grow(ctx, w->out, &w->cap)))
+        return rc;
+    struct pq_vser *s = &w->out->vs[w->out->nvs];
+    if ((rc = pq_vser_alloc(ctx, s, g->n)))
+        return rc;
+    double scal[GW_PQ_MAX_FUNC_ARGS];
+    size_t cnt = 0, maxwin = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        pq_window(ctx, w->m, r, g, i, &it, &rs, &re);
+        if (it.hi <= it.lo)
+            continue;
+        if (it.hi - it.lo > maxwin)
+            maxwin = it.hi - it.lo;
+        for (size_t j = 0; j < w->nsc; j++)
+            scal[j] = w->sc[j][i];
+        double val;
+        rc = pq_kernel_window(w->fid, r->t + it.lo, r->v + it.lo, it.hi - it.lo, pq_grid_t(g, i),
+                              rs, re, scal, w->nsc, &val, ctx->err);
+        if (rc < 0)
+            return rc;
+        if (rc == 1) {
+            s->v[i] = val;
+            pq_bm_set(s->pres, i);
+            cnt++;
+        }
+    }
+    /* Prometheus holds one window of samples next to the output so far */
+    if (ctx->cur_samples + maxwin > ctx->o.max_samples || (rc = pq_charge(ctx, cnt)))
+        return gw_error_set(ctx->err, GW_ELIMIT,
+                            "query processing would load too many samples into memory in query execution");
+    if (cnt == 0)
+        return GW_OK;
+    s->lab = copy ? pq_copy_labels(ctx, r->lab, r->llen) : r->lab;
+    if (!s->lab)
+        return GW_ENOMEM;
+    s->llen = r->llen;
+    w->out->nvs++;
+    return GW_OK;
+}
+
+static int window_stream(struct pq_ctx *ctx, void *ud, const uint8_t *lab, size_t llen,
+                         const int64_t *t, const double *v, size_t n)
+{
+    struct wctx *w = ud;
+    int rc = pq_tmp_reserve(ctx, n);
+    if (rc)
+        return rc;
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (pq_is_stale(v[i]))
+            continue;
+        ctx->tmp_t[o] = t[i];
+        ctx->tmp_v[o] = v[i];
+        o++;
+    }
+    if (o == 0)
+        return GW_OK;
+    struct pq_raw r = { lab, llen, ctx->tmp_t, ctx->tmp_v, o };
+    return window_series(ctx, w, &r, 1);
+}
+
 static int eval_window(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
                        struct pq_val *out)
 {
@@ -109,35 +197,54 @@ static int eval_window(struct pq_ctx *ctx, const struct gw_pq_node *n, const str
         if ((rc = pq_eval_scalar(ctx, n->u.call.args[i], g, &sc[nsc++])))
             return rc;
     }
-    struct pq_val m;
-    if ((rc = pq_eval(ctx, n->u.call.args[mi], g, &m)))
+    struct wctx w;
+    memset(&w, 0, sizeof(w));
+    w.fid = fid;
+    w.g = g;
+    w.sc = sc;
+    w.nsc = nsc;
+    w.out = out;
+    if ((rc = pq_vec_init(ctx, out, 1)))
         return rc;
-    if (m.type != GW_PQ_T_MATRIX)
-        return gw_error_set(ctx->err, GW_EINVAL, "%s(): expected a range vector argument",
-                            n->u.call.func->name);
+    w.cap = 1;
+    if (fid == GW_PQ_F_ABSENT_OVER_TIME &&
+        !(w.found = pq_calloc(ctx, PQ_BM_WORDS(g->n), sizeof(uint64_t))))
+        return GW_ENOMEM;
+
+    const struct gw_pq_node *arg = unparen(n->u.call.args[mi]);
+    struct pq_val m;
+    if (arg->kind == GW_PQ_MATRIX_SEL) {
+        /* straight from the source, one series at a time */
+        int64_t mint, maxt;
+        pq_matrix_params(ctx, arg, g, &m, &mint, &maxt);
+        w.m = &m;
+        if ((rc = pq_select(ctx, arg, mint, maxt, window_stream, &w)))
+            return rc;
+    } else {
+        if ((rc = pq_eval(ctx, arg, g, &m)))
+            return rc;
+        if (m.type != GW_PQ_T_MATRIX)
+            return gw_error_set(ctx->err, GW_EINVAL, "%s(): expected a range vector argument",
+                                n->u.call.func->name);
+        w.m = &m;
+        for (size_t k = 0; k < m.nrs; k++) {
+            if ((rc = pq_check_time(ctx)))
+                return rc;
+            if ((rc = window_series(ctx, &w, &m.rs[k], 0)))
+                return rc;
+        }
+    }
 
     if (fid == GW_PQ_F_ABSENT_OVER_TIME) {
-        uint64_t *found = pq_calloc(ctx, PQ_BM_WORDS(g->n), sizeof(uint64_t));
-        if (!found)
-            return GW_ENOMEM;
-        for (size_t k = 0; k < m.nrs; k++) {
-            struct pq_win_it w = { 0, 0 };
-            int64_t rs, re;
-            for (size_t i = 0; i < g->n; i++) {
-                pq_window(ctx, &m, &m.rs[k], g, i, &w, &rs, &re);
-                if (w.hi > w.lo)
-                    pq_bm_set(found, i);
-            }
-        }
         const uint8_t *lab;
         size_t llen;
         struct pq_vser *s;
-        if ((rc = absent_labels(ctx, m.sel ? unparen(n->u.call.args[mi]) : NULL, &lab, &llen)))
+        if ((rc = absent_labels(ctx, arg->kind == GW_PQ_MATRIX_SEL ? arg : NULL, &lab, &llen)))
             return rc;
         if ((rc = one_series(ctx, out, g, lab, llen, &s)))
             return rc;
         for (size_t i = 0; i < g->n; i++) {
-            if (!pq_bm_get(found, i)) {
+            if (!pq_bm_get(w.found, i)) {
                 s->v[i] = 1;
                 pq_bm_set(s->pres, i);
             }
@@ -145,44 +252,14 @@ static int eval_window(struct pq_ctx *ctx, const struct gw_pq_node *n, const str
         return pq_vec_dedupe(ctx, out, g->n, 0);
     }
 
-    int keep_name = fid == GW_PQ_F_LAST_OVER_TIME || fid == GW_PQ_F_FIRST_OVER_TIME;
-    if ((rc = pq_vec_init(ctx, out, m.nrs)))
-        return rc;
-    double scal[GW_PQ_MAX_FUNC_ARGS];
-    for (size_t k = 0; k < m.nrs; k++) {
-        const struct pq_raw *r = &m.rs[k];
-        struct pq_vser *s = &out->vs[out->nvs];
-        if ((rc = pq_check_time(ctx)))
-            return rc;
-        if ((rc = pq_vser_alloc(ctx, s, g->n)))
-            return rc;
-        struct pq_win_it w = { 0, 0 };
-        int any = 0;
-        for (size_t i = 0; i < g->n; i++) {
-            int64_t rs, re;
-            pq_window(ctx, &m, r, g, i, &w, &rs, &re);
-            if (w.hi <= w.lo)
-                continue;
-            for (size_t j = 0; j < nsc; j++)
-                scal[j] = sc[j][i];
-            double val;
-            rc = pq_kernel_window(fid, r->t + w.lo, r->v + w.lo, w.hi - w.lo, pq_grid_t(g, i),
-                                  rs, re, scal, nsc, &val, ctx->err);
-            if (rc < 0)
+    /* series order of the selector (by its labels), then names dropped */
+    pq_vec_sort_labels(out);
+    if (fid != GW_PQ_F_LAST_OVER_TIME && fid != GW_PQ_F_FIRST_OVER_TIME) {
+        for (size_t k = 0; k < out->nvs; k++) {
+            struct pq_vser *s = &out->vs[k];
+            if ((rc = pq_lab_drop_name(ctx, s->lab, s->llen, &s->lab, &s->llen)))
                 return rc;
-            if (rc == 1) {
-                s->v[i] = val;
-                pq_bm_set(s->pres, i);
-                any = 1;
-            }
         }
-        if (!any)
-            continue;
-        s->lab = r->lab;
-        s->llen = r->llen;
-        if (!keep_name && (rc = pq_lab_drop_name(ctx, r->lab, r->llen, &s->lab, &s->llen)))
-            return rc;
-        out->nvs++;
     }
     return pq_vec_dedupe(ctx, out, g->n, 1);
 }

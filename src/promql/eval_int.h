@@ -90,6 +90,9 @@ struct pq_ctx {
     int64_t deadline_ms;              /* monotonic clock */
     unsigned tick;
     int over_limit;                   /* an allocation failed at the scratch ceiling */
+    int64_t *tmp_t;                   /* heap scratch for one series (pq_tmp_reserve) */
+    double *tmp_v;
+    size_t tmp_cap;
     struct gw_error *err;
 };
 
@@ -167,6 +170,23 @@ int pq_itab_get(struct pq_ctx *ctx, struct pq_itab *t, const uint8_t *b, size_t 
 /* Go's strconv.FormatFloat(v, 'f', -1, 64) and %v of a float64. */
 void pq_fmt_go_f(double v, char *buf, size_t cap);
 void pq_fmt_go_v(double v, char *buf, size_t cap);
+
+/* Streaming select: fn gets every matching series with samples in
+ * [mint, maxt] (borrowed for the call), in the source's order. */
+typedef int (*pq_series_fn)(struct pq_ctx *ctx, void *ud, const uint8_t *lab, size_t llen,
+                            const int64_t *t, const double *v, size_t n);
+int pq_select(struct pq_ctx *ctx, const struct gw_pq_node *sel, int64_t mint, int64_t maxt,
+              pq_series_fn fn, void *ud);
+/* Window parameters of range selector n (a matrix value without series)
+ * and the sample span [mint, maxt] its windows over grid g need. */
+int pq_matrix_params(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
+                     struct pq_val *out, int64_t *mint, int64_t *maxt);
+/* ctx->tmp_t / tmp_v hold at least n entries afterwards. */
+int pq_tmp_reserve(struct pq_ctx *ctx, size_t n);
+const uint8_t *pq_copy_labels(struct pq_ctx *ctx, const uint8_t *lab, size_t llen);
+/* Makes room for one more series in v (cap is the slot count). */
+int pq_vec_grow(struct pq_ctx *ctx, struct pq_val *v, size_t *cap);
+void pq_vec_sort_labels(struct pq_val *v);
 
 /* ---- other files ---- */
 int pq_eval_binary(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
