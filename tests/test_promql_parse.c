@@ -311,6 +311,9 @@ static const struct err_case err_cases[] = {
     { "foo]", "1:4: parse error: unexpected right bracket ']'" },
     { "foo[[5m]]", "1:5: parse error: unexpected left bracket '['" },
     { "foo[0s]", "1:5: parse error: duration must be greater than 0" },
+    { "foo[0]", "1:5: parse error: duration must be greater than 0" },
+    { "foo[000]", "1:5: parse error: duration must be greater than 0" },
+    { "foo[0.0001:]", "1:5: parse error: duration must be greater than 0" },
     { "foo[5m:0s]", "1:8: parse error: duration must be greater than 0" },
     { "foo[1q]", "1:5: parse error: bad number or duration syntax: \"1q\"" },
     { "foo[1m1h]", "1:5: parse error: not a valid duration string: \"1m1h\"" },
@@ -1162,6 +1165,9 @@ static void test_promql_parse_hostile_bytes(void **state)
     expect_fail("foo @ 1e300", 11, GW_EPARSE, "timestamp out of bounds");
     expect_fail("foo @ -9.3e15", 13, GW_EPARSE, "timestamp out of bounds");
     expect_fail(NULL, 5, GW_EINVAL, NULL);
+    expect_fail("sum by (\"a\\x00b\") (x)", 21, GW_EPARSE,
+                "1:9: parse error: invalid label name for grouping: \"a\\x00b\"");
+    expect_fail("x + on(\"\\xff\") y", 16, GW_EPARSE, "invalid label name for grouping");
 
     /* a query past the size cap is refused before any work */
     size_t big = GW_PQ_MAX_QUERY_BYTES + 1;

@@ -1181,7 +1181,7 @@ int pq_is_valid_utf8_label(const char *s, size_t len)
     for (size_t i = 0; i < len;) {
         size_t w;
         int32_t r = decode_rune(s, len, i, &w);
-        if (r == RUNE_ERROR && w == 1)
+        if ((r == RUNE_ERROR && w == 1) || r == 0)
             return 0;
         i += w;
     }

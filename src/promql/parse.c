@@ -678,6 +678,10 @@ static struct gw_pq_node *parse_bracket(struct parser *p, struct gw_pq_node *e)
     int64_t range;
     if (!tok_duration_ms(p, t, &range))
         return NULL;
+    /* a number that rounds to no time at all is refused like "0s": a
+     * zero range selects nothing and would print as an invalid [0s] */
+    if (range <= 0)
+        return perr(p, t->pos, "duration must be greater than 0"), NULL;
     adv(p);
     if (cur(p)->type == PQ_T_RBRACKET) {
         uint32_t end = cur(p)->pos + 1;

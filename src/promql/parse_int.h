@@ -90,7 +90,8 @@ int pq_format_float(struct gw_buf *b, double v);
 int pq_is_label_name(const char *s, size_t len);
 
 /* 1 if s is a label name Prometheus 3 accepts (UTF-8 names): non-empty,
- * valid UTF-8. */
+ * valid UTF-8; NUL bytes are refused too (grouping labels are kept as
+ * NUL-terminated strings). */
 int pq_is_valid_utf8_label(const char *s, size_t len);
 
 #endif /* GW_PROMQL_PARSE_INT_H */
