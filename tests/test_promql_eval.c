@@ -1704,9 +1704,42 @@ static void test_promql_eval_resolution_limit(void **state)
     assert_int_equal(gw_pq_eval_range(&src, e, 0, 11001 * 1000LL, 1000, NULL, &res, &err),
                      GW_ETOOLARGE);
     assert_non_null(strstr(err.msg, "exceeded maximum resolution of 11,000 points per timeseries"));
+    assert_int_equal(gw_pq_eval_range(&src, e, INT64_MIN, INT64_MAX, 1000, NULL, &res, &err),
+                     GW_ETOOLARGE);
     assert_int_equal(gw_pq_eval_range(&src, e, 0, 10, 0, NULL, &res, &err), GW_EINVAL);
     assert_int_equal(gw_pq_eval_range(&src, e, 10, 0, 1, NULL, &res, &err), GW_EINVAL);
     gw_pq_expr_free(e);
+    free_src(m);
+}
+
+/* Extreme offsets, @ times and ranges saturate instead of overflowing. */
+static void test_promql_eval_extreme_times(void **state)
+{
+    (void)state;
+    struct mem_src *m = many_series(2);
+    struct gw_pq_source src = { m, mem_select };
+    const char *qs[] = {
+        "m offset 200y", "m offset -200y", "rate(m[200y])", "m @ 9000000000000",
+        "max_over_time(m[200y:1s])", "sum_over_time(m[1s:1ms] @ -9000000000000)",
+        "count_over_time(m[100y] offset -100y)",
+    };
+    for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+        struct gw_pq_expr *e;
+        struct gw_error err;
+        struct gw_pq_result res;
+        gw_error_clear(&err);
+        if (gw_pq_parse(qs[i], strlen(qs[i]), NULL, &e, &err) != GW_OK)
+            continue;   /* the parser may refuse the duration: fine too */
+        int rc = gw_pq_eval_range(&src, e, 0, 10000, 1000, NULL, &res, &err);
+        assert_true(rc == GW_OK || rc == GW_ELIMIT);
+        if (rc == GW_OK)
+            gw_pq_result_free(&res);
+        rc = gw_pq_eval_instant(&src, e, INT64_MAX / 2, NULL, &res, &err);
+        assert_true(rc == GW_OK || rc == GW_ELIMIT);
+        if (rc == GW_OK)
+            gw_pq_result_free(&res);
+        gw_pq_expr_free(e);
+    }
     free_src(m);
 }
 
@@ -1861,6 +1894,7 @@ int main(void)
         cmocka_unit_test(test_promql_eval_experimental),
         cmocka_unit_test(test_promql_eval_sample_limit),
         cmocka_unit_test(test_promql_eval_resolution_limit),
+        cmocka_unit_test(test_promql_eval_extreme_times),
         cmocka_unit_test(test_promql_eval_timeout),
         cmocka_unit_test(test_promql_eval_source_error),
         cmocka_unit_test(test_promql_eval_source_db),

@@ -28,6 +28,24 @@
 #include "gpuwatch/promql.h"
 #include "promql/eval_int.h"
 
+/* Times from the query (offsets, @, ranges) may be extreme: saturate
+ * instead of overflowing. */
+static int64_t ssub(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_sub_overflow(a, b, &r))
+        return b > 0 ? INT64_MIN : INT64_MAX;
+    return r;
+}
+
+static int64_t sadd(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
 #define DEFAULT_LOOKBACK_MS (5 * 60 * 1000)
 #define DEFAULT_MAX_SAMPLES 50000000ull
 #define DEFAULT_TIMEOUT_MS 120000
@@ -764,13 +782,14 @@ static int vsel_series(struct pq_ctx *ctx, void *ud, const uint8_t *labels, size
         return GW_ENOMEM;
     size_t j = 0, cnt = 0;
     for (size_t i = 0; i < g->n; i++) {
-        int64_t ref = pq_eval_time(ctx, q->has_at, q->at, g, i) - q->off;
+        int64_t ref = ssub(pq_eval_time(ctx, q->has_at, q->at, g, i), q->off);
         while (j < n && t[j] <= ref)
             j++;
         if (j == 0)
             continue;
         int64_t st = t[j - 1];
-        if (ctx->o.compat == 2 ? st < ref - q->lb : st <= ref - q->lb)
+        int64_t lo = ssub(ref, q->lb);
+        if (ctx->o.compat == 2 ? st < lo : st <= lo)
             continue;
         if (pq_is_stale(v[j - 1]))
             continue;
@@ -802,13 +821,13 @@ int pq_eval_vector_sel(struct pq_ctx *ctx, const struct gw_pq_node *n, const str
     q.want_ts = want_ts;
     q.off = n->u.sel.offset_ms;
     q.lb = ctx->o.lookback_ms;
-    int64_t r0 = pq_eval_time(ctx, q.has_at, q.at, g, 0) - q.off;
-    int64_t r1 = pq_eval_time(ctx, q.has_at, q.at, g, g->n - 1) - q.off;
+    int64_t r0 = ssub(pq_eval_time(ctx, q.has_at, q.at, g, 0), q.off);
+    int64_t r1 = ssub(pq_eval_time(ctx, q.has_at, q.at, g, g->n - 1), q.off);
     int rc = pq_vec_init(ctx, out, 1);
     if (rc)
         return rc;
     q.cap = 1;
-    rc = pq_select(ctx, n, r0 - q.lb + (ctx->o.compat == 2 ? 0 : 1), r1, vsel_series, &q);
+    rc = pq_select(ctx, n, sadd(ssub(r0, q.lb), ctx->o.compat == 2 ? 0 : 1), r1, vsel_series, &q);
     if (rc)
         return rc;
     pq_vec_sort_labels(out);
@@ -824,9 +843,9 @@ int pq_matrix_params(struct pq_ctx *ctx, const struct gw_pq_node *n, const struc
     out->range_ms = n->u.sel.range_ms;
     out->offset_ms = n->u.sel.offset_ms;
     out->sel = n;
-    int64_t e0 = pq_eval_time(ctx, out->has_at, out->at_ms, g, 0) - out->offset_ms;
-    int64_t e1 = pq_eval_time(ctx, out->has_at, out->at_ms, g, g->n - 1) - out->offset_ms;
-    *mint = e0 - out->range_ms + (ctx->o.compat == 2 ? 0 : 1);
+    int64_t e0 = ssub(pq_eval_time(ctx, out->has_at, out->at_ms, g, 0), out->offset_ms);
+    int64_t e1 = ssub(pq_eval_time(ctx, out->has_at, out->at_ms, g, g->n - 1), out->offset_ms);
+    *mint = sadd(ssub(e0, out->range_ms), ctx->o.compat == 2 ? 0 : 1);
     *maxt = e1;
     return GW_OK;
 }
@@ -851,8 +870,8 @@ void pq_window(struct pq_ctx *ctx, const struct pq_val *m, const struct pq_raw *
                const struct pq_grid *g, size_t i, struct pq_win_it *w, int64_t *range_start,
                int64_t *range_end)
 {
-    int64_t e = pq_eval_time(ctx, m->has_at, m->at_ms, g, i) - m->offset_ms;
-    int64_t s = e - m->range_ms;
+    int64_t e = ssub(pq_eval_time(ctx, m->has_at, m->at_ms, g, i), m->offset_ms);
+    int64_t s = ssub(e, m->range_ms);
     if (ctx->o.compat == 2) {
         while (w->lo < r->n && r->t[w->lo] < s)
             w->lo++;
@@ -878,21 +897,21 @@ static int eval_subquery(struct pq_ctx *ctx, const struct gw_pq_node *n, const s
     sel_at(ctx, n->u.sub.at, n->u.sub.at_ms, &has_at, &at);
     int64_t off = n->u.sub.offset_ms, range = n->u.sub.range_ms;
     int64_t step = n->u.sub.step_ms > 0 ? n->u.sub.step_ms : DEFAULT_SUBQUERY_STEP_MS;
-    int64_t e0 = pq_eval_time(ctx, has_at, at, g, 0) - off;
-    int64_t e1 = pq_eval_time(ctx, has_at, at, g, g->n - 1) - off;
+    int64_t e0 = ssub(pq_eval_time(ctx, has_at, at, g, 0), off);
+    int64_t e1 = ssub(pq_eval_time(ctx, has_at, at, g, g->n - 1), off);
     memset(out, 0, sizeof(*out));
     out->type = GW_PQ_T_MATRIX;
     out->range_ms = range;
     out->offset_ms = off;
     out->has_at = has_at;
     out->at_ms = at;
-    int64_t lo = e0 - range;
+    int64_t lo = ssub(e0, range);
     int64_t start = step * (lo / step);
     if (ctx->o.compat == 2 ? start < lo : start <= lo)
-        start += step;
+        start = sadd(start, step);
     if (start > e1)
         return GW_OK;
-    uint64_t nsteps = (uint64_t)((e1 - start) / step) + 1;
+    uint64_t nsteps = ((uint64_t)e1 - (uint64_t)start) / (uint64_t)step + 1;
     if (nsteps > ctx->o.max_samples)
         return gw_error_set(ctx->err, GW_ELIMIT, TOO_MANY_SAMPLES);
     struct pq_grid ig = { start, step, (size_t)nsteps };
@@ -1186,7 +1205,7 @@ static int run(const struct gw_pq_source *src, const struct gw_pq_expr *e, int64
                                 "zero or negative query resolution step widths are not accepted. Try a positive integer");
         if (end < start)
             return gw_error_set(err, GW_EINVAL, "end timestamp must not be before start time");
-        if ((uint64_t)(end - start) / (uint64_t)step > (uint64_t)ctx.o.max_points)
+        if (((uint64_t)end - (uint64_t)start) / (uint64_t)step > (uint64_t)ctx.o.max_points)
             return gw_error_set(err, GW_ETOOLARGE,
                                 "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)");
     } else {
@@ -1198,7 +1217,7 @@ static int run(const struct gw_pq_source *src, const struct gw_pq_expr *e, int64
      * allowed sample (a value, its presence bit and bookkeeping, twice) */
     size_t ceiling = ctx.o.max_samples > SIZE_MAX / 32 ? SIZE_MAX : (size_t)ctx.o.max_samples * 32;
     gw_arena_init(&ctx.a, SCRATCH_BLOCK, ceiling < SCRATCH_BLOCK * 4 ? SCRATCH_BLOCK * 4 : ceiling);
-    struct pq_grid g = { start, step, (size_t)((end - start) / step) + 1 };
+    struct pq_grid g = { start, step, (size_t)(((uint64_t)end - (uint64_t)start) / (uint64_t)step) + 1 };
     struct pq_val v;
     int rc = pq_eval(&ctx, e->root, &g, &v);
     if (!rc && v.type == GW_PQ_T_VECTOR)
