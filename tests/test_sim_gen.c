@@ -613,6 +613,7 @@ static void test_sim_gen_value_ranges(void **state)
         assert_int_equal(gw_sim_node_state_at(tl, s.node, s.t, &st), GW_OK);
         int quiet = st.n_failures == 0 && st.n_baits == 0;
         double v[GW_SIM_MAX_GPUS][C_N];
+        memset(v, 0, sizeof v);
         for (size_t i = 0; i < s.n; i++) {
             int gpu, k = classify(g, &cc, s.series[i], &gpu);
             if (k != C_OTHER)
