@@ -1049,6 +1049,15 @@ static void test_promql_parse_format(void **state)
           "  +\n"
           "    second_quite_long_metric_name_for_the_unary_case_x\n"
           ")" },
+        { "sum by (instance, job) (max_over_time(rate(a_long_metric_name_for_the_subquery_total_abc[5m])[1h:1m]))",
+          "sum by (instance, job) (\n"
+          "  max_over_time(rate(a_long_metric_name_for_the_subquery_total_abc[5m])[1h:1m])\n"
+          ")" },
+        { "quantile_over_time(0.99, rate(a_long_metric_name_for_the_subquery_case_total_xyz{job=\"x\"}[5m])[1h:1m])",
+          "quantile_over_time(\n"
+          "  0.99,\n"
+          "rate(a_long_metric_name_for_the_subquery_case_total_xyz{job=\"x\"}[5m])[1h:1m]\n"
+          ")" },
         { "max_over_time(rate(a_long_metric_name_for_the_subquery_case_total{job=\"x\"}[5m])[1h:1m]) > bool 100",
           "max_over_time(rate(a_long_metric_name_for_the_subquery_case_total{job=\"x\"}[5m])[1h:1m]) > bool 100" },
     };

@@ -24,7 +24,14 @@
  * split: aggregations and calls put each argument on its own line one
  * level (two spaces) deeper, binary operators put the operator on its own
  * line between the operands, parentheses put the inner expression on its
- * own line; everything that fits stays on one line. */
+ * own line; everything that fits stays on one line. As in Prometheus, a
+ * subquery short enough for one line is not indented. Example (over 100
+ * bytes): `sum(first_long_metric_name + second_long_metric_name)` becomes
+ *   sum(
+ *       first_long_metric_name
+ *     +
+ *       second_long_metric_name
+ *   )                                                               */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -401,7 +408,10 @@ static int pretty(struct gw_buf *b, const struct gw_pq_node *n, int level)
         break;
     }
     if (!split || (n->kind == GW_PQ_CALL && n->u.call.n_args == 0)) {
-        rc = indent(b, level);
+        /* Prometheus' SubqueryExpr.Pretty returns a short subquery
+         * without the indentation every other node gets */
+        if (n->kind != GW_PQ_SUBQUERY)
+            rc = indent(b, level);
         if (rc == GW_OK)
             rc = print_node(b, n);
         return rc;
