@@ -1545,6 +1545,78 @@ static const char *const HIST_SCRIPT =
 
 /* ------------------------------------------------------------ tests */
 
+static const char *const RANGE_SCRIPT =
+    "load 15s\n"
+    "  bar 0 1 10 100 1000\n"
+    "eval range from 0 to 1m step 30s sum_over_time(bar[30s])\n"
+    "  {} 0 11 1100\n"
+    "clear\n"
+    "load 15s\n"
+    "  bar 0 1 10 100 1000 0 0 0 0\n"
+    "eval range from 0 to 2m step 1m sum_over_time(bar[30s])\n"
+    "  {} 0 1100 0\n"
+    "clear\n"
+    "load 30s\n"
+    "  bar 0 1 10 100 1000 10000 100000 1000000 10000000\n"
+    "eval range from 0 to 4m step 1m sum_over_time(bar[30s])\n"
+    "  {} 0 10 1000 100000 10000000\n"
+    "clear\n"
+    "load 15s\n"
+    "  bar 5 17 42 2 7 905 51\n"
+    "eval range from 0 to 90s step 30s sum_over_time(bar[30s])\n"
+    "  {} 5 59 9 956\n"
+    "clear\n"
+    "load 30s\n"
+    "  metric 1+1x8\n"
+    "eval range from 0 to 2m step 1m metric\n"
+    "  metric 1 3 5\n"
+    "clear\n"
+    "load 30s\n"
+    "  foo{job=\"1\"} 1+1x4\n"
+    "  bar{job=\"2\"} 1+1x4\n"
+    "eval range from 0 to 2m step 1m foo > 2 or bar\n"
+    "  foo{job=\"1\"} _ 3 5\n"
+    "  bar{job=\"2\"} 1 3 5\n"
+    "clear\n"
+    "load 30s\n"
+    "  requests{job=\"1\", __address__=\"bar\"} 100\n"
+    "eval range from 0 to 2m step 1m requests * 2\n"
+    "  {job=\"1\", __address__=\"bar\"} 200 200 200\n"
+    "clear\n"
+    "load 10s\n"
+    "  some_metric{env=\"a\"} 1+1x5\n"
+    "  some_metric{env=\"b\"} 2+2x5\n"
+    "eval instant at 1m some_metric[1m]\n"
+    "  some_metric{env=\"a\"} 2 3 4 5 6\n"
+    "  some_metric{env=\"b\"} 4 6 8 10 12\n"
+    "clear\n"
+    "load 1m\n"
+    "  some_metric_with_stale_marker 0 1 stale 3\n"
+    "eval instant at 3m some_metric_with_stale_marker[3m]\n"
+    "  some_metric_with_stale_marker 1 3\n"
+    "clear\n"
+    "load 10m\n"
+    "  metric_a 1 _\n"
+    "  metric_b 3 4\n"
+    "eval range from 0 to 20m step 10m -metric_a or -metric_b\n"
+    "  {} -1 -4 _\n"
+    "eval range from 0 to 20m step 10m (metric_a or metric_b) * -1\n"
+    "  {} -1 -4 _\n"
+    "clear\n"
+    "load 1s\n"
+    "  node_namespace_pod:kube_pod_info:{namespace=\"observability\",node=\"gke-1\",pod=\"node-exporter-l454v\"} 1\n"
+    "  node_cpu_seconds_total{cpu=\"10\",job=\"node-exporter\",mode=\"idle\",namespace=\"observability\",pod=\"node-exporter-l454v\"} 449\n"
+    "  node_cpu_seconds_total{cpu=\"35\",job=\"node-exporter\",mode=\"idle\",namespace=\"observability\",pod=\"node-exporter-l454v\"} 449\n"
+    "eval instant at 4s count by(namespace, pod, cpu) (node_cpu_seconds_total{cpu=~\".*\",job=\"node-exporter\",mode=\"idle\"}) * on(namespace, pod) group_left(node) node_namespace_pod:kube_pod_info:{namespace=\"observability\",pod=\"node-exporter-l454v\"}\n"
+    "  {cpu=\"10\",namespace=\"observability\",node=\"gke-1\",pod=\"node-exporter-l454v\"} 1\n"
+    "  {cpu=\"35\",namespace=\"observability\",node=\"gke-1\",pod=\"node-exporter-l454v\"} 1\n";
+
+static void test_promql_eval_range_queries(void **state)
+{
+    (void)state;
+    run_script("range", RANGE_SCRIPT, 0);
+}
+
 static void test_promql_eval_aggregations(void **state)
 {
     (void)state;
@@ -1886,6 +1958,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_promql_eval_aggregations),
+        cmocka_unit_test(test_promql_eval_range_queries),
         cmocka_unit_test(test_promql_eval_operators),
         cmocka_unit_test(test_promql_eval_selectors),
         cmocka_unit_test(test_promql_eval_subqueries),
