@@ -270,7 +270,8 @@ static int aggregate_k(struct pq_ctx *ctx, const struct gw_pq_node *n, const str
                 pq_fmt_go_v(param[i], b, sizeof(b));
                 return gw_error_set(ctx->err, GW_EINVAL, "Scalar value %s overflows int64", b);
             }
-            k64 = (int64_t)param[i];
+            /* 2^63 passes Go's check and converts to MinInt64 on amd64 */
+            k64 = param[i] >= 9223372036854775808.0 ? INT64_MIN : (int64_t)param[i];
             if (k64 > (int64_t)in->nvs)
                 k64 = (int64_t)in->nvs;
             if (k64 < 1)
