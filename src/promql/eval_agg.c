@@ -158,6 +158,13 @@ static int count_values(struct pq_ctx *ctx, const struct gw_pq_node *n, const st
         grp[ngrp++] = (char *)vl;
     struct pq_vser *os = NULL;
     size_t no = 0, cap = 0;
+    /* a series' value seldom changes between steps: remember its group */
+    uint64_t *last_bits = pq_alloc(ctx, (in->nvs ? in->nvs : 1) * sizeof(uint64_t));
+    size_t *last_id = pq_alloc(ctx, (in->nvs ? in->nvs : 1) * sizeof(size_t));
+    if (!last_bits || !last_id)
+        return GW_ENOMEM;
+    for (size_t k = 0; k < in->nvs; k++)
+        last_id[k] = SIZE_MAX;
     for (size_t i = 0; i < g->n; i++) {
         if ((rc = pq_check_time(ctx)))
             return rc;
@@ -165,6 +172,17 @@ static int count_values(struct pq_ctx *ctx, const struct gw_pq_node *n, const st
             const struct pq_vser *s = &in->vs[k];
             if (!pq_bm_get(s->pres, i))
                 continue;
+            uint64_t bits;
+            memcpy(&bits, &s->v[i], sizeof(bits));
+            if (last_id[k] != SIZE_MAX && last_bits[k] == bits) {
+                struct pq_vser *lo = &os[last_id[k]];
+                if (!pq_bm_get(lo->pres, i)) {
+                    lo->v[i] = 0;
+                    pq_bm_set(lo->pres, i);
+                }
+                lo->v[i] += 1;
+                continue;
+            }
             char num[64];
             pq_fmt_go_f(s->v[i], num, sizeof(num));
             size_t nl = strlen(num);
@@ -205,6 +223,8 @@ static int count_values(struct pq_ctx *ctx, const struct gw_pq_node *n, const st
                 os[no].llen = llen;
                 no++;
             }
+            last_id[k] = id;
+            last_bits[k] = bits;
             struct pq_vser *o = &os[id];
             if (!pq_bm_get(o->pres, i)) {
                 o->v[i] = 0;
