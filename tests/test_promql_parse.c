@@ -420,7 +420,7 @@ static const struct err_case err_cases[] = {
     { "sum foo", "1:5: parse error: unexpected identifier \"foo\" in aggregation" },
     { "sum by", "1:7: parse error: unexpected end of input in grouping opts, expected \"(\"" },
     { "sum by (a", "1:10: parse error: unclosed left parenthesis" },
-    { "sum by (a) foo", "1:12: parse error: unexpected identifier \"foo\"" },
+    { "sum by (a) foo", "1:12: parse error: unexpected identifier \"foo\" in aggregation" },
     { "sum by foo (bar)", "1:8: parse error: unexpected identifier \"foo\" in grouping opts, expected \"(\"" },
     { "sum by (1) (foo)", "1:9: parse error: unexpected number \"1\" in grouping opts, expected label" },
     { "sum by (\"\") (foo)", "1:9: parse error: invalid label name for grouping: \"\"" },
@@ -1148,6 +1148,26 @@ static void test_promql_parse_hostile_nesting(void **state)
     q[l - 1] = '}';
     e = parse_ok(q);
     assert_int_equal(e->root->u.sel.n_matchers, 2002);
+    gw_pq_expr_free(e);
+    free(q);
+    /* but not without bound: regexes own compiled code */
+    q = repeat("x{", 1, "", "a=~\"b|c\",", 10001);
+    q[strlen(q) - 1] = '}';
+    expect_fail(q, strlen(q), GW_EPARSE, "1:1: parse error: too many label matchers in the query");
+    free(q);
+    q = repeat("x{", 1, "", "a=~\"b|c\",", 9999);
+    q[strlen(q) - 1] = '}';
+    e = parse_ok(q);
+    assert_int_equal(e->root->u.sel.n_matchers, 10000);
+    gw_pq_expr_free(e);
+    free(q);
+    /* the pretty printer measures each node once: a long, deep query
+     * formats quickly */
+    q = repeat("a_metric_name_that_is_not_short{label=\"value\"} + ", 500, "x", "", 0);
+    e = parse_ok(q);
+    s = print_str(e->root, 1);
+    assert_int_equal(s[0], ' ');
+    free(s);
     gw_pq_expr_free(e);
     free(q);
 }

@@ -34,7 +34,8 @@
  * matchers own their PCRE2 objects and are listed so gw_pq_expr_free
  * releases them (also after a failed parse). Tree height and parser
  * recursion are capped at GW_PQ_MAX_DEPTH, the query at
- * GW_PQ_MAX_QUERY_BYTES, the arena at PQ_ARENA_MAX. */
+ * GW_PQ_MAX_QUERY_BYTES, label matchers at PQ_MAX_MATCHERS per query, the
+ * arena at PQ_ARENA_MAX. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,6 +48,9 @@
 
 #define PQ_ARENA_MAX ((size_t)512 << 20)
 #define PQ_MAX_DURATION_MS (INT64_MAX / 1000000) /* Go's time.Duration limit */
+/* Label matchers in one query: each regex owns compiled PCRE2 code, so a
+ * 1 MiB query of regexes would otherwise hold hundreds of MiB. */
+#define PQ_MAX_MATCHERS 10000
 
 /* A node and its height (1 for leaves). */
 struct pq_nodex {
@@ -77,6 +81,7 @@ struct parser {
     struct gw_error *err;
     int rc;
     int depth;
+    size_t n_matchers;   /* in the whole query so far */
 };
 
 /* ------------------------------------------------------------- errors */
@@ -428,6 +433,10 @@ static struct gw_pq_node *parse_selector(struct parser *p, const struct pq_token
         return NULL;
     n->type = GW_PQ_T_VECTOR;
     size_t total = n_items + (name_tok ? 1 : 0);
+    p->n_matchers += total;
+    if (p->n_matchers > PQ_MAX_MATCHERS)
+        return perr(p, pos, "too many label matchers in the query (more than %d)", PQ_MAX_MATCHERS),
+               NULL;
     struct sel_list *sl = gw_arena_calloc(p->a, 1, sizeof *sl);
     struct gw_matcher *ms = total ? gw_arena_calloc(p->a, total, sizeof *ms) : NULL;
     if (sl == NULL || (total && ms == NULL))
@@ -615,7 +624,7 @@ static struct gw_pq_node *parse_aggregate(struct parser *p)
         modifier_first = 1;
     }
     if (cur(p)->type != PQ_T_LPAREN)
-        return unexpected(p, modifier_first ? NULL : "aggregation", NULL);
+        return unexpected(p, "aggregation", NULL);
     struct gw_pq_node **args;
     size_t n_args;
     if (!parse_args(p, &args, &n_args, n))

@@ -241,7 +241,27 @@ static int print_sub_suffix(struct gw_buf *b, const struct gw_pq_node *n)
     return rc;
 }
 
-static int print_node(struct gw_buf *b, const struct gw_pq_node *n)
+/* Canonical text length of every node, filled by one print of the whole
+ * tree so the pretty printer decides every split without reprinting
+ * subtrees (open addressing on the node address). */
+struct len_map {
+    const struct gw_pq_node **key;
+    size_t *len;
+    size_t cap; /* power of two */
+};
+
+static size_t map_slot(const struct len_map *m, const struct gw_pq_node *n)
+{
+    uint64_t h = (uint64_t)(uintptr_t)n * 0x9E3779B97F4A7C15ull;
+    size_t i = (size_t)(h >> 17) & (m->cap - 1);
+    while (m->key[i] != NULL && m->key[i] != n)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static int print_node(struct gw_buf *b, const struct gw_pq_node *n, struct len_map *m);
+
+static int print_node_body(struct gw_buf *b, const struct gw_pq_node *n, struct len_map *m)
 {
     int rc = GW_OK;
     if (n == NULL)
@@ -268,7 +288,7 @@ static int print_node(struct gw_buf *b, const struct gw_pq_node *n)
             rc = print_at_offset(b, n->u.sel.at, n->u.sel.at_ms, n->u.sel.offset_ms);
         return rc;
     case GW_PQ_SUBQUERY:
-        rc = print_node(b, n->u.sub.expr);
+        rc = print_node(b, n->u.sub.expr, m);
         if (rc == GW_OK)
             rc = print_sub_suffix(b, n);
         return rc;
@@ -280,7 +300,7 @@ static int print_node(struct gw_buf *b, const struct gw_pq_node *n)
             if (k > 0)
                 rc = put(b, ", ");
             if (rc == GW_OK)
-                rc = print_node(b, n->u.call.args[k]);
+                rc = print_node(b, n->u.call.args[k], m);
         }
         if (rc == GW_OK)
             rc = gw_buf_putc(b, ')');
@@ -290,17 +310,17 @@ static int print_node(struct gw_buf *b, const struct gw_pq_node *n)
         if (rc == GW_OK)
             rc = gw_buf_putc(b, '(');
         if (rc == GW_OK && agg_has_param(n->u.agg.op) && n->u.agg.param != NULL) {
-            rc = print_node(b, n->u.agg.param);
+            rc = print_node(b, n->u.agg.param, m);
             if (rc == GW_OK)
                 rc = put(b, ", ");
         }
         if (rc == GW_OK)
-            rc = print_node(b, n->u.agg.expr);
+            rc = print_node(b, n->u.agg.expr, m);
         if (rc == GW_OK)
             rc = gw_buf_putc(b, ')');
         return rc;
     case GW_PQ_BINARY:
-        rc = print_node(b, n->u.bin.lhs);
+        rc = print_node(b, n->u.bin.lhs, m);
         if (rc == GW_OK)
             rc = gw_buf_putc(b, ' ');
         if (rc == GW_OK)
@@ -312,17 +332,17 @@ static int print_node(struct gw_buf *b, const struct gw_pq_node *n)
         if (rc == GW_OK)
             rc = gw_buf_putc(b, ' ');
         if (rc == GW_OK)
-            rc = print_node(b, n->u.bin.rhs);
+            rc = print_node(b, n->u.bin.rhs, m);
         return rc;
     case GW_PQ_UNARY:
         rc = put(b, n->u.unary.op == GW_PQ_OP_SUB ? "-" : "+");
         if (rc == GW_OK)
-            rc = print_node(b, n->u.unary.expr);
+            rc = print_node(b, n->u.unary.expr, m);
         return rc;
     case GW_PQ_PAREN:
         rc = gw_buf_putc(b, '(');
         if (rc == GW_OK)
-            rc = print_node(b, n->u.paren);
+            rc = print_node(b, n->u.paren, m);
         if (rc == GW_OK)
             rc = gw_buf_putc(b, ')');
         return rc;
@@ -330,11 +350,23 @@ static int print_node(struct gw_buf *b, const struct gw_pq_node *n)
     return GW_EINVAL;
 }
 
+static int print_node(struct gw_buf *b, const struct gw_pq_node *n, struct len_map *m)
+{
+    size_t start = b->len;
+    int rc = print_node_body(b, n, m);
+    if (rc == GW_OK && m != NULL) {
+        size_t i = map_slot(m, n);
+        m->key[i] = n;
+        m->len[i] = b->len - start;
+    }
+    return rc;
+}
+
 int gw_pq_print(const struct gw_pq_node *n, struct gw_buf *out)
 {
     if (out == NULL)
         return GW_EINVAL;
-    return print_node(out, n);
+    return print_node(out, n, NULL);
 }
 
 /* ------------------------------------------------------------- pretty */
@@ -347,26 +379,23 @@ static int indent(struct gw_buf *b, int level)
     return rc;
 }
 
-/* 1 if n's canonical text is longer than the column limit (-1 on error). */
-static int needs_split(const struct gw_pq_node *n, int *rc)
+/* 1 if n's canonical text is longer than the column limit. */
+static int needs_split(const struct gw_pq_node *n, const struct len_map *m)
 {
-    struct gw_buf t;
-    gw_buf_init(&t, 0);
-    *rc = print_node(&t, n);
-    int split = t.len > PRETTY_COLUMNS;
-    gw_buf_free(&t);
-    return split;
+    size_t i = map_slot(m, n);
+    return m->key[i] == n && m->len[i] > PRETTY_COLUMNS;
 }
 
-static int pretty(struct gw_buf *b, const struct gw_pq_node *n, int level);
+static int pretty(struct gw_buf *b, const struct gw_pq_node *n, int level, const struct len_map *m);
 
 /* Pretty(level) of a unary operand, without its leading indentation and
  * trailing white space (Go's strings.TrimSpace). */
-static int pretty_trimmed(struct gw_buf *b, const struct gw_pq_node *n, int level)
+static int pretty_trimmed(struct gw_buf *b, const struct gw_pq_node *n, int level,
+                          const struct len_map *m)
 {
     struct gw_buf t;
     gw_buf_init(&t, b->max_bytes);
-    int rc = pretty(&t, n, level);
+    int rc = pretty(&t, n, level, m);
     if (rc == GW_OK) {
         size_t s = 0, e = t.len;
         while (s < e && (t.data[s] == ' ' || t.data[s] == '\n' || t.data[s] == '\t' || t.data[s] == '\r'))
@@ -380,7 +409,7 @@ static int pretty_trimmed(struct gw_buf *b, const struct gw_pq_node *n, int leve
     return rc;
 }
 
-static int pretty(struct gw_buf *b, const struct gw_pq_node *n, int level)
+static int pretty(struct gw_buf *b, const struct gw_pq_node *n, int level, const struct len_map *m)
 {
     int rc = GW_OK;
     if (n == NULL)
@@ -390,7 +419,7 @@ static int pretty(struct gw_buf *b, const struct gw_pq_node *n, int level)
         if (rc == GW_OK)
             rc = put(b, n->u.unary.op == GW_PQ_OP_SUB ? "-" : "+");
         if (rc == GW_OK)
-            rc = pretty_trimmed(b, n->u.unary.expr, level);
+            rc = pretty_trimmed(b, n->u.unary.expr, level, m);
         return rc;
     }
     int split = 0;
@@ -400,9 +429,7 @@ static int pretty(struct gw_buf *b, const struct gw_pq_node *n, int level)
     case GW_PQ_CALL:
     case GW_PQ_PAREN:
     case GW_PQ_SUBQUERY:
-        split = needs_split(n, &rc);
-        if (rc != GW_OK)
-            return rc;
+        split = needs_split(n, m);
         break;
     default:
         break;
@@ -413,7 +440,7 @@ static int pretty(struct gw_buf *b, const struct gw_pq_node *n, int level)
         if (n->kind != GW_PQ_SUBQUERY)
             rc = indent(b, level);
         if (rc == GW_OK)
-            rc = print_node(b, n);
+            rc = print_node(b, n, NULL);
         return rc;
     }
     switch (n->kind) {
@@ -424,12 +451,12 @@ static int pretty(struct gw_buf *b, const struct gw_pq_node *n, int level)
         if (rc == GW_OK)
             rc = put(b, "(\n");
         if (rc == GW_OK && agg_has_param(n->u.agg.op) && n->u.agg.param != NULL) {
-            rc = pretty(b, n->u.agg.param, level + 1);
+            rc = pretty(b, n->u.agg.param, level + 1, m);
             if (rc == GW_OK)
                 rc = put(b, ",\n");
         }
         if (rc == GW_OK)
-            rc = pretty(b, n->u.agg.expr, level + 1);
+            rc = pretty(b, n->u.agg.expr, level + 1, m);
         if (rc == GW_OK)
             rc = gw_buf_putc(b, '\n');
         if (rc == GW_OK)
@@ -438,7 +465,7 @@ static int pretty(struct gw_buf *b, const struct gw_pq_node *n, int level)
             rc = gw_buf_putc(b, ')');
         return rc;
     case GW_PQ_BINARY:
-        rc = pretty(b, n->u.bin.lhs, level + 1);
+        rc = pretty(b, n->u.bin.lhs, level + 1, m);
         if (rc == GW_OK)
             rc = gw_buf_putc(b, '\n');
         if (rc == GW_OK)
@@ -452,7 +479,7 @@ static int pretty(struct gw_buf *b, const struct gw_pq_node *n, int level)
         if (rc == GW_OK)
             rc = gw_buf_putc(b, '\n');
         if (rc == GW_OK)
-            rc = pretty(b, n->u.bin.rhs, level + 1);
+            rc = pretty(b, n->u.bin.rhs, level + 1, m);
         return rc;
     case GW_PQ_CALL:
         rc = indent(b, level);
@@ -464,7 +491,7 @@ static int pretty(struct gw_buf *b, const struct gw_pq_node *n, int level)
             if (k > 0)
                 rc = put(b, ",\n");
             if (rc == GW_OK)
-                rc = pretty(b, n->u.call.args[k], level + 1);
+                rc = pretty(b, n->u.call.args[k], level + 1, m);
         }
         if (rc == GW_OK)
             rc = gw_buf_putc(b, '\n');
@@ -478,7 +505,7 @@ static int pretty(struct gw_buf *b, const struct gw_pq_node *n, int level)
         if (rc == GW_OK)
             rc = put(b, "(\n");
         if (rc == GW_OK)
-            rc = pretty(b, n->u.paren, level + 1);
+            rc = pretty(b, n->u.paren, level + 1, m);
         if (rc == GW_OK)
             rc = gw_buf_putc(b, '\n');
         if (rc == GW_OK)
@@ -487,7 +514,7 @@ static int pretty(struct gw_buf *b, const struct gw_pq_node *n, int level)
             rc = gw_buf_putc(b, ')');
         return rc;
     case GW_PQ_SUBQUERY:
-        rc = pretty(b, n->u.sub.expr, level);
+        rc = pretty(b, n->u.sub.expr, level, m);
         if (rc == GW_OK)
             rc = print_sub_suffix(b, n);
         return rc;
@@ -496,9 +523,43 @@ static int pretty(struct gw_buf *b, const struct gw_pq_node *n, int level)
     }
 }
 
+static size_t count_nodes(const struct gw_pq_node *n)
+{
+    if (n == NULL)
+        return 0;
+    switch (n->kind) {
+    case GW_PQ_SUBQUERY: return 1 + count_nodes(n->u.sub.expr);
+    case GW_PQ_AGGREGATE: return 1 + count_nodes(n->u.agg.expr) + count_nodes(n->u.agg.param);
+    case GW_PQ_BINARY: return 1 + count_nodes(n->u.bin.lhs) + count_nodes(n->u.bin.rhs);
+    case GW_PQ_UNARY: return 1 + count_nodes(n->u.unary.expr);
+    case GW_PQ_PAREN: return 1 + count_nodes(n->u.paren);
+    case GW_PQ_CALL: {
+        size_t c = 1;
+        for (size_t k = 0; k < n->u.call.n_args; k++)
+            c += count_nodes(n->u.call.args[k]);
+        return c;
+    }
+    default: return 1;
+    }
+}
+
 int gw_pq_format(const struct gw_pq_node *n, struct gw_buf *out)
 {
-    if (out == NULL)
+    if (out == NULL || n == NULL)
         return GW_EINVAL;
-    return pretty(out, n, 0);
+    struct len_map m = { NULL, NULL, 16 };
+    size_t nodes = count_nodes(n);
+    while (m.cap < 2 * nodes)
+        m.cap *= 2;
+    m.key = calloc(m.cap, sizeof *m.key);
+    m.len = calloc(m.cap, sizeof *m.len);
+    struct gw_buf scratch;
+    gw_buf_init(&scratch, out->max_bytes);
+    int rc = (m.key == NULL || m.len == NULL) ? GW_ENOMEM : print_node(&scratch, n, &m);
+    gw_buf_free(&scratch);
+    if (rc == GW_OK)
+        rc = pretty(out, n, 0, &m);
+    free(m.key);
+    free(m.len);
+    return rc;
 }
