@@ -699,8 +699,8 @@ static int eval_label_replace(struct pq_ctx *ctx, const struct gw_pq_node *n,
         if (m <= 0)
             continue;   /* no match (or invalid UTF-8 / limit): labels unchanged */
         PCRE2_SIZE *ov = pcre2_get_ovector_pointer(r.md);
-        char *res;
-        size_t rl;
+        char *res = NULL;
+        size_t rl = 0;
         /* copy the source value: ov indexes into it and it outlives the builder */
         char *svc = pq_alloc(ctx, sl + 1);
         if (!svc) {
