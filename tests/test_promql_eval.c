@@ -1619,6 +1619,71 @@ static const char *const RANGE_SCRIPT =
     "  {cpu=\"10\",namespace=\"observability\",node=\"gke-1\",pod=\"node-exporter-l454v\"} 1\n"
     "  {cpu=\"35\",namespace=\"observability\",node=\"gke-1\",pod=\"node-exporter-l454v\"} 1\n";
 
+static const char *const WINDOW_SCRIPT =
+    "load 1ms\n"
+    "  metric 1+0x4000\n"
+    "eval instant at 4s sum_over_time(metric[1000ms])\n"
+    "  {} 1000\n"
+    "eval instant at 4s sum_over_time(metric[1001ms])\n"
+    "  {} 1001\n"
+    "eval instant at 4s sum_over_time(metric[2003ms])\n"
+    "  {} 2003\n"
+    "eval instant at 4s sum_over_time(metric[3000ms])\n"
+    "  {} 3000\n"
+    "compat 2\n"
+    "eval instant at 4s sum_over_time(metric[1000ms])\n"
+    "  {} 1001\n"
+    "compat 3\n"
+    "clear\n"
+    "load 10s\n"
+    "  metric 1 2 3 4 5\n"
+    "  metric2 1 2 3 4 Inf\n"
+    "  metric4 1 2 3 Inf -Inf\n"
+    "  metric8 9.988465674311579e+307 9.988465674311579e+307\n"
+    "  metric10 -9.988465674311579e+307 9.988465674311579e+307\n"
+    "eval instant at 55s avg_over_time(metric[10s])\n"
+    "eval instant at 55s avg_over_time(metric[20s])\n"
+    "  {} 5\n"
+    "eval instant at 55s avg_over_time(metric[1m])\n"
+    "  {} 3\n"
+    "eval instant at 55s sum_over_time(metric[1m])/count_over_time(metric[1m])\n"
+    "  {} 3\n"
+    "eval instant at 55s avg_over_time(metric2[1m])\n"
+    "  {} Inf\n"
+    "eval instant at 55s avg_over_time(metric4[1m])\n"
+    "  {} NaN\n"
+    "eval instant at 55s avg_over_time(metric8[1m])\n"
+    "  {} 9.988465674311579e+307\n"
+    "eval instant at 55s sum_over_time(metric8[1m])/count_over_time(metric8[1m])\n"
+    "  {} +Inf\n"
+    "eval instant at 55s avg_over_time(metric10[1m])\n"
+    "  {} 0\n"
+    "clear\n"
+    "load 10s\n"
+    "  metric 0 8 8 2 3\n"
+    "eval instant at 1m stdvar_over_time(metric[2m])\n"
+    "  {} 10.56\n"
+    "eval instant at 1m stddev_over_time((metric[2m]))\n"
+    "  {} 3.249615\n"
+    "clear\n"
+    "load 10s\n"
+    "  metric 1 1e100 1 -1e100\n"
+    "eval instant at 1m sum_over_time(metric[2m])\n"
+    "  {} 2\n"
+    "eval instant at 1m avg_over_time(metric[2m])\n"
+    "  {} 0.5\n"
+    "clear\n"
+    "load 10s\n"
+    "  foo 52+0x100\n"
+    "eval instant at 10m avg_over_time(foo[130s]) == 52\n"
+    "  {} 52\n";
+
+static void test_promql_eval_windows(void **state)
+{
+    (void)state;
+    run_script("windows", WINDOW_SCRIPT, 0);
+}
+
 static void test_promql_eval_range_queries(void **state)
 {
     (void)state;
@@ -1685,7 +1750,33 @@ static const char *const EXP_SCRIPT =
     "eval instant at 0m count(limit_ratio(0.5, series) or limit_ratio(-0.5, series))\n"
     "  {} 3\n"
     "eval instant at 0m mad_over_time(series{label=\"a\"}[1m])\n"
-    "  {label=\"a\", n=\"10\"} 0\n";
+    "  {label=\"a\", n=\"10\"} 0\n"
+    "clear\n"
+    "load 5m\n"
+    "  cpu_time_total{job=\"cpu\", cpu=\"100\"} 100+0x10\n"
+    "  cpu_time_total{job=\"cpu\", cpu=\"21\"} 100+0x10\n"
+    "  cpu_time_total{job=\"cpu\", cpu=\"0\"} 100+0x10\n"
+    "  cpu_time_total{job=\"cpu\", cpu=\"10\"} 100+0x10\n"
+    "  cpu_time_total{job=\"cpu\", cpu=\"2\"} 100+0x10\n"
+    "  cpu_time_total{job=\"cpu\", cpu=\"1\"} 100+0x10\n"
+    "  node_uname_info{job=\"node_exporter\", instance=\"4m600\", release=\"1.2.3\"} 100+0x10\n"
+    "  node_uname_info{job=\"node_exporter\", instance=\"4m5\", release=\"1.11.3\"} 100+0x10\n"
+    "  node_uname_info{job=\"node_exporter\", instance=\"4m1000\", release=\"1.111.3\"} 100+0x10\n"
+    "eval_ordered instant at 50m sort_by_label(cpu_time_total, \"cpu\")\n"
+    "  cpu_time_total{job=\"cpu\", cpu=\"0\"} 100\n"
+    "  cpu_time_total{job=\"cpu\", cpu=\"1\"} 100\n"
+    "  cpu_time_total{job=\"cpu\", cpu=\"2\"} 100\n"
+    "  cpu_time_total{job=\"cpu\", cpu=\"10\"} 100\n"
+    "  cpu_time_total{job=\"cpu\", cpu=\"21\"} 100\n"
+    "  cpu_time_total{job=\"cpu\", cpu=\"100\"} 100\n"
+    "eval_ordered instant at 50m sort_by_label(node_uname_info, \"instance\")\n"
+    "  node_uname_info{job=\"node_exporter\", instance=\"4m5\", release=\"1.11.3\"} 100\n"
+    "  node_uname_info{job=\"node_exporter\", instance=\"4m600\", release=\"1.2.3\"} 100\n"
+    "  node_uname_info{job=\"node_exporter\", instance=\"4m1000\", release=\"1.111.3\"} 100\n"
+    "eval_ordered instant at 50m sort_by_label(node_uname_info, \"release\")\n"
+    "  node_uname_info{job=\"node_exporter\", instance=\"4m600\", release=\"1.2.3\"} 100\n"
+    "  node_uname_info{job=\"node_exporter\", instance=\"4m5\", release=\"1.11.3\"} 100\n"
+    "  node_uname_info{job=\"node_exporter\", instance=\"4m1000\", release=\"1.111.3\"} 100\n";
 
 static void test_promql_eval_experimental(void **state)
 {
@@ -1967,6 +2058,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_promql_eval_aggregations),
         cmocka_unit_test(test_promql_eval_range_queries),
+        cmocka_unit_test(test_promql_eval_windows),
         cmocka_unit_test(test_promql_eval_operators),
         cmocka_unit_test(test_promql_eval_selectors),
         cmocka_unit_test(test_promql_eval_subqueries),
