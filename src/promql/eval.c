@@ -131,11 +131,6 @@ int pq_charge(struct pq_ctx *ctx, uint64_t n)
     return GW_OK;
 }
 
-int pq_is_scalar_type(const struct pq_val *v)
-{
-    return v->type == GW_PQ_T_SCALAR;
-}
-
 int pq_vec_init(struct pq_ctx *ctx, struct pq_val *v, size_t cap)
 {
     memset(v, 0, sizeof(*v));
@@ -252,18 +247,6 @@ void pq_lb_del(struct pq_lb *b, const char *name, size_t nlen)
             return;
         }
     }
-}
-
-const char *pq_lb_get(const struct pq_lb *b, const char *name, size_t nlen, size_t *vlen)
-{
-    for (size_t i = 0; i < b->n; i++) {
-        if (b->l[i].name_len == nlen && memcmp(b->l[i].name, name, nlen) == 0) {
-            *vlen = b->l[i].value_len;
-            return b->l[i].value;
-        }
-    }
-    *vlen = 0;
-    return NULL;
 }
 
 int pq_lb_set(struct pq_ctx *ctx, struct pq_lb *b, const char *name, size_t nlen,

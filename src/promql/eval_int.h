@@ -114,7 +114,6 @@ size_t pq_vser_count(const struct pq_vser *s, size_t nsteps);
  * unary minus, label_replace); otherwise two at the same step -> error and
  * series present at different steps merge (Prometheus' rangeEval). */
 int pq_vec_dedupe(struct pq_ctx *ctx, struct pq_val *v, size_t nsteps, int strict);
-int pq_is_scalar_type(const struct pq_val *v);
 /* Evaluates n to a scalar per step (scalar typed nodes only). */
 int pq_eval_scalar(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
                    double **out);
@@ -145,7 +144,6 @@ void pq_lb_del(struct pq_lb *b, const char *name, size_t nlen);
 int pq_lb_set(struct pq_ctx *ctx, struct pq_lb *b, const char *name, size_t nlen,
               const char *value, size_t vlen);
 void pq_lb_keep(struct pq_lb *b, char *const *names, size_t n);
-const char *pq_lb_get(const struct pq_lb *b, const char *name, size_t nlen, size_t *vlen);
 int pq_lb_encode(struct pq_ctx *ctx, struct pq_lb *b, const uint8_t **out, size_t *len);
 int pq_lab_drop_name(struct pq_ctx *ctx, const uint8_t *lab, size_t len, const uint8_t **out,
                      size_t *olen);
