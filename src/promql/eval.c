@@ -4,18 +4,27 @@
  *
  * Range queries are evaluated over all steps at once: every node gives a
  * step matrix (see eval_int.h), an instant query is a range query of one
- * step. Selectors read once from the source for the whole time span the
- * steps need, copy the samples into the query's scratch arena and then walk
- * each series with forward-only pointers over the steps:
+ * step. Each selector asks the source once for the whole time span its
+ * steps need and handles every series as it arrives, walking it with
+ * forward-only pointers over the steps:
  *   instant selector at t: the newest sample in (t - lookback, t] (compat 3)
  *     or [t - lookback, t] (compat 2), none when it is a stale marker;
  *   range selector [r] at t: the samples in (t - r, t] (compat 3) or
  *     [t - r, t] (compat 2), stale markers removed;
- * where t is the step time (or the @ time) minus the offset.
+ * where t is the step time (or the @ time) minus the offset. Instant
+ * selectors and range selectors under a window function keep only their
+ * step values, never the raw samples; a range selector whose raw samples
+ * are the answer (top level of an instant query, absent_over_time over a
+ * subquery) copies them.
  * Subqueries evaluate their expression at the absolute-aligned times of
  * their step (the first one strictly after t - offset - range; at or after
  * in compat 2), default step 1 minute (Prometheus' default evaluation
- * interval), and are then windowed like range selectors.
+ * interval, for range queries too), and are then windowed like range
+ * selectors.
+ * Limits: points held (selector output, window function output, raw
+ * samples kept) count against max_samples, and the scratch arena holding
+ * every intermediate step matrix has a ceiling of 32 bytes per allowed
+ * sample; both fail with Prometheus' "too many samples" error.
  * The result is copied into the caller's gw_pq_result arena; the scratch
  * arena is freed before returning. */
 #include <math.h>
