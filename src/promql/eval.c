@@ -13,9 +13,8 @@
  *     [t - r, t] (compat 2), stale markers removed;
  * where t is the step time (or the @ time) minus the offset. Instant
  * selectors and range selectors under a window function keep only their
- * step values, never the raw samples; a range selector whose raw samples
- * are the answer (top level of an instant query, absent_over_time over a
- * subquery) copies them.
+ * step values, never the raw samples; only a range selector whose raw
+ * samples are the answer (the top level of an instant query) copies them.
  * Subqueries evaluate their expression at the absolute-aligned times of
  * their step (the first one strictly after t - offset - range; at or after
  * in compat 2), default step 1 minute (Prometheus' default evaluation
