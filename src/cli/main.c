@@ -34,6 +34,7 @@ static const char usage_main[] =
     "  stats       series, samples and bytes on disk of a data dir (per partition)\n"
     "  retention   drop stored data older than a duration\n"
     "  query       evaluate a PromQL expression against a running serve or a data dir\n"
+    "  simulate    simulate a GPU cluster's exporters and remote-write them (with ground truth)\n"
     "  version     print the version\n"
     "\n"
     "Run 'gpuwatch <command> --help' for the options of a command.\n";
@@ -440,6 +441,7 @@ static int cmd_retention(int argc, char **argv)
 }
 
 int gw_cli_query(int argc, char **argv);
+int gw_cli_simulate(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
@@ -452,6 +454,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "stats")) return cmd_stats(argc - 2, argv + 2);
     if (!strcmp(cmd, "retention")) return cmd_retention(argc - 2, argv + 2);
     if (!strcmp(cmd, "query")) return gw_cli_query(argc - 2, argv + 2);
+    if (!strcmp(cmd, "simulate")) return gw_cli_simulate(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("gpuwatch %s\n", GW_VERSION);
         return 0;

@@ -1,0 +1,431 @@
+/* cmd_simulate.c - `gpuwatch simulate`: builds the simulated cluster's
+ * timeline from a profile, seed and overrides, writes its ground truth,
+ * and sends the generated series as remote write (or writes them as files,
+ * or only counts them), then prints a summary: the run's settings, event
+ * counts by type and class, and series / samples / requests / seconds /
+ * samples per second, as key=value pairs. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpuwatch/codec.h"
+#include "gpuwatch/sim.h"
+
+static const char usage_simulate[] =
+    "usage: gpuwatch simulate --profile smoke|paper --seed N (--url URL | --out DIR | --dry-run) [options]\n"
+    "\n"
+    "Simulates a GPU training cluster (dcgm-exporter and node_exporter series of N nodes\n"
+    "x 8 GPUs, sessions, checkpoints, failures with precursors, baits) and sends it as\n"
+    "Prometheus remote write 1.0.\n"
+    "\n"
+    "  --profile P          smoke (4 nodes incl. 1 spare, 1 day) or paper (63 nodes incl.\n"
+    "                       3 spares, 55 days); default smoke\n"
+    "  --seed N             random seed (default 1); the same seed gives the same data\n"
+    "  --url URL            remote-write endpoint, e.g. http://127.0.0.1:9201/api/v1/write\n"
+    "  --out DIR            write the request bodies as DIR/000000001.rw ... + DIR/index.tsv\n"
+    "  --dry-run            generate and encode, send nothing (measures the generator)\n"
+    "  --truth FILE         write the ground truth (JSON lines) to FILE ('-': stdout)\n"
+    "  --truth-only         write the ground truth and print event counts, no samples\n"
+    "  --nodes N            nodes, spares included (1..1024)\n"
+    "  --gpus N             GPUs per node (1..16, default 8)\n"
+    "  --days D             simulated days (fractions allowed, e.g. 0.25)\n"
+    "  --duration DUR       simulated time, e.g. 6h (instead of --days)\n"
+    "  --interval DUR       scrape interval (default 30s; 15s option)\n"
+    "  --start T            first scrape: RFC3339 (2026-11-01T00:00:00Z), Unix ms, now or\n"
+    "                       now-DUR (default: now - duration)\n"
+    "  --legacy-hostname    label DCGM series with Hostname instead of hostname\n"
+    "  --failure-scale X    multiply every failure hazard by X (default 1)\n"
+    "  --speed S            max (default), realtime, or a factor K (K x real time)\n"
+    "  --connections N      parallel connections (default 4)\n"
+    "  --batch N            samples per request (default 2000)\n"
+    "  --progress           print progress to stderr every second\n";
+
+static int bad(const char *opt, const char *v, const char *expect)
+{
+    fprintf(stderr, "gpuwatch simulate: invalid value for %s: \"%s\" (%s)\n", opt, v, expect);
+    return 2;
+}
+
+static int parse_u64(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    char *end;
+    if (v[0] == '-' || v[0] == '\0')
+        return -1;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || *end || x < lo || x > hi)
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int parse_double(const char *v, double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !isfinite(x))
+        return -1;
+    *out = x;
+    return 0;
+}
+
+static int64_t align_down(int64_t t, int64_t step)
+{
+    int64_t r = t % step;
+    if (r < 0)
+        r += step;
+    return t - r;
+}
+
+/* RFC3339 (Z or +hh:mm, optional fraction), Unix ms, "now", "now-DUR". */
+static int parse_start(const char *v, int64_t interval_ms, int64_t *out)
+{
+    if (strncmp(v, "now", 3) == 0) {
+        int64_t d = 0, now = gw_now_ms();
+        if (v[3] == '-') {
+            if (gw_parse_duration_ms(v + 4, &d) != GW_OK || d <= 0)
+                return -1;
+        } else if (v[3] != '\0') {
+            return -1;
+        }
+        *out = align_down(now - d, interval_ms);
+        return 0;
+    }
+    if (strchr(v, 'T') == NULL) {
+        uint64_t ms;
+        if (parse_u64(v, 0, (uint64_t)INT64_MAX / 4, &ms) != 0)
+            return -1;
+        *out = (int64_t)ms;
+        return 0;
+    }
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    const char *p = strptime(v, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (p == NULL)
+        return -1;
+    int64_t frac_ms = 0;
+    if (*p == '.') {
+        int digits = 0;
+        p++;
+        while (*p >= '0' && *p <= '9') {
+            if (digits < 3) {
+                frac_ms = frac_ms * 10 + (*p - '0');
+                digits++;
+            }
+            p++;
+        }
+        if (digits == 0)
+            return -1;
+        while (digits++ < 3)
+            frac_ms *= 10;
+    }
+    int64_t off_s = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if ((*p == '+' || *p == '-') && p[1] >= '0' && p[1] <= '9' && p[2] >= '0' && p[2] <= '9' &&
+               p[3] == ':' && p[4] >= '0' && p[4] <= '9' && p[5] >= '0' && p[5] <= '9') {
+        off_s = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 + ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
+        if (*p == '-')
+            off_s = -off_s;
+        p += 6;
+    } else {
+        return -1;
+    }
+    if (*p != '\0')
+        return -1;
+    time_t t = timegm(&tm);
+    if (t == (time_t)-1 || t < 0)
+        return -1;
+    *out = ((int64_t)t - off_s) * 1000 + frac_ms;
+    return *out >= 0 ? 0 : -1;
+}
+
+static void fmt_time(int64_t ms, char *out, size_t n)
+{
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    if (gmtime_r(&t, &tm) == NULL || strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+        snprintf(out, n, "%" PRId64, ms);
+}
+
+static void print_events(const struct gw_sim_timeline *tl)
+{
+    size_t by_class[GW_SIM_CLASS_COUNT_] = {0}, by_bait[GW_SIM_BAIT_COUNT_] = {0};
+    size_t sess[3] = {0}, ck[2] = {0}, with_xid = 0, with_pre = 0, retries = 0;
+
+    for (size_t i = 0; i < tl->n_failures; i++) {
+        const struct gw_sim_failure *f = &tl->failures[i];
+        if ((unsigned)f->cls < GW_SIM_CLASS_COUNT_)
+            by_class[f->cls]++;
+        with_xid += f->t_xid_visible != GW_SIM_NO_TIME;
+        with_pre += f->t_precursor_start != GW_SIM_NO_TIME;
+    }
+    for (size_t i = 0; i < tl->n_sessions; i++) {
+        if ((unsigned)tl->sessions[i].outcome < 3)
+            sess[tl->sessions[i].outcome]++;
+        retries += tl->sessions[i].attempt > 0;
+    }
+    for (size_t i = 0; i < tl->n_checkpoints; i++)
+        if ((unsigned)tl->checkpoints[i].phase < 2)
+            ck[tl->checkpoints[i].phase]++;
+    for (size_t i = 0; i < tl->n_baits; i++)
+        if ((unsigned)tl->baits[i].kind < GW_SIM_BAIT_COUNT_)
+            by_bait[tl->baits[i].kind]++;
+
+    printf("events: failures=%zu sessions=%zu checkpoints=%zu baits=%zu\n", tl->n_failures, tl->n_sessions,
+           tl->n_checkpoints, tl->n_baits);
+    printf("failures:");
+    for (int c = 0; c < GW_SIM_CLASS_COUNT_; c++)
+        printf(" %s=%zu", gw_sim_class_name((enum gw_sim_class)c), by_class[c]);
+    printf(" with_visible_xid=%zu with_precursor=%zu\n", with_xid, with_pre);
+    printf("sessions: completed=%zu failed=%zu startup_failed=%zu retries=%zu\n", sess[GW_SIM_SESS_COMPLETED],
+           sess[GW_SIM_SESS_FAILED], sess[GW_SIM_SESS_STARTUP_FAILED], retries);
+    printf("checkpoints: save=%zu load=%zu\n", ck[GW_SIM_CKPT_SAVE], ck[GW_SIM_CKPT_LOAD]);
+    printf("baits:");
+    for (int b = 0; b < GW_SIM_BAIT_COUNT_; b++)
+        printf(" %s=%zu", gw_sim_bait_name((enum gw_sim_bait_kind)b), by_bait[b]);
+    printf("\n");
+}
+
+int gw_cli_simulate(int argc, char **argv);
+
+int gw_cli_simulate(int argc, char **argv)
+{
+    const char *profile = "smoke", *url = NULL, *out_dir = NULL, *truth = NULL, *start_s = NULL;
+    int dry_run = 0, truth_only = 0, legacy = 0, progress = 0, have_nodes = 0, have_days = 0, have_dur = 0;
+    int have_interval = 0, have_scale = 0;
+    uint64_t seed = 1, nodes = 0, gpus = 0, conns = 4, batch = 2000;
+    double days = 0, speed = 0, scale = 1;
+    int64_t duration_ms = 0, interval_ms = 0;
+
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(usage_simulate, stdout);
+            return 0;
+        }
+    }
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = NULL, *eq = strchr(a, '=');
+        char name[64];
+        size_t nl = eq ? (size_t)(eq - a) : strlen(a);
+        if (strncmp(a, "--", 2) != 0 || nl >= sizeof name) {
+            fprintf(stderr, "gpuwatch simulate: unexpected argument \"%s\"\n\n%s", a, usage_simulate);
+            return 2;
+        }
+        memcpy(name, a, nl);
+        name[nl] = '\0';
+        int flag = !strcmp(name, "--dry-run") || !strcmp(name, "--truth-only") ||
+                   !strcmp(name, "--legacy-hostname") || !strcmp(name, "--progress");
+        if (flag) {
+            if (eq) {
+                fprintf(stderr, "gpuwatch simulate: %s takes no value\n", name);
+                return 2;
+            }
+        } else if (eq) {
+            v = eq + 1;
+        } else if (i + 1 < argc) {
+            v = argv[++i];
+        } else {
+            fprintf(stderr, "gpuwatch simulate: option %s needs a value\n", name);
+            return 2;
+        }
+        if (!strcmp(name, "--dry-run")) dry_run = 1;
+        else if (!strcmp(name, "--truth-only")) truth_only = 1;
+        else if (!strcmp(name, "--legacy-hostname")) legacy = 1;
+        else if (!strcmp(name, "--progress")) progress = 1;
+        else if (!strcmp(name, "--profile")) {
+            if (strcmp(v, "smoke") != 0 && strcmp(v, "paper") != 0)
+                return bad(name, v, "smoke or paper");
+            profile = v;
+        } else if (!strcmp(name, "--seed")) {
+            if (parse_u64(v, 0, UINT64_MAX, &seed) != 0)
+                return bad(name, v, "an unsigned integer");
+        } else if (!strcmp(name, "--url")) {
+            url = v;
+        } else if (!strcmp(name, "--out")) {
+            out_dir = v;
+        } else if (!strcmp(name, "--truth")) {
+            if (v[0] == '\0')
+                return bad(name, v, "a file name, or - for stdout");
+            truth = v;
+        } else if (!strcmp(name, "--nodes")) {
+            if (parse_u64(v, 1, GW_SIM_MAX_NODES, &nodes) != 0)
+                return bad(name, v, "1..1024");
+            have_nodes = 1;
+        } else if (!strcmp(name, "--gpus")) {
+            if (parse_u64(v, 1, GW_SIM_MAX_GPUS, &gpus) != 0)
+                return bad(name, v, "1..16");
+        } else if (!strcmp(name, "--days")) {
+            if (parse_double(v, &days) != 0 || !(days > 0) || days > 400)
+                return bad(name, v, "a number of days > 0 and <= 400, e.g. 1 or 0.25");
+            have_days = 1;
+        } else if (!strcmp(name, "--duration")) {
+            if (gw_parse_duration_ms(v, &duration_ms) != GW_OK || duration_ms <= 0)
+                return bad(name, v, "a duration such as 6h, 90m or 2d");
+            have_dur = 1;
+        } else if (!strcmp(name, "--interval")) {
+            if (gw_parse_duration_ms(v, &interval_ms) != GW_OK || interval_ms < 1000 || interval_ms > 3600000)
+                return bad(name, v, "a duration from 1s to 1h, e.g. 30s or 15s");
+            have_interval = 1;
+        } else if (!strcmp(name, "--start")) {
+            start_s = v;
+        } else if (!strcmp(name, "--failure-scale")) {
+            if (parse_double(v, &scale) != 0 || scale < 0 || scale > 1000)
+                return bad(name, v, "a factor from 0 to 1000");
+            have_scale = 1;
+        } else if (!strcmp(name, "--speed")) {
+            if (!strcmp(v, "max")) speed = 0;
+            else if (!strcmp(v, "realtime")) speed = 1;
+            else if (parse_double(v, &speed) != 0 || !(speed > 0) || speed > 1e9)
+                return bad(name, v, "max, realtime or a factor > 0");
+        } else if (!strcmp(name, "--connections")) {
+            if (parse_u64(v, 1, 256, &conns) != 0)
+                return bad(name, v, "1..256");
+        } else if (!strcmp(name, "--batch")) {
+            if (parse_u64(v, 1, 100000, &batch) != 0)
+                return bad(name, v, "1..100000 samples per request");
+        } else {
+            fprintf(stderr, "gpuwatch simulate: unknown option \"%s\"\n\n%s", name, usage_simulate);
+            return 2;
+        }
+    }
+    if (have_days && have_dur) {
+        fprintf(stderr, "gpuwatch simulate: give --days or --duration, not both\n");
+        return 2;
+    }
+    if (url != NULL && url[0] == '\0')
+        url = NULL;
+    if (out_dir != NULL && out_dir[0] == '\0')
+        out_dir = NULL;
+    if (dry_run && (url || out_dir)) {
+        fprintf(stderr, "gpuwatch simulate: --dry-run sends and writes nothing; drop --url/--out\n");
+        return 2;
+    }
+    if (!truth_only && !dry_run && !url && !out_dir) {
+        fprintf(stderr, "gpuwatch simulate: say where the samples go: --url URL, --out DIR or --dry-run "
+                        "(or --truth-only)\n\n%s",
+                usage_simulate);
+        return 2;
+    }
+    if (truth_only && (url || out_dir || dry_run)) {
+        fprintf(stderr, "gpuwatch simulate: --truth-only generates no samples; drop --url/--out/--dry-run\n");
+        return 2;
+    }
+
+    struct gw_error err = {0};
+    struct gw_sim_config cfg;
+    gw_sim_config_default(&cfg);
+    if (gw_sim_config_profile(&cfg, profile, &err) != GW_OK) {
+        fprintf(stderr, "gpuwatch simulate: --profile: %s\n", err.msg);
+        return 2;
+    }
+    cfg.seed = seed;
+    if (have_nodes) {
+        cfg.nodes = (uint32_t)nodes;
+        if (cfg.spare_nodes >= cfg.nodes)
+            cfg.spare_nodes = cfg.nodes - 1;
+        if (cfg.host_span < cfg.nodes)
+            cfg.host_span = cfg.nodes * 2 > 100000 ? cfg.nodes : cfg.nodes * 2;
+    }
+    if (gpus > 0)
+        cfg.gpus = (uint32_t)gpus;
+    if (have_days)
+        cfg.duration_ms = (int64_t)llround(days * 86400000.0);
+    if (have_dur)
+        cfg.duration_ms = duration_ms;
+    if (have_interval)
+        cfg.interval_ms = interval_ms;
+    if (cfg.jitter_ms * 2 >= cfg.interval_ms)
+        cfg.jitter_ms = cfg.interval_ms / 2 - 1;
+    cfg.legacy_hostname = legacy;
+    if (have_scale)
+        cfg.failure_scale = scale;
+    if (start_s != NULL) {
+        if (parse_start(start_s, cfg.interval_ms, &cfg.start_ms) != 0)
+            return bad("--start", start_s, "RFC3339 like 2026-11-01T00:00:00Z, Unix ms, now or now-2d");
+    } else {
+        cfg.start_ms = align_down(gw_now_ms() - cfg.duration_ms, cfg.interval_ms);
+    }
+    if (gw_sim_config_check(&cfg, &err) != GW_OK) {
+        fprintf(stderr, "gpuwatch simulate: invalid settings: %s\n", err.msg);
+        return 2;
+    }
+
+    char t0[40], t1[40];
+    fmt_time(cfg.start_ms, t0, sizeof t0);
+    fmt_time(cfg.start_ms + cfg.duration_ms, t1, sizeof t1);
+    printf("simulate: profile=%s seed=%" PRIu64 " nodes=%u spares=%u gpus=%u interval_ms=%" PRId64
+           " start=%s end=%s start_ms=%" PRId64 " duration_ms=%" PRId64 " failure_scale=%g\n",
+           cfg.profile, cfg.seed, cfg.nodes, cfg.spare_nodes, cfg.gpus, cfg.interval_ms, t0, t1, cfg.start_ms,
+           cfg.duration_ms, cfg.failure_scale);
+    fflush(stdout);
+
+    struct gw_sim_timeline *tl = NULL;
+    struct gw_sim_gen *g = NULL;
+    int rc, status = 1;
+    uint64_t tl0 = gw_mono_ns();
+    if ((rc = gw_sim_timeline_build(&cfg, &tl, &err)) != GW_OK) {
+        fprintf(stderr, "gpuwatch simulate: cannot build the timeline: %s\n", err.msg);
+        goto out;
+    }
+    print_events(tl);
+    if (truth != NULL) {
+        FILE *f = strcmp(truth, "-") == 0 ? stdout : fopen(truth, "w");
+        if (f == NULL) {
+            char eb[128];
+            fprintf(stderr, "gpuwatch simulate: cannot create %s: %s\n", truth, strerror_r(errno, eb, sizeof eb));
+            goto out;
+        }
+        rc = gw_sim_truth_write(tl, f, &err);
+        if (f != stdout) {
+            if (fclose(f) != 0 && rc == GW_OK)
+                rc = gw_error_set(&err, GW_EIO, "close failed");
+        } else {
+            fflush(stdout);
+        }
+        if (rc != GW_OK) {
+            fprintf(stderr, "gpuwatch simulate: cannot write the ground truth to %s: %s\n", truth, err.msg);
+            goto out;
+        }
+    }
+    if (truth_only) {
+        printf("timeline: elapsed_s=%.3f result=OK\n", (double)(gw_mono_ns() - tl0) / 1e9);
+        status = 0;
+        goto out;
+    }
+    if ((rc = gw_sim_gen_open(&g, tl, NULL, NULL, &err)) != GW_OK) {
+        fprintf(stderr, "gpuwatch simulate: cannot start the generator: %s\n", err.msg);
+        goto out;
+    }
+    struct gw_sim_output_opts oo = {
+        .url = url,
+        .out_dir = out_dir,
+        .connections = (unsigned)conns,
+        .max_samples_per_request = (size_t)batch,
+        .speed = speed,
+        .progress = progress,
+    };
+    struct gw_sim_output_stats st;
+    memset(&st, 0, sizeof st);
+    rc = gw_sim_output_run(g, &oo, &st, &err);
+    printf("output: mode=%s series=%" PRIu64 " samples=%" PRIu64 " requests=%" PRIu64 " bytes=%" PRIu64
+           " retries=%" PRIu64 " elapsed_s=%.3f samples_per_s=%.0f result=%s\n",
+           dry_run ? "dry-run" : url && out_dir ? "url+files" : url ? "url" : "files", st.series, st.samples,
+           st.requests, st.bytes, st.retries, st.seconds, st.seconds > 0 ? (double)st.samples / st.seconds : 0.0,
+           rc == GW_OK ? "OK" : gw_strerror(rc));
+    if (rc != GW_OK) {
+        fprintf(stderr, "gpuwatch simulate: %s\n", err.msg);
+        goto out;
+    }
+    status = 0;
+out:
+    if (g != NULL)
+        gw_sim_gen_close(g);
+    gw_sim_timeline_free(tl);
+    return status;
+}
