@@ -235,7 +235,7 @@ static int send_req(struct shard *sh, const struct req *r, struct gw_httpc_respo
         if (first_fail == 0)
             first_fail = now;
         else if (now - first_fail > RETRY_FOR_NS) {
-            snprintf(msg, msg_cap, "connection %u: gave up after retrying for %llu s: %s", sh->idx,
+            snprintf(msg, msg_cap, "connection %u: gave up after retrying for %llu s: %.180s", sh->idx,
                      (unsigned long long)(RETRY_FOR_NS / 1000000000u), why);
             return rc == GW_OK ? GW_EIO : rc;
         }
