@@ -17,7 +17,7 @@
  * hex integers (0x1F), digit separators (1_000), Inf and NaN. A number
  * directly followed by a unit is a duration (5m, 1h30m, 10ms, 1y2w).
  * Strings: "..." and '...' take Go escapes (\a \b \f \n \r \t \v \\, the
- * quote itself, \xHH, \NNN octal, \uXXXX, \UXXXXXXXX) and end at a line
+ * quote itself, \xHH, \NNN octal, \uHHHH, \UHHHHHHHH) and end at a line
  * break; `...` is raw (no escapes, may span lines).
  *
  * Example: `sum by (job) (rate(x{a=~"b"}[5m]))` gives
