@@ -426,9 +426,13 @@ static int scan_number(struct lexer *l)
     return !is_alnum(lx_peek(l));
 }
 
-static int accept_remaining_duration(struct lexer *l)
+/* Consumes a duration's units after its first number as Prometheus does:
+ * the rune after the duration is read (w = its width) so the caller can
+ * step back over it on success; on failure the text up to pos is what
+ * the error shows. */
+static int accept_remaining_duration(struct lexer *l, size_t *w)
 {
-    size_t w;
+    *w = 0;
     if (!lx_accept(l, "smhdwy"))
         return 0;
     lx_accept(l, "s");
@@ -439,24 +443,21 @@ static int accept_remaining_duration(struct lexer *l)
             return 0;
         lx_accept(l, "s");
     }
-    int32_t r = lx_next(l, &w);
-    l->pos -= w;
-    return !is_alnum(r);
+    return !is_alnum(lx_next(l, w));
 }
 
 static int lex_number_or_duration(struct lexer *l)
 {
+    size_t w;
     if (scan_number(l))
         return lx_emit(l, PQ_T_NUMBER);
-    if (accept_remaining_duration(l))
+    if (accept_remaining_duration(l, &w)) {
+        l->pos -= w;
         return lx_emit(l, PQ_T_DURATION);
-    /* Prometheus shows the text up to and including the offending rune */
-    size_t w, end = l->pos;
-    if (lx_next(l, &w) != EOF_RUNE)
-        end = l->pos;
+    }
     struct gw_buf b;
     gw_buf_init(&b, 256);
-    int rc = pq_quote(&b, l->q + l->start, end - l->start, 64);
+    int rc = pq_quote(&b, l->q + l->start, l->pos - l->start, 64);
     if (rc == GW_OK)
         rc = lx_error(l, l->start, "bad number or duration syntax: %.*s", (int)b.len,
                       (const char *)b.data);
