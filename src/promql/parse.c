@@ -287,15 +287,6 @@ static const struct binop *binop_of(enum pq_tok t)
     return NULL;
 }
 
-/* Tokens that may follow a complete expression (to tell `sum` the metric
- * from `sum` the aggregation with a bad argument list). */
-static int can_follow_expr(enum pq_tok t)
-{
-    return binop_of(t) != NULL || t == PQ_T_RPAREN || t == PQ_T_COMMA || t == PQ_T_LBRACKET ||
-           t == PQ_T_RBRACKET || t == PQ_T_OFFSET || t == PQ_T_AT || t == PQ_T_EOF ||
-           t == PQ_T_ERROR || t == PQ_T_LBRACE;
-}
-
 static struct gw_pq_node *parse_expr(struct parser *p, int min_prec);
 
 /* ------------------------------------------------------------ literals */
@@ -876,12 +867,10 @@ static struct gw_pq_node *parse_primary(struct parser *p)
         return parse_selector(p, t);
     case PQ_T_AGG: {
         enum pq_tok nx = peek_tok(p, 1)->type;
+        /* otherwise the word is a metric name (`sum + 1`, `sum{a="b"}`);
+         * `sum foo` then fails on `foo` as Prometheus reports it */
         if (nx == PQ_T_LPAREN || nx == PQ_T_BY || nx == PQ_T_WITHOUT)
             return parse_aggregate(p);
-        if (!can_follow_expr(nx)) {
-            adv(p);
-            return unexpected(p, "aggregation", NULL);
-        }
         return parse_selector(p, t);
     }
     default:
