@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # run_ingest_bench.sh - remote-write ingest benchmark: gpuwatch vs
 # VictoriaMetrics vs Prometheus (each one that is installed), same data
-# from gw_rwload (default 63 nodes x 8 GPUs of dcgm-exporter +
-# node_exporter series, 15 s interval, 1 simulated hour ending 5 min ago,
-# sent in time order over 4 keep-alive connections).
+# from `gpuwatch simulate` (default: the paper profile's 63 nodes x 8 GPUs
+# of dcgm-exporter + node_exporter series with sessions, checkpoints and
+# failures, 15 s interval, 1 simulated hour ending 5 min ago, fixed seed,
+# sent as remote write 1.0 over 4 keep-alive connections in lockstep).
+# A --dry-run of the same simulation first counts series and samples and
+# measures the generator + encoder alone (samples/s on one core).
 #
 # Per system, on a fresh data dir: wall time and samples/s of the send,
 # server CPU microseconds per sample (utime+stime from /proc/PID/stat over
@@ -13,15 +16,17 @@
 # SIGTERM once its data dir stopped shrinking (merges done); Prometheus SIGTERM (its head stays in the WAL, not compacted
 # blocks - its size is reported as is and flagged in the notes).
 #
-# Usage: bench/run_ingest_bench.sh [--build DIR] [--nodes 63] [--gpus 8]
-#          [--duration 1h] [--interval 15s] [--conns 4] [--batch 2000]
-#          [--systems gpuwatch,victoria-metrics,prometheus] [--out FILE]
+# Usage: bench/run_ingest_bench.sh [--build DIR] [--profile paper] [--seed 1]
+#          [--nodes 63] [--gpus 8] [--duration 1h] [--interval 15s] [--conns 4]
+#          [--batch 2000] [--systems gpuwatch,victoria-metrics,prometheus] [--out FILE]
 # Quick run: bench/run_ingest_bench.sh --duration 10m
 # Prints a markdown table and writes it to bench/results/ingest-<date>.md.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build"
+profile=paper
+seed=1
 nodes=63
 gpus=8
 duration=1h
@@ -34,6 +39,8 @@ out=""
 while (($#)); do
     case "$1" in
     --build) build=$2; shift 2 ;;
+    --profile) profile=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
     --nodes) nodes=$2; shift 2 ;;
     --gpus) gpus=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
@@ -42,14 +49,14 @@ while (($#)); do
     --batch) batch=$2; shift 2 ;;
     --systems) systems=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
 
 build=$(cd "$build" && pwd)
-load="$build/gw_rwload"
-[[ -x "$load" ]] || { echo "gw_rwload not built in $build" >&2; exit 1; }
+sim="$build/gpuwatch"
+[[ -x "$sim" ]] || { echo "gpuwatch not built in $build" >&2; exit 1; }
 [[ -n "$out" ]] || out="$root/bench/results/ingest-$(date +%Y-%m-%d).md"
 mkdir -p "$(dirname "$out")"
 
@@ -96,10 +103,25 @@ field() { # KEY LINE -> value of key=value
 }
 
 rows=()
-info=$("$load" info --nodes "$nodes" --gpus "$gpus" --duration "$duration" --interval "$interval" --start 0)
+# One simulated hour ending 5 minutes ago, aligned to the interval; the same
+# start for every system, so every system gets byte-identical requests.
+interval_ms=$(python3 -c 'import re,sys
+m = re.fullmatch(r"(\d+)(ms|s|m|h)", sys.argv[1]) or sys.exit("bad --interval " + sys.argv[1])
+print(int(m[1]) * {"ms": 1, "s": 1000, "m": 60000, "h": 3600000}[m[2]])' "$interval")
+duration_ms=$(python3 -c 'import re,sys
+tot = 0
+for n, u in re.findall(r"(\d+)(ms|s|m|h|d)", sys.argv[1]):
+    tot += int(n) * {"ms": 1, "s": 1000, "m": 60000, "h": 3600000, "d": 86400000}[u]
+print(tot)' "$duration")
+start_ms=$(( ($(date +%s) - 300) * 1000 - duration_ms ))
+start_ms=$(( start_ms - start_ms % interval_ms ))
+sim_args=(--profile "$profile" --seed "$seed" --nodes "$nodes" --gpus "$gpus" --duration "$duration"
+    --interval "$interval" --start "$start_ms")
+info=$("$sim" simulate "${sim_args[@]}" --dry-run)
 n_series=$(field series "$info")
 n_samples=$(field samples "$info")
-echo "workload: $nodes nodes x $gpus GPUs, $n_series series, $n_samples samples ($duration at $interval)" >&2
+gen_rate=$(field samples_per_s "$info")
+echo "workload: $nodes nodes x $gpus GPUs, $n_series series, $n_samples samples ($duration at $interval); generator alone: $gen_rate samples/s" >&2
 
 run_one() {
     local sys=$1 bin port dir ready flush_note=""
@@ -140,14 +162,10 @@ run_one() {
         rows+=("| $sys | - | - | - | - | - | - | - | - | did not start |")
         return 0
     fi
-    local cpu0 cpu1 res start_ms
+    local cpu0 cpu1 res
     cpu0=$(cpu_ticks "$server_pid")
-    start_ms=$(( ($(date +%s) - 300) * 1000 ))
-    start_ms=$((start_ms - $("$load" info --duration "$duration" --interval "$interval" --nodes 1 --start 0 |
-        tr ' ' '\n' | awk -F= '$1 == "end" {print $2}')))
     echo "== $sys: sending" >&2
-    res=$("$load" send --url "$url" --nodes "$nodes" --gpus "$gpus" --duration "$duration" --interval "$interval" \
-        --start "$start_ms" --conns "$conns" --batch "$batch" --retry-for 60s --quiet || true)
+    res=$("$sim" simulate "${sim_args[@]}" --url "$url" --connections "$conns" --batch "$batch" || true)
     echo "$res" >&2
     local hwm rss
     rss=$(status_kb "$server_pid" VmRSS)
@@ -199,7 +217,7 @@ done
     echo "# Ingest benchmark $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo
     echo "Machine: $(nproc) cores, $(awk -F': ' '/^model name/ {print $2; exit}' /proc/cpuinfo), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM; sender on the same machine."
-    echo "Workload: $nodes nodes x $gpus GPUs, $n_series series, $duration at $interval = $n_samples samples, gw_rwload --conns $conns --batch $batch (remote write 1.0, snappy)."
+    echo "Workload: gpuwatch simulate --profile $profile --seed $seed, $nodes nodes x $gpus GPUs, $n_series series, $duration at $interval = $n_samples samples, --connections $conns --batch $batch (remote write 1.0, snappy). Generator + encoder alone (--dry-run, one core): $gen_rate samples/s."
     echo "gpuwatch: $("$build/gpuwatch" version 2>/dev/null | head -1 || true), source commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo "?")$(git -C "$root" diff --quiet HEAD -- . ':!bench/results' 2>/dev/null || echo " + uncommitted changes")."
     echo "Versions: $(prometheus --version 2>/dev/null | head -1 || true); victoria-metrics $(dpkg-query -W -f '${Version}' victoria-metrics 2>/dev/null || echo "?")."
     echo

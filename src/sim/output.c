@@ -8,10 +8,10 @@
  *   0a <len> TimeSeries {
  *       <labels pb: (0a len Label{0a len name 12 len value})*>
  *       12 <len> Sample { 09 <double LE, omitted when all bits 0> 10 <varint t> } }
- * e.g. up{instance="a:1"}=1 at t=1700000000000 (0x18BCFE56800):
- *   0a 2a | 0a 0c 0a 08 "__name__" 12 02 "up" | 0a 0f 0a 08 "instance" 12 03 "a:1"
- *         | 12 0f 09 00 00 00 00 00 00 f0 3f 10 80 d0 95 ff bc 31
- * (sizes: 14 + 17 label bytes, 17 sample bytes = 0x2a + 2 headers).
+ * e.g. up{instance="a:1"}=1 at t=1700000000000 (varint 80 d0 95 ff bc 31):
+ *   0a 33 | 0a 0e 0a 08 "__name__" 12 02 "up" | 0a 0f 0a 08 "instance" 12 03 "a:1"
+ *         | 12 10 09 00 00 00 00 00 00 f0 3f 10 80 d0 95 ff bc 31
+ * (33 label bytes + 2 + a 16-byte Sample = 0x33 bytes of TimeSeries).
  * Posted with Content-Encoding: snappy, Content-Type:
  * application/x-protobuf, X-Prometheus-Remote-Write-Version: 0.1.0,
  * User-Agent: gpuwatch-simulate. The first request carries only the
