@@ -12,7 +12,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <sys/stat.h>
+
 #include "gpuwatch/codec.h"
+#include "gpuwatch/httpc.h"
 #include "gpuwatch/sim.h"
 
 static const char usage_simulate[] =
@@ -318,6 +321,18 @@ int gw_cli_simulate(int argc, char **argv)
     }
 
     struct gw_error err = {0};
+    if (url != NULL) {
+        struct gw_url u;
+        if (gw_url_parse(url, &u, &err) != GW_OK) {
+            fprintf(stderr, "gpuwatch simulate: --url: %s\n", err.msg);
+            return 2;
+        }
+    }
+    if (out_dir != NULL && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+        char eb[128];
+        fprintf(stderr, "gpuwatch simulate: --out: cannot create %s: %s\n", out_dir, strerror_r(errno, eb, sizeof eb));
+        return 1;
+    }
     struct gw_sim_config cfg;
     gw_sim_config_default(&cfg);
     if (gw_sim_config_profile(&cfg, profile, &err) != GW_OK) {

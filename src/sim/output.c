@@ -232,8 +232,11 @@ static int send_req(struct shard *sh, const struct req *r, struct gw_httpc_respo
             snprintf(why, sizeof why, "%s", err.msg);
         }
         uint64_t now = gw_mono_ns();
-        if (first_fail == 0)
+        if (first_fail == 0) {
             first_fail = now;
+            if (o->opts->progress)
+                fprintf(stderr, "simulate: connection %u: %s; retrying\n", sh->idx, why);
+        }
         else if (now - first_fail > RETRY_FOR_NS) {
             snprintf(msg, msg_cap, "connection %u: gave up after retrying for %llu s: %.180s", sh->idx,
                      (unsigned long long)(RETRY_FOR_NS / 1000000000u), why);
