@@ -1,10 +1,12 @@
 /* test_sim_output.c - the simulator's output: request bodies decode with
  * the project's own remote-write decoder back to the generator's series
  * and values, per shard in generation order; --out files and index.tsv
- * round-trip; over HTTP every series stays on one connection in time
- * order with the remote-write headers; a 503 is retried until success; a
- * 400 is reported with the receiver's text; dry-run counts the same
- * samples. Runs a 4-node smoke cluster for a few simulated minutes. */
+ * round-trip and are byte-identical for the same seed; over HTTP every
+ * series stays on one connection in time order with the remote-write
+ * headers, and a slow connection holds the others back (lockstep); a 503
+ * is retried until success; a 400 is reported with the receiver's text;
+ * dry-run counts the same samples. Runs a 4-node smoke cluster for a few
+ * simulated minutes. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -324,6 +326,7 @@ struct srv {
     int stop;
     int fail_first;            /* answer 503 to this many requests */
     int refuse;                /* answer 400 to every request */
+    int slow_conn;             /* this connection (id + 1; 0 none) answers 5 ms late */
     int conns, requests;
     int bad_headers;
     struct rx *rx;
@@ -397,7 +400,9 @@ static void *conn_main(void *arg)
             s->rx[s->n_rx++] = (struct rx){.conn = ca->id, .body = body, .len = blen};
             resp = "HTTP/1.1 204 No Content\r\n\r\n";
         }
+        int slow = s->slow_conn == ca->id + 1;
         pthread_mutex_unlock(&s->mu);
+        if (slow) usleep(5000);
         if (send(ca->fd, resp, strlen(resp), MSG_NOSIGNAL) < 0) break;
     }
     free(head);
@@ -544,6 +549,82 @@ static void test_sim_output_http_sharding_keeps_order(void **state)
     srv_free(&s);
 }
 
+/* With one connection answering slowly, the others wait for it: no
+ * request arrives carrying samples more than about two scrape rounds older
+ * than the newest sample already delivered. */
+static void test_sim_output_http_lockstep(void **state)
+{
+    struct fx *f = *state;
+    struct srv s;
+    struct gw_sim_output_stats st;
+    struct gw_error err = {0};
+    srv_start(&s);
+    s.slow_conn = 2;
+    assert_int_equal(run_http(f, &s, 4, 300, &st, &err), GW_OK);
+    srv_stop(&s);
+    assert_int_equal(s.conns, 4);
+    int64_t newest = INT64_MIN, worst = 0, slack = 3 * f->cfg.interval_ms + 2 * f->cfg.jitter_ms;
+    int slow_requests = 0;
+    for (size_t i = 0; i < s.n_rx; i++) {
+        struct gw_buf pb;
+        struct gw_arena a;
+        struct gw_rw_request req;
+        gw_buf_init(&pb, 0);
+        gw_arena_init(&a, 1 << 16, 0);
+        assert_int_equal(gw_snappy_decode(s.rx[i].body, s.rx[i].len, GW_RW_MAX_BODY, &pb, NULL), GW_OK);
+        assert_int_equal(gw_rw_decode(pb.data, pb.len, 1, &a, &req, NULL), GW_OK);
+        int64_t mint = INT64_MAX, maxt = INT64_MIN;
+        for (size_t k = 0; k < req.n_series; k++) {
+            int64_t t = req.series[k].samples[0].t;
+            if (t < mint) mint = t;
+            if (t > maxt) maxt = t;
+        }
+        if (req.n_series > 0) {
+            if (newest != INT64_MIN && newest - mint > worst) worst = newest - mint;
+            if (maxt > newest) newest = maxt;
+        }
+        slow_requests += s.rx[i].conn == 1;
+        gw_arena_free(&a);
+        gw_buf_free(&pb);
+    }
+    assert_true(slow_requests > 10);
+    if (worst > slack)
+        fail_msg("a request arrived with samples %lld ms older than the newest delivered (allowed %lld)",
+                 (long long)worst, (long long)slack);
+    srv_free(&s);
+}
+
+/* The same config and seed give byte-identical request files. */
+static void test_sim_output_files_deterministic(void **state)
+{
+    struct fx *f = *state;
+    char d1[600], d2[600];
+    snprintf(d1, sizeof d1, "%s/a", f->dir);
+    snprintf(d2, sizeof d2, "%s/b", f->dir);
+    const char *dirs[2] = {d1, d2};
+    struct gw_sim_output_stats st[2];
+    for (int i = 0; i < 2; i++) {
+        struct gw_sim_gen *g = gen(f);
+        struct gw_sim_output_opts o = {.out_dir = dirs[i], .connections = 2, .max_samples_per_request = 1000};
+        struct gw_error err = {0};
+        assert_int_equal(gw_sim_output_run(g, &o, &st[i], &err), GW_OK);
+        gw_sim_gen_close(g);
+    }
+    assert_int_equal(st[0].requests, st[1].requests);
+    assert_int_equal(st[0].bytes, st[1].bytes);
+    for (uint64_t n = 1; n <= st[0].requests; n++) {
+        char p1[700], p2[700];
+        size_t l1, l2;
+        snprintf(p1, sizeof p1, "%s/%09" PRIu64 ".rw", d1, n);
+        snprintf(p2, sizeof p2, "%s/%09" PRIu64 ".rw", d2, n);
+        uint8_t *b1 = slurp(p1, &l1), *b2 = slurp(p2, &l2);
+        assert_int_equal(l1, l2);
+        assert_memory_equal(b1, b2, l1);
+        free(b1);
+        free(b2);
+    }
+}
+
 static void test_sim_output_http_retries_503(void **state)
 {
     struct fx *f = *state;
@@ -610,6 +691,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sim_output_files_roundtrip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_output_dry_run_counts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_output_http_sharding_keeps_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sim_output_http_lockstep, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sim_output_files_deterministic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_output_http_retries_503, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_output_http_refused_400, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_output_bad_scheme_fails_at_once, setup, teardown),
