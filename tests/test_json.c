@@ -78,10 +78,10 @@ static void test_json_timestamps(void **state)
     (void)state;
     check_ts(1435781451781, "1435781451.781");
     check_ts(1435781460000, "1435781460");
-    check_ts(1435781460100, "1435781460.1");
-    check_ts(1435781460010, "1435781460.01");
+    check_ts(1435781460100, "1435781460.100");
+    check_ts(1435781460010, "1435781460.010");
     check_ts(0, "0");
-    check_ts(-1500, "-1.5");
+    check_ts(-1500, "-1.500");
     check_ts(-5, "-0.005");
     check_ts(INT64_MIN, "-9223372036854775.808");
 }
@@ -120,8 +120,8 @@ static void test_json_values_and_labels(void **state)
     assert_int_equal(gw_json_value(&b, 0.25), GW_OK);
     assert_int_equal(gw_buf_putc(&b, ','), GW_OK);
     assert_int_equal(gw_json_ts(&b, 1500), GW_OK);
-    assert_int_equal(b.len, strlen("\"0.25\",1.5"));
-    assert_memory_equal(b.data, "\"0.25\",1.5", b.len);
+    assert_int_equal(b.len, strlen("\"0.25\",1.500"));
+    assert_memory_equal(b.data, "\"0.25\",1.500", b.len);
     gw_buf_free(&b);
 }
 

@@ -51,8 +51,9 @@ long gw_url_decode(const char *in, size_t len, char *out);
  * "NaN", "+Inf", "-Inf". Writes a NUL-terminated string into out (cap >=
  * 32 is always enough); returns its length. */
 size_t gw_json_format_float(double v, char *out, size_t cap);
-/* Milliseconds as seconds with up to 3 decimals, trailing zeros dropped
- * (1435781451781 -> "1435781451.781", 1435781460000 -> "1435781460"). */
+/* Milliseconds as seconds with 3 decimals, none when the fraction is zero
+ * (1435781451781 -> "1435781451.781", 1435781460100 -> "1435781460.100",
+ * 1435781460000 -> "1435781460"), as Prometheus writes them. */
 size_t gw_json_format_ts(int64_t t_ms, char *out, size_t cap);
 /* Appends a quoted JSON string (escapes like Go's encoding/json with HTML
  * escaping; invalid UTF-8 becomes U+FFFD). */

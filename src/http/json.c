@@ -9,8 +9,9 @@
  *   NaN -> "NaN", +Inf -> "+Inf", -Inf -> "-Inf".
  * The digits are the shortest decimal that reads back to the same double
  * (found by trying 1..17 significant digits, each correctly rounded).
- * Timestamps are JSON numbers in seconds with up to three decimals and no
- * trailing zeros: 1435781451781 ms -> 1435781451.781, -1500 ms -> -1.5.
+ * Timestamps are JSON numbers in seconds, three decimals unless the
+ * fraction is zero (as Prometheus writes them): 1435781451781 ms ->
+ * 1435781451.781, -1500 ms -> -1.500, 1435781460000 ms -> 1435781460.
  * Strings escape '"', '\\', control characters (\n \r \t, others \u00XX),
  * '<' '>' '&' and U+2028/U+2029 as \u escapes, and replace invalid UTF-8
  * with U+FFFD, as Go's encoding/json does. */
@@ -116,13 +117,8 @@ size_t gw_json_format_ts(int64_t t_ms, char *out, size_t cap)
     unsigned frac = (unsigned)(u % 1000);
     int n = snprintf(res, sizeof res, "%s%llu", t_ms < 0 ? "-" : "", (unsigned long long)(u / 1000));
     if (frac != 0) {
-        char fb[8];
-        snprintf(fb, sizeof fb, ".%03u", frac);
-        size_t fl = strlen(fb);
-        while (fb[fl - 1] == '0')
-            fl--;
-        fb[fl] = '\0';
-        snprintf(res + n, sizeof res - (size_t)n, "%s", fb);
+        /* always three digits, as Prometheus' MarshalTimestamp: 1.5 s is "1.500" */
+        snprintf(res + n, sizeof res - (size_t)n, ".%03u", frac);
     }
     return put_str(out, cap, res);
 }
