@@ -598,7 +598,7 @@ static void test_http_query_range(void **state)
     snprintf(t, sizeof t, "/api/v1/query?query=%s&time=%lld.5", m, (long long)((f->base + 30000) / 1000));
     get(f, t, &r);
     assert_int_equal(r.status, 200);
-    snprintf(ts, sizeof ts, "%lld.5", (long long)((f->base + 30000) / 1000));
+    snprintf(ts, sizeof ts, "%lld.500", (long long)((f->base + 30000) / 1000));
     snprintf(want, sizeof want,
              "{\"status\":\"success\",\"data\":{\"resultType\":\"vector\",\"result\":["
              "{\"metric\":{\"__name__\":\"test_metric\",\"job\":\"a\"},\"value\":[%s,\"2\"]},"
@@ -669,7 +669,7 @@ static void test_http_query_promql(void **state)
     get_q(f, "/api/v1/query", "\"a\\\"b\"", "&time=4.5", &r);
     assert_int_equal(r.status, 200);
     assert_string_equal(r.body,
-                        "{\"status\":\"success\",\"data\":{\"resultType\":\"string\",\"result\":[4.5,\"a\\\"b\"]}}");
+                        "{\"status\":\"success\",\"data\":{\"resultType\":\"string\",\"result\":[4.500,\"a\\\"b\"]}}");
     resp_free(&r);
 
     /* An aggregation at an instant: i = 4 -> 4 + 40. */
@@ -811,7 +811,7 @@ static void test_http_query_errors(void **state)
 static void test_http_query_server_opts(void **state)
 {
     struct fixture *f = *state;
-    struct gw_http_opts o;
+    struct gw_http_opts o = {0};
     struct resp r;
     char rest[256];
     long long b = (long long)(f->base / 1000);
@@ -865,7 +865,7 @@ static void test_http_query_server_opts(void **state)
 static void test_http_api_query_direct(void **state)
 {
     struct fixture *f = *state;
-    struct gw_http_opts o;
+    struct gw_http_opts o = {0};
     struct gw_buf out;
     unsigned status = 0;
     char params[512], m[256];

@@ -808,7 +808,7 @@ int gw_cli_query(int argc, char **argv)
 
     if (dir != NULL) {
         struct gw_db_opts o;
-        struct gw_http_opts ho;
+        struct gw_http_opts ho = {0};
         struct gw_error err = {0};
         struct gw_db *db = NULL;
         gw_db_opts_default(&o);

@@ -141,7 +141,7 @@ static int cmd_serve(int argc, char **argv)
     struct gw_db_opts dbo;
     gw_db_opts_default(&dbo);
     dbo.background = 1;
-    struct gw_http_opts ho;
+    struct gw_http_opts ho = {0};   /* fields gw_http_opts_default leaves alone stay 0 (default) */
     gw_http_opts_default(&ho);
     for (int i = 0; i < argc; i++) {
         const char *v;
