@@ -277,7 +277,7 @@ static int win_off(enum gw_pq_func_id f, const struct series *s, int64_t eval_ms
     struct gw_error err;
     gw_error_clear(&err);
     *out = -12345;
-    return pq_kernel_window(f, s->t + a, s->v + a, b - a, eval_ms, start, end, sc, nsc, out, &err);
+    return pq_kernel_window(f, 3, s->t + a, s->v + a, b - a, eval_ms, start, end, sc, nsc, out, &err);
 }
 
 static int win(enum gw_pq_func_id f, const struct series *s, int64_t eval_ms, int64_t range_ms,
@@ -414,7 +414,7 @@ static void test_promql_kernels_rate(void **state)
     /* one sample, or none: no point */
     s.n = 1;
     assert_int_equal(win(GW_PQ_F_RATE, &s, 10000, 1128, &out), 0);
-    assert_int_equal(pq_kernel_window(GW_PQ_F_INCREASE, NULL, NULL, 0, 0, 0, 1, NULL, 0, &out, NULL), 0);
+    assert_int_equal(pq_kernel_window(GW_PQ_F_INCREASE, 3, NULL, NULL, 0, 0, 0, 1, NULL, 0, &out, NULL), 0);
 }
 
 static void test_promql_kernels_irate_idelta(void **state)
@@ -456,7 +456,90 @@ static void test_promql_kernels_irate_idelta(void **state)
     /* equal timestamps: Prometheus refuses to divide by zero */
     int64_t tt[] = {1000, 1000};
     double vv[] = {1, 2};
-    assert_int_equal(pq_kernel_window(GW_PQ_F_IRATE, tt, vv, 2, 1000, 0, 1000, NULL, 0, &out, NULL), 0);
+    assert_int_equal(pq_kernel_window(GW_PQ_F_IRATE, 3, tt, vv, 2, 1000, 0, 1000, NULL, 0, &out, NULL), 0);
+}
+
+/* Prometheus 2.42 (compat 2) limits the start extrapolation by the
+ * counter's zero point before the 1.1x threshold test, Prometheus 3 after
+ * it. Window [0 s, 60 s], samples 15 s apart from 30 s: the first sample is
+ * 30 s from the start (beyond 1.1 x 15 = 16.5 s); the zero point of
+ * 10, 20, 30 lies 15 s before the first sample. */
+static void test_promql_kernels_rate_compat2_order(void **state)
+{
+    (void)state;
+    int64_t tt[] = {30000, 45000, 60000};
+    double vv[] = {10, 20, 30};
+    double out;
+    struct gw_error err;
+    gw_error_clear(&err);
+    /* Prometheus 3: 30 s >= 16.5 s -> 7.5 s, then min(7.5, 15) = 7.5 s:
+     * 20 * (30 + 7.5) / 30 */
+    assert_int_equal(pq_kernel_window(GW_PQ_F_INCREASE, 3, tt, vv, 3, 60000, 0, 60000, NULL, 0,
+                                      &out, &err), 1);
+    assert_same(out, 25.0);
+    /* 2.42: min(30, 15) = 15 s, below 16.5 s, kept: 20 * (30 + 15) / 30 */
+    assert_int_equal(pq_kernel_window(GW_PQ_F_INCREASE, 2, tt, vv, 3, 60000, 0, 60000, NULL, 0,
+                                      &out, &err), 1);
+    assert_same(out, 30.0);
+    assert_int_equal(pq_kernel_window(GW_PQ_F_RATE, 2, tt, vv, 3, 60000, 0, 60000, NULL, 0, &out,
+                                      &err), 1);
+    assert_same(out, 0.5);
+    assert_int_equal(pq_kernel_window(GW_PQ_F_RATE, 3, tt, vv, 3, 60000, 0, 60000, NULL, 0, &out,
+                                      &err), 1);
+    assert_same(out, 20 * ((30 + 7.5) / 30 / 60));
+    /* zero point 20 s before (first value 20 of 20, 30, 40): 2.42 tests
+     * 20 s against 16.5 s and falls back to half an interval as 3 does */
+    double v2[] = {20, 30, 40};
+    assert_int_equal(pq_kernel_window(GW_PQ_F_INCREASE, 2, tt, v2, 3, 60000, 0, 60000, NULL, 0,
+                                      &out, &err), 1);
+    assert_same(out, 25.0);
+    /* delta is not a counter: no zero point, both orders agree */
+    assert_int_equal(pq_kernel_window(GW_PQ_F_DELTA, 2, tt, vv, 3, 60000, 0, 60000, NULL, 0, &out,
+                                      &err), 1);
+    assert_same(out, 25.0);
+    /* a reset (30 -> 5) adds the value before it: 10, 30, 5 -> 25, zero
+     * point 30 * 10 / 25 = 12 s, kept by 2.42 (12 < 16.5) */
+    double v3[] = {10, 30, 5};
+    assert_int_equal(pq_kernel_window(GW_PQ_F_INCREASE, 2, tt, v3, 3, 60000, 0, 60000, NULL, 0,
+                                      &out, &err), 1);
+    assert_same(out, 25 * ((30 + 30 * (10.0 / 25)) / 30));
+    assert_int_equal(pq_kernel_window(GW_PQ_F_INCREASE, 3, tt, v3, 3, 60000, 0, 60000, NULL, 0,
+                                      &out, &err), 1);
+    assert_same(out, 25 * ((30 + 7.5) / 30));
+}
+
+/* stdvar/stddev_over_time near 1e300: the squared deviation overflows to
+ * +Inf; Prometheus 3's Kahan step keeps +Inf, 2.42's turns it into NaN. */
+static void test_promql_kernels_stddev_over_time_overflow(void **state)
+{
+    (void)state;
+    int64_t tt[] = {0, 10000};
+    double vv[] = {1e300, -1e300};
+    double out;
+    struct gw_error err;
+    gw_error_clear(&err);
+    assert_int_equal(pq_kernel_window(GW_PQ_F_STDVAR_OVER_TIME, 3, tt, vv, 2, 10000, -1, 10000,
+                                      NULL, 0, &out, &err), 1);
+    assert_same(out, INFINITY);
+    assert_int_equal(pq_kernel_window(GW_PQ_F_STDDEV_OVER_TIME, 3, tt, vv, 2, 10000, -1, 10000,
+                                      NULL, 0, &out, &err), 1);
+    assert_same(out, INFINITY);
+    assert_int_equal(pq_kernel_window(GW_PQ_F_STDVAR_OVER_TIME, 2, tt, vv, 2, 10000, -1, 10000,
+                                      NULL, 0, &out, &err), 1);
+    assert_true(isnan(out));
+    assert_int_equal(pq_kernel_window(GW_PQ_F_STDDEV_OVER_TIME, 2, tt, vv, 2, 10000, -1, 10000,
+                                      NULL, 0, &out, &err), 1);
+    assert_true(isnan(out));
+    /* ordinary values: both versions agree (Prometheus' test: 10.56) */
+    int64_t t5[] = {0, 10000, 20000, 30000, 40000};
+    double v5[] = {0, 8, 8, 2, 3};
+    double a, b;
+    assert_int_equal(pq_kernel_window(GW_PQ_F_STDVAR_OVER_TIME, 2, t5, v5, 5, 60000, -60000, 60000,
+                                      NULL, 0, &a, &err), 1);
+    assert_int_equal(pq_kernel_window(GW_PQ_F_STDVAR_OVER_TIME, 3, t5, v5, 5, 60000, -60000, 60000,
+                                      NULL, 0, &b, &err), 1);
+    assert_same(a, b);
+    assert_close(a, 10.56);
 }
 
 static void test_promql_kernels_deriv_predict(void **state)
@@ -745,20 +828,20 @@ static void test_promql_kernels_double_exponential_smoothing(void **state)
     /* factors must lie in (0, 1); the message is Prometheus' */
     struct gw_error err;
     double bad[2] = {1, 0.5};
-    assert_int_equal(pq_kernel_window(GW_PQ_F_DOUBLE_EXPONENTIAL_SMOOTHING, s.t, s.v, 3, 2000, 0, 2000,
+    assert_int_equal(pq_kernel_window(GW_PQ_F_DOUBLE_EXPONENTIAL_SMOOTHING, 3, s.t, s.v, 3, 2000, 0, 2000,
                                       bad, 2, &out, &err), GW_EINVAL);
     assert_string_equal(err.msg, "invalid smoothing factor. Expected: 0 < sf < 1, got: 1.000000");
     double bad2[2] = {0.5, 0};
-    assert_int_equal(pq_kernel_window(GW_PQ_F_DOUBLE_EXPONENTIAL_SMOOTHING, s.t, s.v, 3, 2000, 0, 2000,
+    assert_int_equal(pq_kernel_window(GW_PQ_F_DOUBLE_EXPONENTIAL_SMOOTHING, 3, s.t, s.v, 3, 2000, 0, 2000,
                                       bad2, 2, &out, &err), GW_EINVAL);
     assert_string_equal(err.msg, "invalid trend factor. Expected: 0 < tf < 1, got: 0.000000");
     /* one sample: no point, but the factors are still checked */
-    assert_int_equal(pq_kernel_window(GW_PQ_F_DOUBLE_EXPONENTIAL_SMOOTHING, s.t, s.v, 1, 2000, 0, 2000,
+    assert_int_equal(pq_kernel_window(GW_PQ_F_DOUBLE_EXPONENTIAL_SMOOTHING, 3, s.t, s.v, 1, 2000, 0, 2000,
                                       half, 2, &out, &err), 0);
-    assert_int_equal(pq_kernel_window(GW_PQ_F_DOUBLE_EXPONENTIAL_SMOOTHING, s.t, s.v, 1, 2000, 0, 2000,
+    assert_int_equal(pq_kernel_window(GW_PQ_F_DOUBLE_EXPONENTIAL_SMOOTHING, 3, s.t, s.v, 1, 2000, 0, 2000,
                                       bad, 2, &out, &err), GW_EINVAL);
     /* not a window function */
-    assert_int_equal(pq_kernel_window(GW_PQ_F_ABS, s.t, s.v, 3, 2000, 0, 2000, NULL, 0, &out, &err),
+    assert_int_equal(pq_kernel_window(GW_PQ_F_ABS, 3, s.t, s.v, 3, 2000, 0, 2000, NULL, 0, &out, &err),
                      GW_EINVAL);
 }
 
@@ -1017,6 +1100,8 @@ int main(void)
         cmocka_unit_test(test_promql_kernels_quantile),
         cmocka_unit_test(test_promql_kernels_increase),
         cmocka_unit_test(test_promql_kernels_rate),
+        cmocka_unit_test(test_promql_kernels_rate_compat2_order),
+        cmocka_unit_test(test_promql_kernels_stddev_over_time_overflow),
         cmocka_unit_test(test_promql_kernels_irate_idelta),
         cmocka_unit_test(test_promql_kernels_deriv_predict),
         cmocka_unit_test(test_promql_kernels_resets_changes),

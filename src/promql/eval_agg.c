@@ -183,7 +183,7 @@ static int count_values(struct pq_ctx *ctx, const struct gw_pq_node *n, const st
                 lo->v[i] += 1;
                 continue;
             }
-            char num[64];
+            char num[PQ_FMT_GO_F_MAX];
             pq_fmt_go_f(s->v[i], num, sizeof(num));
             size_t nl = strlen(num);
             char *nv = pq_alloc(ctx, nl + 1);
@@ -466,7 +466,9 @@ int pq_eval_aggregate(struct pq_ctx *ctx, const struct gw_pq_node *n, const stru
                     c = 0;
                     cnt = 1;
                     if (op == GW_PQ_AGG_STDDEV || op == GW_PQ_AGG_STDVAR)
-                        fv = (isnan(f) || isinf(f)) ? NAN : 0;
+                        /* Prometheus 3 starts a group holding NaN or
+                         * +-Inf at NaN; 2.42 starts every group at 0 */
+                        fv = ctx->o.compat != 2 && (isnan(f) || isinf(f)) ? NAN : 0;
                     else if (op == GW_PQ_AGG_GROUP)
                         fv = 1;
                     else if (op == GW_PQ_AGG_QUANTILE)

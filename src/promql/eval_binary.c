@@ -17,7 +17,9 @@
  *   multiple matches for labels: grouping labels must ensure unique matches
  *   vector cannot contain metrics with the same labelset
  * Arithmetic and bool comparisons drop __name__; filtering comparisons keep
- * it (and keep the left-hand value, as Prometheus does). */
+ * it (and keep the left-hand value, as Prometheus does). atan2 drops it in
+ * compat 3 only: Prometheus 2.42's list of name-dropping operators lacks
+ * atan2 (+ - * / % ^), Prometheus 3's includes it. */
 #include <string.h>
 
 #include "gpuwatch/labels.h"
@@ -32,6 +34,14 @@ static int is_arith(enum gw_pq_op op)
     default:
         return 0;
     }
+}
+
+/* Whether the result of arithmetic operator op loses __name__. */
+static int drops_name(const struct pq_ctx *ctx, enum gw_pq_op op)
+{
+    if (op == GW_PQ_OP_ATAN2 && ctx->o.compat == 2)
+        return 0;
+    return is_arith(op);
 }
 
 static int is_cmp(enum gw_pq_op op)
@@ -65,7 +75,7 @@ static int vector_scalar(struct pq_ctx *ctx, const struct gw_pq_node *n, const s
 {
     enum gw_pq_op op = n->u.bin.op;
     int rb = n->u.bin.return_bool, rc;
-    int drop = is_arith(op) || rb;
+    int drop = drops_name(ctx, op) || rb;
     for (size_t k = 0; k < vec->nvs; k++) {
         struct pq_vser *s = &vec->vs[k];
         if ((rc = pq_check_time(ctx)))
@@ -254,7 +264,7 @@ static int result_labels(struct pq_ctx *ctx, const struct gw_pq_node *n, const s
     int rc = pq_lb_load(ctx, b, ms->lab, ms->llen);
     if (rc)
         return rc;
-    if (is_arith(n->u.bin.op))
+    if (drops_name(ctx, n->u.bin.op))
         pq_lb_del(b, "__name__", 8);
     if (vm && vm->card == GW_PQ_CARD_ONE_TO_ONE) {
         if (vm->on) {

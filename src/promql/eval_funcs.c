@@ -127,8 +127,8 @@ static int window_series(struct pq_ctx *ctx, struct wctx *w, const struct pq_raw
         for (size_t j = 0; j < w->nsc; j++)
             scal[j] = w->sc[j][i];
         double val;
-        rc = pq_kernel_window(w->fid, r->t + it.lo, r->v + it.lo, it.hi - it.lo, pq_grid_t(g, i),
-                              rs, re, scal, w->nsc, &val, ctx->err);
+        rc = pq_kernel_window(w->fid, ctx->o.compat, r->t + it.lo, r->v + it.lo, it.hi - it.lo,
+                              pq_grid_t(g, i), rs, re, scal, w->nsc, &val, ctx->err);
         if (rc < 0)
             return rc;
         if (rc == 1) {

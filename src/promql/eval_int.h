@@ -165,7 +165,11 @@ int pq_itab_init(struct pq_ctx *ctx, struct pq_itab *t, size_t expect);
 int pq_itab_get(struct pq_ctx *ctx, struct pq_itab *t, const uint8_t *b, size_t len, int create,
                 size_t *id, int *found);
 
-/* Go's strconv.FormatFloat(v, 'f', -1, 64) and %v of a float64. */
+/* Go's strconv.FormatFloat(v, 'f', -1, 64) and %v of a float64. The 'f'
+ * form writes every digit (1e-300 is "0.", 299 zeros and "1"); a buffer of
+ * PQ_FMT_GO_F_MAX bytes holds any float64 in it: at most 1 sign, 324
+ * digits before or after the point, the point and the NUL. */
+#define PQ_FMT_GO_F_MAX 400
 void pq_fmt_go_f(double v, char *buf, size_t cap);
 void pq_fmt_go_v(double v, char *buf, size_t cap);
 

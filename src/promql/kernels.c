@@ -90,6 +90,18 @@ static void kahan_inc(double inc, double *sum, double *c)
     *sum = t;
 }
 
+/* kahanSumInc as Prometheus 2.42 has it: no Inf guard, so a term that
+ * makes the sum infinite leaves Inf - Inf = NaN in the compensation. */
+static void kahan_inc_v2(double inc, double *sum, double *c)
+{
+    double t = *sum + inc;
+    if (fabs(*sum) >= fabs(inc))
+        *c += (*sum - t) + inc;
+    else
+        *c += (inc - t) + *sum;
+    *sum = t;
+}
+
 void pq_kahan_add(struct pq_kahan *k, double inc)
 {
     kahan_inc(inc, &k->sum, &k->c);
@@ -1089,9 +1101,24 @@ static double go_duration_seconds(int64_t ms)
 }
 
 /* extrapolatedRate: rate (counter, per second), increase (counter) and
- * delta (gauge). Needs at least 2 samples. */
+ * delta (gauge). Needs at least 2 samples.
+ *
+ * The start of the window is extrapolated to the range start when the
+ * first sample lies within 1.1 average sample intervals of it, else by
+ * half an interval; a counter's extrapolation also stops where the line
+ * through the samples reaches zero. Prometheus 3 (compat 3) takes the
+ * threshold decision first and then the zero point; Prometheus 2.42
+ * (compat 2) shortens the distance to the zero point first and tests that
+ * shortened distance against the threshold. Example: samples 15 s apart,
+ * first sample 30 s after the range start (beyond 16.5 s), zero point
+ * 3 s before the first sample: compat 3 extrapolates min(7.5, 3) = 3 s,
+ * compat 2 extrapolates the full 3 s too (3 < 16.5); with the zero point
+ * 20 s before: compat 3 gives min(7.5, 20) = 7.5 s, compat 2 tests 20 s
+ * against 16.5 s and falls back to 7.5 s; with the zero point 10 s
+ * before: compat 3 gives 7.5 s, compat 2 gives 10 s. */
 static int extrapolated_rate(const int64_t *t, const double *v, size_t n, int64_t range_start,
-                             int64_t range_end, int is_counter, int is_rate, double *out)
+                             int64_t range_end, int is_counter, int is_rate, int compat,
+                             double *out)
 {
     if (n < 2)
         return 0;
@@ -1107,6 +1134,21 @@ static int extrapolated_rate(const int64_t *t, const double *v, size_t n, int64_
     double sampled = (double)(last_t - first_t) / 1000;
     double avg_between = sampled / (double)(n - 1);
     double threshold = avg_between * 1.1;
+    if (compat == 2) {
+        if (is_counter && result > 0 && v[0] >= 0) {
+            double dur_to_zero = sampled * (v[0] / result);
+            if (dur_to_zero < dur_to_start)
+                dur_to_start = dur_to_zero;
+        }
+        double interval = sampled;
+        interval += dur_to_start < threshold ? dur_to_start : avg_between / 2;
+        interval += dur_to_end < threshold ? dur_to_end : avg_between / 2;
+        double factor = interval / sampled;
+        if (is_rate)
+            factor /= go_duration_seconds(range_end - range_start);
+        *out = result * factor;
+        return 1;
+    }
     if (dur_to_start >= threshold)
         dur_to_start = avg_between / 2;
     if (is_counter) {
@@ -1219,14 +1261,19 @@ static double avg_over_time(const double *v, size_t n)
 
 /* Welford's online variance with Kahan-compensated mean and sum of
  * squared deviations (varianceOverTime). */
-static double variance_over_time(const double *v, size_t n)
+/* stdvar_over_time: Welford's update with Kahan-compensated mean and sum
+ * of squares. The Kahan step is Prometheus 3's (an infinite term keeps the
+ * sum infinite) or, for compat 2, 2.42's (it turns the result into NaN:
+ * values near 1e300 square to +Inf, and 2.42 answers NaN). */
+static double variance_over_time(const double *v, size_t n, int compat)
 {
+    void (*inc)(double, double *, double *) = compat == 2 ? kahan_inc_v2 : kahan_inc;
     double count = 0, mean = 0, c_mean = 0, aux = 0, c_aux = 0;
     for (size_t i = 0; i < n; i++) {
         count++;
         double delta = v[i] - (mean + c_mean);
-        kahan_inc(delta / count, &mean, &c_mean);
-        kahan_inc(delta * (v[i] - (mean + c_mean)), &aux, &c_aux);
+        inc(delta / count, &mean, &c_mean);
+        inc(delta * (v[i] - (mean + c_mean)), &aux, &c_aux);
     }
     return (aux + c_aux) / count;
 }
@@ -1324,7 +1371,7 @@ static int need_scalars(size_t have, size_t want, const char *fname, struct gw_e
                         have);
 }
 
-int pq_kernel_window(enum gw_pq_func_id f, const int64_t *t, const double *v, size_t n,
+int pq_kernel_window(enum gw_pq_func_id f, int compat, const int64_t *t, const double *v, size_t n,
                      int64_t eval_ts, int64_t range_start, int64_t range_end,
                      const double *scalars, size_t n_scalars, double *out, struct gw_error *err)
 {
@@ -1335,11 +1382,11 @@ int pq_kernel_window(enum gw_pq_func_id f, const int64_t *t, const double *v, si
         return 0;
     switch (f) {
     case GW_PQ_F_RATE:
-        return extrapolated_rate(t, v, n, range_start, range_end, 1, 1, out);
+        return extrapolated_rate(t, v, n, range_start, range_end, 1, 1, compat, out);
     case GW_PQ_F_INCREASE:
-        return extrapolated_rate(t, v, n, range_start, range_end, 1, 0, out);
+        return extrapolated_rate(t, v, n, range_start, range_end, 1, 0, compat, out);
     case GW_PQ_F_DELTA:
-        return extrapolated_rate(t, v, n, range_start, range_end, 0, 0, out);
+        return extrapolated_rate(t, v, n, range_start, range_end, 0, 0, compat, out);
     case GW_PQ_F_IRATE:
         return instant_value(t, v, n, 1, out);
     case GW_PQ_F_IDELTA:
@@ -1420,10 +1467,10 @@ int pq_kernel_window(enum gw_pq_func_id f, const int64_t *t, const double *v, si
         *out = 1;
         return 1;
     case GW_PQ_F_STDDEV_OVER_TIME:
-        *out = sqrt(variance_over_time(v, n));
+        *out = sqrt(variance_over_time(v, n, compat));
         return 1;
     case GW_PQ_F_STDVAR_OVER_TIME:
-        *out = variance_over_time(v, n);
+        *out = variance_over_time(v, n, compat);
         return 1;
     case GW_PQ_F_QUANTILE_OVER_TIME: {
         if ((rc = need_scalars(n_scalars, 1, "quantile_over_time", err)) != GW_OK)

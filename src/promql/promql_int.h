@@ -31,6 +31,12 @@ double pq_kahan_value(const struct pq_kahan *k);   /* sum + c (c dropped when su
  * scalars are the function's scalar arguments in call order (for
  * quantile_over_time the quantile, for predict_linear the seconds ahead,
  * for double_exponential_smoothing sf and tf).
+ * compat selects the Prometheus version whose arithmetic is followed
+ * where 2.42 and 3 differ (2 = Prometheus 2.42, anything else =
+ * Prometheus 3): rate/increase limit the start extrapolation by the
+ * counter's zero point before (2) or after (3) the 1.1x threshold test;
+ * stddev/stdvar_over_time use Kahan steps that turn an Inf term into NaN
+ * (2) or keep the Inf (3).
  * Returns 1 with *out set when the function yields a value, 0 when it
  * yields no point (e.g. rate of fewer than 2 samples), GW_EINVAL with err
  * set when an argument is invalid (double_exponential_smoothing factors
@@ -39,7 +45,7 @@ double pq_kahan_value(const struct pq_kahan *k);   /* sum + c (c dropped when su
  * CHANGES AVG/MIN/MAX/SUM/COUNT/LAST/FIRST/PRESENT/STDDEV/STDVAR/QUANTILE/
  * MAD_OVER_TIME TS_OF_{MIN,MAX,LAST,FIRST}_OVER_TIME
  * DOUBLE_EXPONENTIAL_SMOOTHING. */
-int pq_kernel_window(enum gw_pq_func_id f, const int64_t *t, const double *v, size_t n,
+int pq_kernel_window(enum gw_pq_func_id f, int compat, const int64_t *t, const double *v, size_t n,
                      int64_t eval_ts, int64_t range_start, int64_t range_end,
                      const double *scalars, size_t n_scalars, double *out, struct gw_error *err);
 
