@@ -370,7 +370,7 @@ static void dump_result(const struct gw_pq_result *r)
 
 static int parse_expr(struct runner *R, const char *q, struct gw_pq_expr **e, struct gw_error *err)
 {
-    struct gw_pq_parse_opts po = { R->opts.experimental };
+    struct gw_pq_parse_opts po = { .experimental = R->opts.experimental, .compat = R->opts.compat };
     return gw_pq_parse(q, strlen(q), &po, e, err);
 }
 
@@ -1948,6 +1948,134 @@ static int failing_select(void *ud, const struct gw_matcher *ms, size_t n_ms, in
     return gw_error_set(err, GW_EIO, "disk on fire");
 }
 
+/* Where Prometheus 2.42 (compat 2) and Prometheus 3 differ outside the
+ * range windows: atan2 keeps __name__ in 2.42; stddev/stdvar of a group
+ * whose first member is NaN or +-Inf start at 0 in 2.42, at NaN in 3. */
+static const char *const COMPAT_SCRIPT =
+    "load 10s\n"
+    "  metric{a=\"1\"} 1\n"
+    "  other{a=\"1\"} 1\n"
+    "  special{k=\"nan\"} NaN\n"
+    "  special{k=\"inf\"} Inf\n"
+    "  special{k=\"ninf\"} -Inf\n"
+    "  special{k=\"one\"} 1\n"
+    "  pair{k=\"x\"} 2\n"
+    "  pair{k=\"y\"} 4\n"
+    "eval instant at 0s metric atan2 1\n"
+    "  {a=\"1\"} 0.7853981633974483\n"
+    "eval instant at 0s 1 atan2 metric\n"
+    "  {a=\"1\"} 0.7853981633974483\n"
+    "eval instant at 0s metric atan2 other\n"
+    "  {a=\"1\"} 0.7853981633974483\n"
+    "eval instant at 0s metric + 1\n"
+    "  {a=\"1\"} 2\n"
+    "eval instant at 0s stddev by (k) (special)\n"
+    "  {k=\"nan\"} NaN\n"
+    "  {k=\"inf\"} NaN\n"
+    "  {k=\"ninf\"} NaN\n"
+    "  {k=\"one\"} 0\n"
+    "eval instant at 0s stdvar by (k) (special)\n"
+    "  {k=\"nan\"} NaN\n"
+    "  {k=\"inf\"} NaN\n"
+    "  {k=\"ninf\"} NaN\n"
+    "  {k=\"one\"} 0\n"
+    "eval instant at 0s stdvar(pair)\n"
+    "  {} 1\n"
+    "compat 2\n"
+    "eval instant at 0s metric atan2 1\n"
+    "  metric{a=\"1\"} 0.7853981633974483\n"
+    "eval instant at 0s 1 atan2 metric\n"
+    "  metric{a=\"1\"} 0.7853981633974483\n"
+    "eval instant at 0s metric atan2 other\n"
+    "  metric{a=\"1\"} 0.7853981633974483\n"
+    "eval instant at 0s metric + 1\n"
+    "  {a=\"1\"} 2\n"
+    "eval instant at 0s stddev by (k) (special)\n"
+    "  {k=\"nan\"} 0\n"
+    "  {k=\"inf\"} 0\n"
+    "  {k=\"ninf\"} 0\n"
+    "  {k=\"one\"} 0\n"
+    "eval instant at 0s stdvar by (k) (special)\n"
+    "  {k=\"nan\"} 0\n"
+    "  {k=\"inf\"} 0\n"
+    "  {k=\"ninf\"} 0\n"
+    "  {k=\"one\"} 0\n"
+    "eval instant at 0s stdvar(pair)\n"
+    "  {} 1\n";
+
+static void test_promql_eval_compat_differences(void **state)
+{
+    (void)state;
+    run_script("compat", COMPAT_SCRIPT, 0);
+}
+
+/* count_values spells the value as Go's FormatFloat(v, 'f', -1, 64): every
+ * digit, however many (1e-300 is "0.", 299 zeros and "1"). */
+static void test_promql_eval_count_values_long_labels(void **state)
+{
+    (void)state;
+    struct mem_src *m = many_series(3);
+    double vals[3] = { 1e-300, -1.2345e300, 5e-324 };
+    for (size_t i = 0; i < 3; i++) {
+        m->s[i].n = 1;
+        m->s[i].v[0] = vals[i];
+    }
+    struct gw_pq_source src = { m, mem_select };
+    struct gw_pq_expr *e;
+    struct gw_error err;
+    struct gw_pq_result res;
+    const char *q = "count_values(\"v\", m)";
+    assert_int_equal(gw_pq_parse(q, strlen(q), NULL, &e, &err), GW_OK);
+    assert_int_equal(gw_pq_eval_instant(&src, e, 0, NULL, &res, &err), GW_OK);
+    assert_int_equal(res.type, GW_PQ_T_VECTOR);
+    assert_int_equal(res.n_series, 3);
+    char want[3][400];
+    /* 1e-300 */
+    size_t o = 0;
+    o += (size_t)snprintf(want[0], sizeof(want[0]), "0.");
+    for (int i = 0; i < 299; i++)
+        want[0][o++] = '0';
+    memcpy(want[0] + o, "1", 2);
+    /* -1.2345e300: the digits 12345 and 296 zeros */
+    o = (size_t)snprintf(want[1], sizeof(want[1]), "-12345");
+    for (int i = 0; i < 296; i++)
+        want[1][o++] = '0';
+    want[1][o] = 0;
+    /* the smallest subnormal: 323 zeros after the point, then 5 */
+    o = (size_t)snprintf(want[2], sizeof(want[2]), "0.");
+    for (int i = 0; i < 323; i++)
+        want[2][o++] = '0';
+    memcpy(want[2] + o, "5", 2);
+    int seen[3] = { 0, 0, 0 };
+    for (size_t i = 0; i < res.n_series; i++) {
+        const char *v = NULL;
+        size_t vl = 0;
+        assert_true(gw_labels_get(res.series[i].labels, res.series[i].labels_len, "v", 1, &v,
+                                  &vl));
+        int hit = 0;
+        for (int k = 0; k < 3; k++) {
+            if (vl == strlen(want[k]) && memcmp(v, want[k], vl) == 0) {
+                seen[k]++;
+                hit = 1;
+                /* the text parses back to the same float */
+                char buf[400];
+                memcpy(buf, v, vl);
+                buf[vl] = 0;
+                assert_true(strtod(buf, NULL) == vals[k]);
+            }
+        }
+        if (!hit)
+            fail_msg("unexpected count_values label (%zu bytes): %.*s", vl, (int)vl, v);
+        assert_int_equal(res.series[i].n, 1);
+        assert_true(res.series[i].v[0] == 1.0);
+    }
+    assert_int_equal(seen[0] + seen[1] + seen[2], 3);
+    assert_true(seen[0] == 1 && seen[1] == 1 && seen[2] == 1);
+    gw_pq_result_free(&res);
+    gw_pq_expr_free(e);
+    free_src(m);
+}
+
 static void test_promql_eval_source_error(void **state)
 {
     (void)state;
@@ -2070,6 +2198,8 @@ int main(void)
         cmocka_unit_test(test_promql_eval_extreme_times),
         cmocka_unit_test(test_promql_eval_timeout),
         cmocka_unit_test(test_promql_eval_source_error),
+        cmocka_unit_test(test_promql_eval_compat_differences),
+        cmocka_unit_test(test_promql_eval_count_values_long_labels),
         cmocka_unit_test(test_promql_eval_source_db),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

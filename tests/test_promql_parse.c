@@ -523,7 +523,7 @@ static struct gw_pq_expr *parse_opts(const char *q, size_t len, int experimental
 {
     struct gw_pq_expr *e = NULL;
     struct gw_error err;
-    struct gw_pq_parse_opts o = { experimental };
+    struct gw_pq_parse_opts o = { .experimental = experimental };
     gw_error_clear(&err);
     int rc = gw_pq_parse(q, len, &o, &e, &err);
     if (rc != GW_OK)
@@ -993,7 +993,7 @@ static void test_promql_parse_every_function(void **state)
             build_call(q, sizeof q, f, max + 1);
             struct gw_error err;
             struct gw_pq_expr *e = NULL;
-            struct gw_pq_parse_opts o = { 1 };
+            struct gw_pq_parse_opts o = { .experimental = 1 };
             assert_int_equal(gw_pq_parse(q, strlen(q), &o, &e, &err), GW_EPARSE);
             if (f->variadic == 0)
                 snprintf(want, sizeof want,
@@ -1009,7 +1009,7 @@ static void test_promql_parse_every_function(void **state)
             build_call(q, sizeof q, f, min - 1);
             struct gw_error err;
             struct gw_pq_expr *e = NULL;
-            struct gw_pq_parse_opts o = { 1 };
+            struct gw_pq_parse_opts o = { .experimental = 1 };
             assert_int_equal(gw_pq_parse(q, strlen(q), &o, &e, &err), GW_EPARSE);
             assert_non_null(strstr(err.msg, "argument(s) in call to"));
         }
@@ -1023,7 +1023,7 @@ static void test_promql_parse_every_function(void **state)
             snprintf(q + o, sizeof q - o, ")");
             struct gw_error err;
             struct gw_pq_expr *e = NULL;
-            struct gw_pq_parse_opts op = { 1 };
+            struct gw_pq_parse_opts op = { .experimental = 1 };
             assert_int_equal(gw_pq_parse(q, strlen(q), &op, &e, &err), GW_EPARSE);
             assert_non_null(strstr(err.msg, "expected type"));
         }
@@ -1344,6 +1344,45 @@ static void test_promql_parse_random_input(void **state)
     assert_true(parsed > 100);
 }
 
+/* holt_winters is Prometheus 2's name of double_exponential_smoothing: a
+ * normal function under compat 2, unknown under compat 3. */
+static void test_promql_parse_holt_winters_compat2(void **state)
+{
+    (void)state;
+    const char *q = "holt_winters(x[5m], 0.5, 0.1)";
+    struct gw_pq_parse_opts o2 = { .compat = 2 };
+    struct gw_pq_expr *e = NULL;
+    struct gw_error err;
+    gw_error_clear(&err);
+    assert_int_equal(gw_pq_parse(q, strlen(q), &o2, &e, &err), GW_OK);
+    assert_int_equal(e->root->kind, GW_PQ_CALL);
+    assert_int_equal(e->root->u.call.func->id, GW_PQ_F_DOUBLE_EXPONENTIAL_SMOOTHING);
+    assert_false(e->root->u.call.func->experimental);
+    assert_int_equal(e->root->type, GW_PQ_T_VECTOR);
+    char *s = print_str(e->root, 0);
+    assert_string_equal(s, q);
+    free(s);
+    gw_pq_expr_free(e);
+    /* argument checks as for any function */
+    const char *bad = "holt_winters(x, 0.5, 0.1)";
+    assert_int_equal(gw_pq_parse(bad, strlen(bad), &o2, &e, &err), GW_EPARSE);
+    assert_string_equal(err.msg, "1:14: parse error: expected type range vector in call to function "
+                                 "\"holt_winters\", got instant vector");
+    const char *few = "holt_winters(x[5m], 0.5)";
+    assert_int_equal(gw_pq_parse(few, strlen(few), &o2, &e, &err), GW_EPARSE);
+    assert_non_null(strstr(err.msg, "argument(s) in call to \"holt_winters\""));
+    /* compat 3 (and the default, 0) as Prometheus 3: unknown */
+    struct gw_pq_parse_opts o3 = { .compat = 3, .experimental = 1 };
+    assert_int_equal(gw_pq_parse(q, strlen(q), &o3, &e, &err), GW_EPARSE);
+    assert_string_equal(err.msg, "1:1: parse error: unknown function with name \"holt_winters\"");
+    assert_int_equal(parse_err(q, strlen(q), &err), GW_EPARSE);
+    assert_string_equal(err.msg, "1:1: parse error: unknown function with name \"holt_winters\"");
+    /* the new name stays experimental in both modes */
+    const char *des = "double_exponential_smoothing(x[5m], 0.5, 0.1)";
+    assert_int_equal(gw_pq_parse(des, strlen(des), &o2, &e, &err), GW_EPARSE);
+    assert_non_null(strstr(err.msg, "is not enabled"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1356,6 +1395,7 @@ int main(void)
         cmocka_unit_test(test_promql_parse_binary_and_aggregate_fields),
         cmocka_unit_test(test_promql_parse_numbers),
         cmocka_unit_test(test_promql_parse_every_function),
+        cmocka_unit_test(test_promql_parse_holt_winters_compat2),
         cmocka_unit_test(test_promql_parse_names),
         cmocka_unit_test(test_promql_parse_format),
         cmocka_unit_test(test_promql_parse_hostile_nesting),

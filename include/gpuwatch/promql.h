@@ -194,6 +194,10 @@ struct gw_pq_expr {
 
 struct gw_pq_parse_opts {
     int experimental;      /* accept experimental functions and aggregations */
+    int compat;            /* 0 or 3: Prometheus 3's function set; 2: Prometheus
+                            * 2's, where holt_winters is a normal function (the
+                            * later double_exponential_smoothing, printed as
+                            * holt_winters) */
 };
 
 /* Limits on what a query may be (hostile input cannot exhaust memory or stack). */

@@ -78,6 +78,7 @@ struct parser {
     struct gw_arena *a;
     struct pq_expr_priv *x;
     int experimental;
+    int compat;          /* 2: Prometheus 2's function names too */
     struct gw_error *err;
     int rc;
     int depth;
@@ -564,6 +565,23 @@ static int parse_args(struct parser *p, struct gw_pq_node ***out, size_t *n_out,
     return 1;
 }
 
+/* Prometheus 2's holt_winters: the function Prometheus 3 renamed
+ * double_exponential_smoothing (and made experimental). Known under
+ * compat 2 only; evaluated as double_exponential_smoothing, printed as
+ * holt_winters. */
+static const struct gw_pq_func holt_winters_v2 = {
+    GW_PQ_F_DOUBLE_EXPONENTIAL_SMOOTHING, "holt_winters",
+    { GW_PQ_T_MATRIX, GW_PQ_T_SCALAR, GW_PQ_T_SCALAR }, 3, 0, GW_PQ_T_VECTOR, 0
+};
+
+static const struct gw_pq_func *func_lookup(const struct parser *p, const char *name, size_t len)
+{
+    const struct gw_pq_func *f = gw_pq_func_lookup(name, len);
+    if (f == NULL && p->compat == 2 && len == 12 && memcmp(name, "holt_winters", 12) == 0)
+        f = &holt_winters_v2;
+    return f;
+}
+
 static struct gw_pq_node *parse_call(struct parser *p)
 {
     const struct pq_token *name = cur(p);
@@ -573,7 +591,7 @@ static struct gw_pq_node *parse_call(struct parser *p)
     adv(p); /* cur is '(' */
     if (!parse_args(p, &n->u.call.args, &n->u.call.n_args, n))
         return NULL;
-    const struct gw_pq_func *f = gw_pq_func_lookup(p->q + name->pos, name->len);
+    const struct gw_pq_func *f = func_lookup(p, p->q + name->pos, name->len);
     if (f == NULL)
         return perr(p, name->pos, "unknown function with name \"%.*s\"", (int)name->len,
                     p->q + name->pos),
@@ -1210,6 +1228,7 @@ int gw_pq_parse(const char *q, size_t len, const struct gw_pq_parse_opts *opts,
     p.x = x;
     p.err = err;
     p.experimental = opts ? opts->experimental : 0;
+    p.compat = opts && opts->compat == 2 ? 2 : 3;
 
     int rc = pq_lex(q, len, &p.ts);
     if (rc != GW_OK) {
