@@ -709,10 +709,11 @@ static int qparam_limit(const struct qreq *q, struct gw_http_resp *rs, uint64_t 
 static int qparse(const struct qreq *q, struct gw_http_resp *rs, struct gw_pq_expr **e)
 {
     const struct gw_param *p = gw_params_get(q->params, "query");
+    struct gw_pq_parse_opts po = { .compat = q->o && q->o->promql_compat == 2 ? 2 : 3 };
     struct gw_error err;
     int rc;
     gw_error_clear(&err);
-    rc = gw_pq_parse(p ? p->val : "", p ? p->val_len : 0, NULL, e, &err);
+    rc = gw_pq_parse(p ? p->val : "", p ? p->val_len : 0, &po, e, &err);
     if (rc == GW_OK)
         return 0;
     if (rc == GW_ENOMEM)
