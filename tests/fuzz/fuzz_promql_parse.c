@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct gw_pq_expr *e = NULL;
     struct gw_error err;
-    struct gw_pq_parse_opts opts = { (int)(size & 1) };
+    struct gw_pq_parse_opts opts = { .experimental = (int)(size & 1) };
     if (gw_pq_parse((const char *)data, size, &opts, &e, &err) != GW_OK)
         return 0;
     struct gw_buf a, b, p;
