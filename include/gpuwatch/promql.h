@@ -104,7 +104,8 @@ struct gw_pq_func {
     enum gw_pq_type arg_types[GW_PQ_MAX_FUNC_ARGS];
     int n_args;            /* declared argument types */
     int variadic;          /* 0: exactly n_args; -1: the last type repeats without bound;
-                              k > 0: up to k optional arguments of the last type */
+                              k > 0: the last declared argument is optional and up to
+                              n_args - 1 + k arguments are allowed (Prometheus' rule) */
     enum gw_pq_type ret;
     int experimental;
 };
@@ -168,7 +169,8 @@ struct gw_pq_node {
             size_t n_grouping;
             int without;
             int by_given;               /* by(...) or without(...) was written */
-            int grouping_after;         /* written after the arguments (printer keeps it) */
+            int grouping_after;         /* written after the arguments (recorded; the printer,
+                                           like Prometheus', puts by/without first) */
         } agg;
         struct {
             enum gw_pq_op op;
