@@ -8,7 +8,8 @@
  *   123456789012 -> "123456789012", 1e21 -> "1e+21", 1.5e300 -> "1.5e+300",
  *   NaN -> "NaN", +Inf -> "+Inf", -Inf -> "-Inf".
  * The digits are the shortest decimal that reads back to the same double
- * (found by trying 1..17 significant digits, each correctly rounded).
+ * (whole numbers directly; else 15, 16, then 17 correctly rounded
+ * significant digits, trailing zeros stripped - see the proof inline).
  * Timestamps are JSON numbers in seconds, three decimals unless the
  * fraction is zero (as Prometheus writes them): 1435781451781 ms ->
  * 1435781451.781, -1500 ms -> -1.500, 1435781460000 ms -> 1435781460.
@@ -17,6 +18,7 @@
  * with U+FFFD, as Go's encoding/json does. */
 #include <errno.h>
 #include <math.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,8 +49,18 @@ size_t gw_json_format_float(double v, char *out, size_t cap)
         return put_str(out, cap, v > 0 ? "+Inf" : "-Inf");
     neg = signbit(v) != 0;
     double a = fabs(v);
-    /* Shortest correctly rounded digit string that reads back as a. */
-    for (int p = 1; p <= 17; p++) {
+    /* Whole numbers below 1e15 are their own shortest digits. */
+    if (a >= 1 && a < 1e15 && a == (double)(uint64_t)a) {
+        int n = snprintf(res, sizeof res, "%s%llu", neg ? "-" : "", (unsigned long long)a);
+        return put_str(out, cap, n > 0 ? res : "");
+    }
+    /* Shortest correctly rounded digit string that reads back as a. If a
+     * k <= 15 digit decimal reads back as a, it is the nearest 15-digit
+     * decimal to a (a double's half ulp is below half the 15-digit
+     * spacing), so %.14e finds it, padded with zeros that are stripped
+     * below; otherwise 16 and then 17 digits, each correctly rounded (the
+     * nearest of its length, as Go's shortest formatting picks). */
+    for (int p = a < DBL_MIN ? 1 : 15; p <= 17; p++) {   /* subnormals: fewer bits, search all */
         snprintf(tmp, sizeof tmp, "%.*e", p - 1, a);
         if (strtod(tmp, NULL) == a)
             break;
