@@ -41,6 +41,15 @@ static void test_json_float_go_table(void **state)
     check_float(1.7976931348623157e308, "1.7976931348623157e+308");
     check_float(2.5e-5, "0.000025");
     check_float(100.0, "100");
+    /* short decimals, the two-neighbour case and the fast path's edges */
+    check_float(0.4523, "0.4523");
+    check_float(-8.5485300000000013, "-8.548530000000001");
+    check_float(758.08148292659655, "758.0814829265965");
+    check_float(999999999999999.9, "999999999999999.9");
+    check_float(0.0000015, "0.0000015");
+    check_float(9007199254740993.0, "9007199254740992");
+    check_float(2.2250738585072014e-308, "2.2250738585072014e-308");
+    check_float(4.9406564584124654e-322, "4.94e-322");
     check_float(NAN, "NaN");
     check_float(INFINITY, "+Inf");
     check_float(-INFINITY, "-Inf");

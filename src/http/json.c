@@ -8,8 +8,8 @@
  *   123456789012 -> "123456789012", 1e21 -> "1e+21", 1.5e300 -> "1.5e+300",
  *   NaN -> "NaN", +Inf -> "+Inf", -Inf -> "-Inf".
  * The digits are the shortest decimal that reads back to the same double
- * (whole numbers directly; else 15, 16, then 17 correctly rounded
- * significant digits, trailing zeros stripped - see the proof inline).
+ * (short decimals found directly; else 15, 16, then 17 correctly rounded
+ * significant digits, trailing zeros stripped - see the reasoning inline).
  * Timestamps are JSON numbers in seconds, three decimals unless the
  * fraction is zero (as Prometheus writes them): 1435781451781 ms ->
  * 1435781451.781, -1500 ms -> -1.500, 1435781460000 ms -> 1435781460.
@@ -38,6 +38,20 @@ static size_t put_str(char *out, size_t cap, const char *s)
     return n;
 }
 
+/* Decimal digits of n into b (no NUL); returns their count (1..20). */
+static int u64_digits(uint64_t n, char *b)
+{
+    char t[20];
+    int k = 0;
+    do {
+        t[k++] = (char)('0' + n % 10);
+        n /= 10;
+    } while (n != 0);
+    for (int i = 0; i < k; i++)
+        b[i] = t[k - 1 - i];
+    return k;
+}
+
 size_t gw_json_format_float(double v, char *out, size_t cap)
 {
     char tmp[40], digits[24], res[400];
@@ -49,10 +63,50 @@ size_t gw_json_format_float(double v, char *out, size_t cap)
         return put_str(out, cap, v > 0 ? "+Inf" : "-Inf");
     neg = signbit(v) != 0;
     double a = fabs(v);
-    /* Whole numbers below 1e15 are their own shortest digits. */
-    if (a >= 1 && a < 1e15 && a == (double)(uint64_t)a) {
-        int n = snprintf(res, sizeof res, "%s%llu", neg ? "-" : "", (unsigned long long)a);
-        return put_str(out, cap, n > 0 ? res : "");
+    /* Exporter values are mostly short decimals: find the fewest decimal
+     * places d <= 15 such that n / 10^d == a for the integer n nearest to
+     * a * 10^d (n < 2^53 and 10^d are exact, so the division is the
+     * correctly rounded value of the decimal n e-d - what reading the
+     * string gives). The fewest places give the fewest significant digits
+     * and, when no neighbour n +- 1 reads back as a too, n is the only
+     * such decimal: Go's shortest form. */
+    if (a >= 1e-6 && a < 1e15) {
+        static const double p10[16] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+        for (int d = 0; d < 16; d++) {
+            double m = a * p10[d];
+            if (m >= 9007199254740992.0)
+                break;
+            uint64_t n = (uint64_t)(m + 0.5);
+            if ((double)n / p10[d] != a)
+                continue;
+            /* a neighbour reading back as a too: the decimal spacing is
+             * below the double's, pick the nearest the slow, exact way */
+            if ((double)(n + 1) / p10[d] == a || (n > 0 && (double)(n - 1) / p10[d] == a))
+                break;
+            char ib[24];
+            int il = u64_digits(n, ib);
+            if (neg)
+                res[r++] = '-';
+            if (il <= d) {           /* 0.000ddd */
+                res[r++] = '0';
+                res[r++] = '.';
+                for (int i = 0; i < d - il; i++)
+                    res[r++] = '0';
+                memcpy(res + r, ib, (size_t)il);
+                r += (size_t)il;
+            } else {
+                memcpy(res + r, ib, (size_t)(il - d));
+                r += (size_t)(il - d);
+                if (d > 0) {
+                    res[r++] = '.';
+                    memcpy(res + r, ib + il - d, (size_t)d);
+                    r += (size_t)d;
+                }
+            }
+            res[r] = '\0';
+            return put_str(out, cap, res);
+        }
     }
     /* Shortest correctly rounded digit string that reads back as a. If a
      * k <= 15 digit decimal reads back as a, it is the nearest 15-digit
