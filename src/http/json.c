@@ -52,6 +52,114 @@ static int u64_digits(uint64_t n, char *b)
     return k;
 }
 
+/* "-"? n / 10^d in fixed notation ("0.00ddd", "dd.ddd", "ddd") into res;
+ * returns the length. */
+static size_t put_fixed(char *res, int neg, uint64_t n, int d)
+{
+    char ib[24];
+    size_t r = 0;
+    int il = u64_digits(n, ib);
+    if (neg)
+        res[r++] = '-';
+    if (il <= d) {
+        res[r++] = '0';
+        res[r++] = '.';
+        for (int i = 0; i < d - il; i++)
+            res[r++] = '0';
+        memcpy(res + r, ib, (size_t)il);
+        r += (size_t)il;
+    } else {
+        memcpy(res + r, ib, (size_t)(il - d));
+        r += (size_t)(il - d);
+        if (d > 0) {
+            res[r++] = '.';
+            memcpy(res + r, ib + il - d, (size_t)d);
+            r += (size_t)d;
+        }
+    }
+    res[r] = '\0';
+    return r;
+}
+
+static const unsigned __int128 p10x[24] = {
+    (unsigned __int128)1u,
+    (unsigned __int128)10u,
+    (unsigned __int128)100u,
+    (unsigned __int128)1000u,
+    (unsigned __int128)10000u,
+    (unsigned __int128)100000u,
+    (unsigned __int128)1000000u,
+    (unsigned __int128)10000000u,
+    (unsigned __int128)100000000u,
+    (unsigned __int128)1000000000u,
+    (unsigned __int128)10000000000ull,
+    (unsigned __int128)100000000000ull,
+    (unsigned __int128)1000000000000ull,
+    (unsigned __int128)10000000000000ull,
+    (unsigned __int128)100000000000000ull,
+    (unsigned __int128)1000000000000000ull,
+    (unsigned __int128)10000000000000000ull,
+    (unsigned __int128)100000000000000000ull,
+    (unsigned __int128)1000000000000000000ull,
+    (unsigned __int128)10000000000000000000u,
+    (unsigned __int128)10000000000000000000u * 10u,
+    (unsigned __int128)10000000000000000000u * 100u,
+    (unsigned __int128)10000000000000000000u * 1000u,
+    (unsigned __int128)10000000000000000000u * 10000u};
+
+/* The shortest of the correctly rounded 15-, 16- and 17-digit decimals of a
+ * (normal, 2^-20 <= a < 2^50; callers use 1e-6 <= a < 1e15) that reads back as a, found with exact
+ * 128-bit integer arithmetic: a = m * 2^-s, a candidate n * 10^-k reads
+ * back as a when |n * 2^(s+1) - 2m * 10^k| < 10^k (<= when m is even: ties
+ * go to the even mantissa, Go's inclusive bounds). Returns 0 when it cannot
+ * decide (m a power of two: uneven bounds), else sets *n_out, *k_out. */
+static int exact_shortest(double a, uint64_t *n_out, int *k_out)
+{
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof bits);
+    int be = (int)((bits >> 52) & 0x7ff);
+    uint64_t m = (bits & ((1ull << 52) - 1)) | (1ull << 52);
+    int s = 1075 - be;                       /* a = m * 2^-s */
+    if (be == 0 || s < 3 || s > 72 || m == (1ull << 52))
+        return 0;
+    int e10 = (int)floor(log10(a));
+    for (int p = 15; p <= 17; p++) {
+        for (int tries = 0; tries < 3; tries++) {
+            int k = p - 1 - e10;
+            if (k < 0 || k > 22)
+                return 0;
+            unsigned __int128 pk = p10x[k];
+            unsigned __int128 x = (unsigned __int128)m * pk;     /* < 2^53 * 10^22 < 2^127 */
+            unsigned __int128 q = x >> s, rem = x - (q << s), half = (unsigned __int128)1 << (s - 1);
+            if (rem > half || (rem == half && (q & 1)))
+                q++;                                             /* round half to even */
+            unsigned __int128 lo = p10x[p - 1], hi = p10x[p];
+            if (q >= hi) {
+                e10++;
+                continue;
+            }
+            if (q < lo) {
+                e10--;
+                continue;
+            }
+            unsigned __int128 l = q << (s + 1), rr = ((unsigned __int128)m * 2) * pk;
+            unsigned __int128 diff = l > rr ? l - rr : rr - l;
+            if (diff < pk || (diff == pk && (m & 1) == 0)) {
+                uint64_t n = (uint64_t)q;
+                while (k > 0 && n % 10 == 0) {
+                    n /= 10;
+                    k--;
+                }
+                *n_out = n;
+                *k_out = k;
+                return 1;
+            }
+            break;
+        }
+    }
+    return 0;
+}
+
 size_t gw_json_format_float(double v, char *out, size_t cap)
 {
     char tmp[40], digits[24], res[400];
@@ -84,27 +192,7 @@ size_t gw_json_format_float(double v, char *out, size_t cap)
              * below the double's, pick the nearest the slow, exact way */
             if ((double)(n + 1) / p10[d] == a || (n > 0 && (double)(n - 1) / p10[d] == a))
                 break;
-            char ib[24];
-            int il = u64_digits(n, ib);
-            if (neg)
-                res[r++] = '-';
-            if (il <= d) {           /* 0.000ddd */
-                res[r++] = '0';
-                res[r++] = '.';
-                for (int i = 0; i < d - il; i++)
-                    res[r++] = '0';
-                memcpy(res + r, ib, (size_t)il);
-                r += (size_t)il;
-            } else {
-                memcpy(res + r, ib, (size_t)(il - d));
-                r += (size_t)(il - d);
-                if (d > 0) {
-                    res[r++] = '.';
-                    memcpy(res + r, ib + il - d, (size_t)d);
-                    r += (size_t)d;
-                }
-            }
-            res[r] = '\0';
+            r = put_fixed(res, neg, n, d);
             return put_str(out, cap, res);
         }
     }
@@ -114,6 +202,14 @@ size_t gw_json_format_float(double v, char *out, size_t cap)
      * spacing), so %.14e finds it, padded with zeros that are stripped
      * below; otherwise 16 and then 17 digits, each correctly rounded (the
      * nearest of its length, as Go's shortest formatting picks). */
+    if (a >= 1e-6 && a < 1e15) {
+        uint64_t n;
+        int k;
+        if (exact_shortest(a, &n, &k)) {
+            r = put_fixed(res, neg, n, k);
+            return put_str(out, cap, res);
+        }
+    }
     for (int p = a < DBL_MIN ? 1 : 15; p <= 17; p++) {   /* subnormals: fewer bits, search all */
         snprintf(tmp, sizeof tmp, "%.*e", p - 1, a);
         if (strtod(tmp, NULL) == a)
