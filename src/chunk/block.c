@@ -195,6 +195,20 @@ static int r_bits(struct rd *r, unsigned nbits, uint64_t *out)
     uint64_t u = 0;
     size_t bp = r->bitpos;
     const uint8_t *p = r->p + r->pos;
+    if (nbits == 0) {
+        *out = 0;
+        return 1;
+    }
+    /* fast path: one big-endian 64-bit load covers the bits */
+    if (nbits <= 56 && (bp >> 3) + 8 <= r->len - r->pos) {
+        uint64_t w = 0;
+        const uint8_t *q = p + (bp >> 3);
+        for (int i = 0; i < 8; i++)
+            w = (w << 8) | q[i];
+        *out = (w << (bp & 7u)) >> (64u - nbits);
+        r->bitpos = bp + nbits;
+        return 1;
+    }
     while (nbits > 0) {
         unsigned used = (unsigned)(bp & 7u), room = 8u - used;
         unsigned take = nbits < room ? nbits : room;

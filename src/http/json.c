@@ -275,13 +275,20 @@ size_t gw_json_format_float(double v, char *out, size_t cap)
 size_t gw_json_format_ts(int64_t t_ms, char *out, size_t cap)
 {
     char res[32];
+    size_t r = 0;
     uint64_t u = t_ms < 0 ? (uint64_t)0 - (uint64_t)t_ms : (uint64_t)t_ms;
     unsigned frac = (unsigned)(u % 1000);
-    int n = snprintf(res, sizeof res, "%s%llu", t_ms < 0 ? "-" : "", (unsigned long long)(u / 1000));
+    if (t_ms < 0)
+        res[r++] = '-';
+    r += (size_t)u64_digits(u / 1000, res + r);
     if (frac != 0) {
         /* always three digits, as Prometheus' MarshalTimestamp: 1.5 s is "1.500" */
-        snprintf(res + n, sizeof res - (size_t)n, ".%03u", frac);
+        res[r++] = '.';
+        res[r++] = (char)('0' + frac / 100);
+        res[r++] = (char)('0' + frac / 10 % 10);
+        res[r++] = (char)('0' + frac % 10);
     }
+    res[r] = '\0';
     return put_str(out, cap, res);
 }
 

@@ -41,6 +41,10 @@ void gw_http_opts_default(struct gw_http_opts *o)
     o->max_body_bytes = (size_t)32 << 20;
     o->conn_timeout_s = 30;
     o->max_connections = 1024;
+    o->promql_compat = 3;
+    o->lookback_ms = GW_QUERY_LOOKBACK_MS;
+    o->query_timeout_ms = GW_QUERY_TIMEOUT_MS;
+    o->query_max_samples = GW_QUERY_MAX_SAMPLES;
 }
 
 const char *gw_http_header(const struct gw_http_req *rq, const char *name)
@@ -367,6 +371,14 @@ int gw_http_start(struct gw_http **out, struct gw_db *db, const struct gw_http_o
             h->opts.conn_timeout_s = o->conn_timeout_s;
         if (o->max_connections)
             h->opts.max_connections = o->max_connections;
+        if (o->promql_compat == 2 || o->promql_compat == 3)
+            h->opts.promql_compat = o->promql_compat;
+        if (o->lookback_ms > 0)
+            h->opts.lookback_ms = o->lookback_ms;
+        if (o->query_timeout_ms > 0)
+            h->opts.query_timeout_ms = o->query_timeout_ms;
+        if (o->query_max_samples > 0)
+            h->opts.query_max_samples = o->query_max_samples;
     }
     snprintf(h->listen, sizeof h->listen, "%s", h->opts.listen);
     h->opts.listen = h->listen;
