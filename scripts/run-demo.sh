@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # The main job on an embedded default: gpuwatch serving a local data dir,
-# fed by a local Prometheus that scrapes a local node_exporter every 5 s and
-# remote-writes to gpuwatch. Ctrl-C stops all three.
+# fed by (1) a simulated 4-node x 8-GPU training cluster (`gpuwatch simulate
+# --profile smoke`: the last 6 hours backfilled, then live in real time, with
+# failures injected 20x more often than in a real cluster so some show up;
+# ground truth in DATA_DIR/sim-truth.jsonl) and (2) a local Prometheus that
+# scrapes a local node_exporter every 5 s and remote-writes to gpuwatch.
+# Ctrl-C stops everything.
 #   usage: scripts/run-demo.sh BUILD_DIR DATA_DIR LISTEN_ADDR
 set -euo pipefail
 build=${1:-build}
@@ -55,6 +59,12 @@ YML
 else
   echo "gpuwatch: http://$listen  (install prometheus and prometheus-node-exporter to feed it)"
 fi
-echo "try: curl -s 'http://$listen/api/v1/label/__name__/values' | head -c 400; echo"
+"$build/gpuwatch" simulate --profile smoke --seed 1 --start now-6h --days 30 --speed realtime \
+  --failure-scale 20 --url "http://$listen/api/v1/write" --truth "$data/sim-truth.jsonl" \
+  >"$work/simulate.log" 2>&1 &
+pids+=($!)
+echo "simulated cluster: 4 nodes x 8 GPUs (6 h backfilled, then live); ground truth: $data/sim-truth.jsonl"
+echo "try: $build/gpuwatch query 'avg by (hostname) (DCGM_FI_DEV_GPU_TEMP)' --server http://$listen"
+echo "     curl -s 'http://$listen/api/v1/label/__name__/values' | head -c 400; echo"
 echo "     $build/gpuwatch stats --data-dir $data"
 wait "${pids[0]}"

@@ -266,7 +266,9 @@ struct gw_sim_output_opts {
     const char *out_dir;       /* write files instead, or NULL */
     unsigned connections;      /* parallel connections (4) */
     size_t max_samples_per_request;  /* 2000 */
-    double speed;              /* 0: as fast as possible; 1: real time; k: k x real time */
+    double speed;              /* 0: as fast as possible; 1: real time (a scrape is sent when
+                                  the wall clock reaches its timestamp: a past start is
+                                  backfilled first); k: k x real time from the first scrape */
     int progress;              /* print progress to stderr */
 };
 struct gw_sim_output_stats {

@@ -42,7 +42,9 @@ static const char usage_simulate[] =
     "                       now-DUR (default: now - duration)\n"
     "  --legacy-hostname    label DCGM series with Hostname instead of hostname\n"
     "  --failure-scale X    multiply every failure hazard by X (default 1)\n"
-    "  --speed S            max (default), realtime, or a factor K (K x real time)\n"
+    "  --speed S            max (default); realtime (= 1): each scrape is sent when the\n"
+    "                       wall clock reaches its timestamp (a start in the past is\n"
+    "                       backfilled first); K: K x real time from the first scrape\n"
     "  --connections N      parallel connections (default 4)\n"
     "  --batch N            samples per request (default 2000)\n"
     "  --progress           print progress to stderr every second\n";

@@ -670,6 +670,12 @@ int gw_sim_output_run(struct gw_sim_gen *g, const struct gw_sim_output_opts *opt
         if (opts->speed > 0 && s.t > t_first) {
             double due_ms = (double)(s.t - t_first) / opts->speed;
             uint64_t due = t0_ns + (uint64_t)(due_ms * 1e6);
+            if (opts->speed == 1.0) {
+                /* real time: a scrape is due when the wall clock reaches its
+                 * timestamp, so a start in the past is backfilled first */
+                int64_t ahead_ms = s.t - gw_now_ms();
+                due = gw_mono_ns() + (ahead_ms > 0 ? (uint64_t)ahead_ms * 1000000u : 0);
+            }
             uint64_t now = gw_mono_ns();
             if (due > now) {
                 if ((rc = seal_all(&o, &st, err)) != GW_OK)
