@@ -415,6 +415,112 @@ static void test_db_wal_failure_recovers(void **state)
     gw_db_close(db);
 }
 
+/* Many series, stored blocks plus head samples, read over ranges that cut
+ * blocks: the multi-threaded read (no sample budget) and the sequential one
+ * (a budget) hand over the same series in label order with exactly the
+ * expected samples; a callback may stop early; a budget too small fails. */
+struct many {
+    size_t series, stop_after;
+    char name[24][16];
+    size_t n[24];
+    int64_t t[24][128];
+    double v[24][128];
+};
+
+static int many_cb(void *ud, uint64_t sid, const uint8_t *labels, size_t len, const int64_t *t, const double *v,
+                   size_t n)
+{
+    (void)sid;
+    struct many *m = ud;
+    if (m->series >= 24 || n > 128) return GW_ELIMIT;
+    size_t i = m->series++;
+    const char *val;
+    size_t vl;
+    if (!gw_labels_get(labels, len, "gpu", 3, &val, &vl) || vl >= sizeof m->name[i]) return GW_EINVAL;
+    memcpy(m->name[i], val, vl);
+    m->name[i][vl] = 0;
+    m->n[i] = n;
+    memcpy(m->t[i], t, n * sizeof *t);
+    memcpy(m->v[i], v, n * sizeof *v);
+    return m->stop_after && m->series == m->stop_after ? 1 : GW_OK;
+}
+
+static int many_select(struct gw_db *db, int64_t mint, int64_t maxt, uint64_t max_samples, struct many *m)
+{
+    struct gw_matcher ms[2];
+    size_t nm = 0;
+    struct gw_error err = {0};
+    assert_int_equal(gw_selector_parse("m{hostname=\"h\"}", 15, ms, 2, &nm, &err), GW_OK);
+    struct gw_db_select q = {.matchers = ms, .n_matchers = nm, .mint = mint, .maxt = maxt, .with_samples = 1,
+                             .only_with_data = 1, .max_samples = max_samples};
+    int rc = gw_db_select(db, &q, many_cb, m, &err);
+    for (size_t i = 0; i < nm; i++) gw_matcher_free(&ms[i]);
+    return rc;
+}
+
+static void test_db_select_many_series_parallel(void **state)
+{
+    (void)state;
+    int64_t now = gw_now_ms();
+    int64_t t0 = (now - 7 * HOUR_MS) / HOUR_MS * HOUR_MS;
+    struct gw_db *db = open_db(0);
+    struct gw_error err = {0};
+    /* 24 series ("g00".."g23"), 60 samples 5 min apart over 5 h: flushed,
+     * then 20 more each 5 min apart in the head */
+    for (int part = 0; part < 2; part++) {
+        for (int b = 0; b < 3; b++) {
+            struct req q;
+            req_init(&q);
+            char gpus[8][4];
+            for (int k = 0; k < 8; k++) {
+                int sidx = b * 8 + k;
+                char *gpu = gpus[k];
+                snprintf(gpu, 4, "g%02d", sidx);
+                struct gw_rw_series *x = req_series(&q, "m", "h", gpu);
+                int from = part ? 60 : 0, to = part ? 80 : 60;
+                for (int i = from; i < to; i++) add(&q, x, t0 + i * 5 * MIN_MS, sidx * 1000.0 + i * 0.25);
+            }
+            struct gw_append_result res;
+            assert_int_equal(gw_db_append(db, &q.r, now, &res, &err), GW_OK);
+            assert_int_equal(res.accepted, part ? 160 : 480);
+        }
+        if (part == 0) assert_int_equal(gw_db_flush(db, &err), GW_OK);
+    }
+    static struct many par, seq, stop;
+    /* a range starting and ending inside blocks, spanning store and head */
+    int64_t mint = t0 + 37 * 5 * MIN_MS + 1, maxt = t0 + 71 * 5 * MIN_MS;
+    memset(&par, 0, sizeof par);
+    memset(&seq, 0, sizeof seq);
+    assert_int_equal(many_select(db, mint, maxt, 0, &par), GW_OK);
+    assert_int_equal(many_select(db, mint, maxt, 1u << 20, &seq), GW_OK);
+    assert_int_equal(par.series, 24);
+    assert_int_equal(seq.series, 24);
+    for (size_t s = 0; s < 24; s++) {
+        char want[16];
+        snprintf(want, sizeof want, "g%02zu", s);
+        assert_string_equal(par.name[s], want);
+        assert_string_equal(seq.name[s], want);
+        assert_int_equal(par.n[s], 34);   /* samples 38 .. 71 */
+        assert_int_equal(seq.n[s], 34);
+        for (size_t i = 0; i < 34; i++) {
+            assert_int_equal(par.t[s][i], t0 + (int64_t)(38 + i) * 5 * MIN_MS);
+            assert_true(par.v[s][i] == (double)s * 1000.0 + (double)(38 + i) * 0.25);
+        }
+        assert_memory_equal(par.t[s], seq.t[s], 34 * sizeof(int64_t));
+        assert_memory_equal(par.v[s], seq.v[s], 34 * sizeof(double));
+    }
+    /* stopping early after 5 series */
+    memset(&stop, 0, sizeof stop);
+    stop.stop_after = 5;
+    assert_int_equal(many_select(db, mint, maxt, 0, &stop), GW_OK);
+    assert_int_equal(stop.series, 5);
+    assert_string_equal(stop.name[4], "g04");
+    /* a budget smaller than the data */
+    memset(&seq, 0, sizeof seq);
+    assert_int_equal(many_select(db, mint, maxt, 100, &seq), GW_ELIMIT);
+    gw_db_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -423,6 +529,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_db_matchers_and_labels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_db_retention_drops_old_days, setup, teardown),
         cmocka_unit_test_setup_teardown(test_db_wal_failure_recovers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_db_select_many_series_parallel, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

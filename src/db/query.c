@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "db_int.h"
 #include "gpuwatch/block.h"
@@ -153,51 +154,23 @@ static int copy_chunk(struct sample_vec *dst, const struct gw_hchunk *c, int64_t
     return rc;
 }
 
-struct block_ctx {
-    struct sample_vec *out;
+/* has_data(): does a block of the series overlap [mint, maxt]? */
+struct probe_ctx {
     int64_t mint, maxt;
-    int64_t *tb;
-    double *vb;
-    size_t cap;
-    uint64_t *budget;      /* remaining samples allowed, NULL = unlimited */
-    int only_probe;        /* count 1 when any sample is in range */
     int found;
 };
 
-static int block_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t len)
+static int probe_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t len)
 {
-    struct block_ctx *c = ud;
+    struct probe_ctx *c = ud;
     (void)block_mint;
     uint32_t n;
     int64_t mi, ma;
     int rc = gw_block_info(b, len, &n, &mi, &ma);
     if (rc) return rc;
     if (ma < c->mint || mi > c->maxt) return GW_OK;
-    if (c->only_probe) {
-        c->found = 1;
-        return 1;
-    }
-    if (c->cap < n) {
-        int64_t *nt = realloc(c->tb, (size_t)n * sizeof *nt);
-        if (!nt) return GW_ENOMEM;
-        c->tb = nt;
-        double *nv = realloc(c->vb, (size_t)n * sizeof *nv);
-        if (!nv) return GW_ENOMEM;
-        c->vb = nv;
-        c->cap = n;
-    }
-    size_t got = 0;
-    rc = gw_block_decode(b, len, c->tb, c->vb, c->cap, &got);
-    if (rc) return rc;
-    for (size_t i = 0; i < got; i++) {
-        if (c->tb[i] < c->mint || c->tb[i] > c->maxt) continue;
-        if (c->budget) {
-            if (*c->budget == 0) return GW_ELIMIT;
-            (*c->budget)--;
-        }
-        if ((rc = sv_push(c->out, c->tb[i], c->vb[i]))) return rc;
-    }
-    return GW_OK;
+    c->found = 1;
+    return 1;
 }
 
 /* Merges stored samples a (time-ordered blocks) and head samples b into out,
@@ -357,11 +330,288 @@ static int64_t block_lookback(const struct gw_db *db)
 static int has_data(struct gw_db *db, struct gw_store_txn *t, const struct sel *s, int64_t mint, int64_t maxt)
 {
     if (s->in_head && s->head_maxt >= mint && s->head_mint <= maxt) return 1;
-    struct sample_vec dummy = {0};
-    struct block_ctx bc = {.out = &dummy, .mint = mint, .maxt = maxt, .only_probe = 1};
+    struct probe_ctx bc = {.mint = mint, .maxt = maxt, .found = 0};
     int64_t lo = mint > INT64_MIN + block_lookback(db) ? mint - block_lookback(db) : INT64_MIN;
-    gw_store_blocks_get(t, s->node_id, s->gpu, s->sid, lo, maxt, block_cb, &bc);
+    gw_store_blocks_get(t, s->node_id, s->gpu, s->sid, lo, maxt, probe_cb, &bc);
     return bc.found;
+}
+
+/* ---- reading the samples of selected series ----
+ *
+ * One series is read by read_series(): its stored blocks overlapping
+ * [mint, maxt] are decoded straight into a growing sample vector (no copy
+ * per sample; only the first and last block are trimmed to the range),
+ * then the head samples are appended (or merged when they overlap the
+ * stored ones: a chunk seen both pending and stored).
+ *
+ * With several series and more than one CPU, helper threads decode series
+ * ahead of the caller's callback: every thread (the caller's included)
+ * takes the next undecoded series index, decodes it into one of W slots
+ * (series i uses slot i % W) with its own read transaction, and marks it
+ * ready; the caller runs the callbacks strictly in series order, each
+ * after that series is ready, so the callback sees exactly the sequence
+ * of the single-threaded read and is never called concurrently. A thread
+ * only takes series i while i < next callback + W, which bounds memory to
+ * W decoded series. Helpers begin their transaction before taking work,
+ * so the caller never waits for a helper that is itself waiting (e.g. on
+ * a store map resize, which waits for the caller's transaction to end):
+ * the caller then decodes everything itself. */
+
+struct rdr {
+    struct sample_vec stored, merged;
+    const struct sample_vec *res;
+};
+
+static int sv_reserve(struct sample_vec *s, size_t extra)
+{
+    if (extra > SIZE_MAX / 2 - s->n)
+        return GW_ENOMEM;
+    size_t need = s->n + extra;
+    if (need <= s->cap) return GW_OK;
+    size_t nc = s->cap ? s->cap : 256;
+    while (nc < need) nc *= 2;
+    int64_t *nt = realloc(s->t, nc * sizeof *nt);
+    if (!nt) return GW_ENOMEM;
+    s->t = nt;
+    double *nv = realloc(s->v, nc * sizeof *nv);
+    if (!nv) return GW_ENOMEM;
+    s->v = nv;
+    s->cap = nc;
+    return GW_OK;
+}
+
+struct dec_ctx {
+    struct sample_vec *out;
+    int64_t mint, maxt;
+};
+
+/* Decodes one block into out (appended), keeping [mint, maxt]. */
+static int dec_block_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t len)
+{
+    struct dec_ctx *c = ud;
+    (void)block_mint;
+    uint32_t n;
+    int64_t mi, ma;
+    int rc = gw_block_info(b, len, &n, &mi, &ma);
+    if (rc) return rc;
+    if (ma < c->mint || mi > c->maxt) return GW_OK;
+    if ((rc = sv_reserve(c->out, n))) return rc;
+    struct sample_vec *o = c->out;
+    size_t got = 0;
+    rc = gw_block_decode(b, len, o->t + o->n, o->v + o->n, o->cap - o->n, &got);
+    if (rc) return rc;
+    if (mi >= c->mint && ma <= c->maxt) {
+        o->n += got;
+        return GW_OK;
+    }
+    /* Partly in range: keep the samples inside (decoded times ascend). */
+    int64_t *t = o->t + o->n;
+    double *v = o->v + o->n;
+    size_t lo = 0, hi = got;
+    while (lo < hi && t[lo] < c->mint) lo++;
+    while (hi > lo && t[hi - 1] > c->maxt) hi--;
+    if (lo > 0 && hi > lo) {
+        memmove(t, t + lo, (hi - lo) * sizeof *t);
+        memmove(v, v + lo, (hi - lo) * sizeof *v);
+    }
+    o->n += hi - lo;
+    return GW_OK;
+}
+
+/* Samples of s in [q->mint, q->maxt] into r->res (valid until the next
+ * read into r). */
+static int read_series(struct gw_store_txn *t, const struct sel *s, const struct gw_db_select *q, int64_t lo,
+                       struct rdr *r)
+{
+    r->stored.n = 0;
+    r->merged.n = 0;
+    r->res = &r->stored;
+    struct dec_ctx dc = {.out = &r->stored, .mint = q->mint, .maxt = q->maxt};
+    int rc = gw_store_blocks_get(t, s->node_id, s->gpu, s->sid, lo, q->maxt, dec_block_cb, &dc);
+    if (rc && rc != 1) return rc;
+    const struct sample_vec *st = &r->stored, *hd = &s->head;
+    if (!is_sorted_unique(st)) {
+        if (hd->n == 0) {
+            struct sample_vec empty = {0};
+            if ((rc = merge_samples(st, &empty, &r->merged))) return rc;
+            r->res = &r->merged;
+            return GW_OK;
+        }
+    } else if (hd->n == 0) {
+        return GW_OK;
+    } else if (st->n == 0 && is_sorted_unique(hd)) {
+        r->res = hd;
+        return GW_OK;
+    } else if (hd->t[0] > st->t[st->n - 1] && is_sorted_unique(hd)) {
+        /* the usual case: head samples follow the stored ones */
+        if ((rc = sv_reserve(&r->stored, hd->n))) return rc;
+        memcpy(r->stored.t + r->stored.n, hd->t, hd->n * sizeof *hd->t);
+        memcpy(r->stored.v + r->stored.n, hd->v, hd->n * sizeof *hd->v);
+        r->stored.n += hd->n;
+        return GW_OK;
+    }
+    if ((rc = merge_samples(st, hd, &r->merged))) return rc;
+    r->res = &r->merged;
+    return GW_OK;
+}
+
+static void rdr_free(struct rdr *r)
+{
+    sv_free(&r->stored);
+    sv_free(&r->merged);
+}
+
+#define PAR_SLOTS 16
+#define PAR_MAX_HELPERS 3
+
+struct par {
+    struct gw_db *db;
+    const struct gw_db_select *q;
+    const struct sel *sels;
+    size_t n;
+    int64_t lo;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t next;          /* next series index to decode */
+    size_t cb_next;       /* next series index to hand to the callback */
+    int stop;
+    uint8_t *ready;       /* per series: decoded (rcs holds the result) */
+    int *rcs;
+    struct rdr slots[PAR_SLOTS];
+};
+
+/* Takes the next series index that may be decoded now; 0 when none. Under mu. */
+static int par_take(struct par *p, size_t *i)
+{
+    if (p->stop || p->next >= p->n || p->next >= p->cb_next + PAR_SLOTS) return 0;
+    *i = p->next++;
+    return 1;
+}
+
+static void par_decode(struct par *p, struct gw_store_txn *t, size_t i)
+{
+    int rc = read_series(t, &p->sels[i], p->q, p->lo, &p->slots[i % PAR_SLOTS]);
+    pthread_mutex_lock(&p->mu);
+    p->rcs[i] = rc;
+    p->ready[i] = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void *par_helper(void *arg)
+{
+    struct par *p = arg;
+    struct gw_store_txn *t = NULL;
+    if (gw_store_read_begin(p->db->store, &t, NULL) != GW_OK) return NULL;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        size_t i;
+        if (par_take(p, &i)) {
+            pthread_mutex_unlock(&p->mu);
+            par_decode(p, t, i);
+            pthread_mutex_lock(&p->mu);
+            continue;
+        }
+        if (p->stop || p->next >= p->n) break;
+        pthread_cond_wait(&p->cv, &p->mu);
+    }
+    pthread_mutex_unlock(&p->mu);
+    gw_store_read_end(t);
+    return NULL;
+}
+
+static size_t helper_count(size_t n_series)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus < 2 || n_series < 4) return 0;
+    size_t h = (size_t)cpus - 1;
+    if (h > PAR_MAX_HELPERS) h = PAR_MAX_HELPERS;
+    if (h > n_series / 2) h = n_series / 2;
+    return h;
+}
+
+static int select_error(struct gw_error *err, const struct sel *s, int rc)
+{
+    if (rc == GW_ELIMIT) return gw_error_set(err, GW_ELIMIT, "query processing would load too many samples into memory");
+    return gw_error_set(err, rc, "cannot read blocks of series %llu: %s", (unsigned long long)s->sid, gw_strerror(rc));
+}
+
+/* The samples of every series (no sample budget) with helper threads.
+ * *t is the caller's transaction; it is ended (and set to NULL) before the
+ * helpers are joined. */
+static int select_parallel(struct gw_db *db, const struct gw_db_select *q, struct sel *sels, size_t n, int64_t lo,
+                           size_t helpers, struct gw_store_txn **t, gw_db_series_cb cb, void *ud,
+                           struct gw_error *err)
+{
+    struct par *p = calloc(1, sizeof *p);
+    if (!p) return gw_error_set(err, GW_ENOMEM, "cannot select series: %s", gw_strerror(GW_ENOMEM));
+    p->db = db;
+    p->q = q;
+    p->sels = sels;
+    p->n = n;
+    p->lo = lo;
+    p->ready = calloc(n, 1);
+    p->rcs = calloc(n, sizeof *p->rcs);
+    if (!p->ready || !p->rcs) {
+        free(p->ready);
+        free(p->rcs);
+        free(p);
+        return gw_error_set(err, GW_ENOMEM, "cannot select series: %s", gw_strerror(GW_ENOMEM));
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    pthread_t th[PAR_MAX_HELPERS];
+    size_t started = 0;
+    for (size_t k = 0; k < helpers; k++) {
+        if (pthread_create(&th[k], NULL, par_helper, p) != 0) break;
+        started++;
+    }
+    int rc = GW_OK;
+    for (size_t i = 0; i < n && rc == GW_OK; i++) {
+        pthread_mutex_lock(&p->mu);
+        while (!p->ready[i]) {
+            size_t j;
+            if (par_take(p, &j)) {
+                pthread_mutex_unlock(&p->mu);
+                par_decode(p, *t, j);
+                pthread_mutex_lock(&p->mu);
+            } else {
+                pthread_cond_wait(&p->cv, &p->mu);
+            }
+        }
+        int drc = p->rcs[i];
+        pthread_mutex_unlock(&p->mu);
+        if (drc) {
+            rc = select_error(err, &sels[i], drc);
+            break;
+        }
+        const struct sample_vec *res = p->slots[i % PAR_SLOTS].res;
+        if (!(res->n == 0 && q->only_with_data)) {
+            rc = cb(ud, sels[i].sid, sels[i].labels, sels[i].labels_len, res->t, res->v, res->n);
+            if (rc == 1) {
+                rc = GW_OK;
+                break;
+            }
+        }
+        pthread_mutex_lock(&p->mu);
+        p->cb_next = i + 1;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+    pthread_mutex_lock(&p->mu);
+    p->stop = 1;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    gw_store_read_end(*t);
+    *t = NULL;
+    for (size_t k = 0; k < started; k++) pthread_join(th[k], NULL);
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    for (size_t k = 0; k < PAR_SLOTS; k++) rdr_free(&p->slots[k]);
+    free(p->ready);
+    free(p->rcs);
+    free(p);
+    return rc;
 }
 
 int gw_db_select(struct gw_db *db, const struct gw_db_select *q, gw_db_series_cb cb, void *ud, struct gw_error *err)
@@ -377,48 +627,34 @@ int gw_db_select(struct gw_db *db, const struct gw_db_select *q, gw_db_series_cb
         return rc;
     }
     qsort(sels, n, sizeof *sels, sel_cmp);
-    struct sample_vec stored = {0}, merged = {0};
-    struct block_ctx bc = {.out = &stored, .mint = q->mint, .maxt = q->maxt};
     uint64_t budget = q->max_samples;
-    if (q->max_samples) bc.budget = &budget;
     int64_t lo = q->mint > INT64_MIN + block_lookback(db) ? q->mint - block_lookback(db) : INT64_MIN;
+    size_t helpers = q->with_samples && q->max_samples == 0 ? helper_count(n) : 0;
+    if (helpers) {
+        rc = select_parallel(db, q, sels, n, lo, helpers, &t, cb, ud, err);
+        free_sels(sels, n);
+        gw_store_read_end(t);
+        return rc;
+    }
+    struct rdr r;
+    memset(&r, 0, sizeof r);
     for (size_t i = 0; i < n; i++) {
         struct sel *s = &sels[i];
         if (!q->with_samples) {
             if (q->only_with_data && !has_data(db, t, s, q->mint, q->maxt)) continue;
             rc = cb(ud, s->sid, s->labels, s->labels_len, NULL, NULL, 0);
         } else {
-            stored.n = 0;
-            merged.n = 0;
-            rc = gw_store_blocks_get(t, s->node_id, s->gpu, s->sid, lo, q->maxt, block_cb, &bc);
-            if (rc == GW_ELIMIT) {
-                rc = gw_error_set(err, GW_ELIMIT, "query processing would load too many samples into memory");
+            if ((rc = read_series(t, s, q, lo, &r))) {
+                rc = select_error(err, s, rc);
                 break;
             }
-            if (rc && rc != 1) {
-                rc = gw_error_set(err, rc, "cannot read blocks of series %llu: %s", (unsigned long long)s->sid,
-                                  gw_strerror(rc));
-                break;
-            }
-            rc = GW_OK;
-            if (bc.budget) {
-                if (s->head.n > budget) {
-                    rc = gw_error_set(err, GW_ELIMIT, "query processing would load too many samples into memory");
+            const struct sample_vec *res = r.res;
+            if (q->max_samples) {
+                if (res->n > budget) {
+                    rc = select_error(err, s, GW_ELIMIT);
                     break;
                 }
-                budget -= s->head.n;
-            }
-            const struct sample_vec *res = &stored;
-            if (s->head.n) {
-                if (stored.n == 0 && is_sorted_unique(&s->head)) res = &s->head;
-                else {
-                    if ((rc = merge_samples(&stored, &s->head, &merged))) break;
-                    res = &merged;
-                }
-            } else if (!is_sorted_unique(&stored)) {
-                struct sample_vec empty = {0};
-                if ((rc = merge_samples(&stored, &empty, &merged))) break;
-                res = &merged;
+                budget -= res->n;
             }
             if (res->n == 0 && q->only_with_data) continue;
             rc = cb(ud, s->sid, s->labels, s->labels_len, res->t, res->v, res->n);
@@ -429,10 +665,7 @@ int gw_db_select(struct gw_db *db, const struct gw_db_select *q, gw_db_series_cb
         }
         if (rc) break;
     }
-    free(bc.tb);
-    free(bc.vb);
-    sv_free(&stored);
-    sv_free(&merged);
+    rdr_free(&r);
     free_sels(sels, n);
     gw_store_read_end(t);
     return rc;
