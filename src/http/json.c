@@ -38,6 +38,18 @@ static size_t put_str(char *out, size_t cap, const char *s)
     return n;
 }
 
+/* Copies the n bytes of res and a NUL into out (truncated to cap). */
+static size_t put_res(char *out, size_t cap, const char *res, size_t n)
+{
+    if (cap == 0)
+        return 0;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, res, n);
+    out[n] = '\0';
+    return n;
+}
+
 /* Decimal digits of n into b (no NUL); returns their count (1..20). */
 static int u64_digits(uint64_t n, char *b)
 {
@@ -192,8 +204,10 @@ size_t gw_json_format_float(double v, char *out, size_t cap)
              * below the double's, pick the nearest the slow, exact way */
             if ((double)(n + 1) / p10[d] == a || (n > 0 && (double)(n - 1) / p10[d] == a))
                 break;
+            if (cap >= 32)   /* put_fixed writes at most 26 bytes here */
+                return put_fixed(out, neg, n, d);
             r = put_fixed(res, neg, n, d);
-            return put_str(out, cap, res);
+            return put_res(out, cap, res, r);
         }
     }
     /* Shortest correctly rounded digit string that reads back as a. If a
@@ -206,8 +220,10 @@ size_t gw_json_format_float(double v, char *out, size_t cap)
         uint64_t n;
         int k;
         if (exact_shortest(a, &n, &k)) {
+            if (cap >= 32)
+                return put_fixed(out, neg, n, k);
             r = put_fixed(res, neg, n, k);
-            return put_str(out, cap, res);
+            return put_res(out, cap, res, r);
         }
     }
     for (int p = a < DBL_MIN ? 1 : 15; p <= 17; p++) {   /* subnormals: fewer bits, search all */
@@ -268,8 +284,7 @@ size_t gw_json_format_float(double v, char *out, size_t cap)
             r += nd - (size_t)dp;
         }
     }
-    res[r] = '\0';
-    return put_str(out, cap, res);
+    return put_res(out, cap, res, r);
 }
 
 size_t gw_json_format_ts(int64_t t_ms, char *out, size_t cap)
@@ -288,8 +303,7 @@ size_t gw_json_format_ts(int64_t t_ms, char *out, size_t cap)
         res[r++] = (char)('0' + frac / 10 % 10);
         res[r++] = (char)('0' + frac % 10);
     }
-    res[r] = '\0';
-    return put_str(out, cap, res);
+    return put_res(out, cap, res, r);
 }
 
 int gw_json_value(struct gw_buf *b, double v)
