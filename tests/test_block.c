@@ -58,6 +58,36 @@ static size_t roundtrip(const int64_t *t, const double *v, size_t n)
                      (unsigned long long)dbits(v[i]));
     }
     size_t len = b.len;
+    /* The split form (timestamp column + value part, joined) decodes to the
+     * same samples. */
+    struct gw_buf col, val, joined;
+    gw_buf_init(&col, 0);
+    gw_buf_init(&val, 0);
+    gw_buf_init(&joined, 0);
+    assert_int_equal(gw_block_ts_encode(t, n, &col), GW_OK);
+    assert_int_equal(gw_block_values_encode(v, n, &val), GW_OK);
+    assert_int_equal(gw_block_info(col.data, col.len, &in, &mint, &maxt), GW_OK);
+    assert_int_equal(in, n);
+    assert_true(mint == t[0] && maxt == t[n - 1]);
+    assert_int_equal(gw_block_join(col.data, col.len, val.data, val.len, &joined), GW_OK);
+    memset(dt, 0, n * sizeof *dt);
+    memset(dv, 0, n * sizeof *dv);
+    assert_int_equal(gw_block_decode(joined.data, joined.len, dt, dv, n, &got), GW_OK);
+    assert_int_equal(got, n);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(dt[i] == t[i]);
+        if (dbits(dv[i]) != dbits(v[i]))
+            fail_msg("split value %zu: got %016llx want %016llx", i, (unsigned long long)dbits(dv[i]),
+                     (unsigned long long)dbits(v[i]));
+    }
+    /* Without zstd the joined block is the whole block's bytes. */
+    if (!(b.data[0] & 0x01) && !(val.data[0] & 0x01)) {
+        assert_int_equal(joined.len, b.len);
+        assert_memory_equal(joined.data, b.data, b.len);
+    }
+    gw_buf_free(&col);
+    gw_buf_free(&val);
+    gw_buf_free(&joined);
     free(dt);
     free(dv);
     gw_buf_free(&b);
@@ -89,6 +119,93 @@ static void test_block_golden_small(void **state)
     assert_memory_equal(b.data, want, sizeof want);
     gw_buf_free(&b);
     assert_int_equal(roundtrip(t, v, 3), sizeof want);
+}
+
+static void test_block_split_golden_and_corrupt(void **state)
+{
+    (void)state;
+    /* The worked example of the split form atop src/chunk/block.c. */
+    static const uint8_t want_col[] = {0x10, 0x03, 0xd0, 0x0f, 0xb0, 0xea, 0x01, 0x00};
+    static const uint8_t want_val[] = {0x00, 0x11, 0x00, 0x01, 0x1e, 0x32, 0x32};
+    int64_t t[3] = {1000, 16000, 31000};
+    double v[3] = {1.5, 2.5, 2.5};
+    struct gw_buf col, val, j;
+    gw_buf_init(&col, 0);
+    gw_buf_init(&val, 0);
+    gw_buf_init(&j, 0);
+    assert_int_equal(gw_block_ts_encode(t, 3, &col), GW_OK);
+    assert_int_equal(col.len, sizeof want_col);
+    assert_memory_equal(col.data, want_col, sizeof want_col);
+    assert_int_equal(gw_block_values_encode(v, 3, &val), GW_OK);
+    assert_int_equal(val.len, sizeof want_val);
+    assert_memory_equal(val.data, want_val, sizeof want_val);
+    assert_int_equal(gw_block_join(col.data, col.len, val.data, val.len, &j), GW_OK);
+    assert_int_equal(j.len, sizeof want_col + sizeof want_val - 1);
+
+    /* Bad arguments and bad inputs are errors, never crashes. */
+    int64_t bad_t[2] = {5, 5};
+    assert_int_equal(gw_block_ts_encode(bad_t, 2, &col), GW_EINVAL);
+    assert_int_equal(gw_block_ts_encode(t, 0, &col), GW_EINVAL);
+    assert_int_equal(gw_block_values_encode(v, 0, &val), GW_EINVAL);
+    assert_int_equal(gw_block_join(want_col, sizeof want_col, want_val, 1, &j), GW_ECORRUPT);
+    uint8_t badkind[sizeof want_val];
+    memcpy(badkind, want_val, sizeof badkind);
+    badkind[0] = 0x02;
+    assert_int_equal(gw_block_join(want_col, sizeof want_col, badkind, sizeof badkind, &j), GW_ECORRUPT);
+    badkind[0] = 0x01; /* claims zstd: not a frame */
+    assert_int_equal(gw_block_join(want_col, sizeof want_col, badkind, sizeof badkind, &j), GW_ECORRUPT);
+    uint8_t zcol[sizeof want_col];
+    memcpy(zcol, want_col, sizeof zcol);
+    zcol[0] |= 0x01; /* a column never has the zstd flag */
+    assert_int_equal(gw_block_join(zcol, sizeof zcol, want_val, sizeof want_val, &j), GW_ECORRUPT);
+    assert_int_equal(gw_block_join(want_col, 3, want_val, sizeof want_val, &j), GW_ECORRUPT);
+
+    /* A value part joined with a column of another count does not decode. */
+    int64_t t4[4] = {1000, 16000, 31000, 46000};
+    gw_buf_reset(&col);
+    gw_buf_reset(&j);
+    assert_int_equal(gw_block_ts_encode(t4, 4, &col), GW_OK);
+    assert_int_equal(gw_block_join(col.data, col.len, want_val, sizeof want_val, &j), GW_OK);
+    int64_t dt[8];
+    double dv[8];
+    size_t n;
+    assert_int_equal(gw_block_decode(j.data, j.len, dt, dv, 8, &n), GW_ECORRUPT);
+
+    /* Random corruption of a zstd value part and of a column. */
+    enum { N = 1500 };
+    int64_t *tt = malloc(N * sizeof *tt), *ot = malloc(N * sizeof *ot);
+    double *vv = malloc(N * sizeof *vv), *ov = malloc(N * sizeof *ov);
+    assert_true(tt && ot && vv && ov);
+    regular_ts(tt, N, 1700000000000ll, 15000);
+    for (size_t i = 0; i < N; i++)
+        vv[i] = bitsd(0x4059000000000000ull ^ ((i % 5) << 20));
+    gw_buf_reset(&col);
+    gw_buf_reset(&val);
+    assert_int_equal(gw_block_ts_encode(tt, N, &col), GW_OK);
+    assert_int_equal(gw_block_values_encode(vv, N, &val), GW_OK);
+    assert_true(val.data[0] & 0x01); /* large and repetitive: compressed */
+    for (int round = 0; round < 2000; round++) {
+        struct gw_buf *which = (round & 1) ? &val : &col;
+        size_t pos = rnd() % which->len;
+        uint8_t save = which->data[pos];
+        which->data[pos] ^= (uint8_t)(1u << (rnd() % 8));
+        gw_buf_reset(&j);
+        int rc = gw_block_join(col.data, col.len, val.data, val.len, &j);
+        if (rc == GW_OK) {
+            rc = gw_block_decode(j.data, j.len, ot, ov, N, &n);
+            assert_true(rc == GW_OK || rc == GW_ECORRUPT || rc == GW_ELIMIT);
+        } else {
+            assert_true(rc == GW_ECORRUPT);
+        }
+        which->data[pos] = save;
+    }
+    free(tt);
+    free(ot);
+    free(vv);
+    free(ov);
+    gw_buf_free(&col);
+    gw_buf_free(&val);
+    gw_buf_free(&j);
 }
 
 static void test_block_golden_stale_exception(void **state)
@@ -385,6 +502,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_block_golden_small),
         cmocka_unit_test(test_block_golden_stale_exception),
+        cmocka_unit_test(test_block_split_golden_and_corrupt),
         cmocka_unit_test(test_block_roundtrip_random_doubles),
         cmocka_unit_test(test_block_roundtrip_exporter_shapes),
         cmocka_unit_test(test_block_roundtrip_special_values),

@@ -3,7 +3,8 @@
  * rebuilt byte for byte, maxt kept in the record), postings and label index
  * over the pair dictionary (long values included), metadata, nodes,
  * per-node window blobs (directory search edge cases, seqs, day
- * partitions, corrupt blob detection), partition listing and retention
+ * partitions, corrupt blob detection; GWB2 blobs with shared timestamp
+ * columns next to GWB1 blobs), partition listing and retention
  * drops, map growth under a concurrent reader, the map ceiling, read-only
  * access from a second process, and the index size per series on
  * exporter-shaped data. Each test gets a fresh temp dir. */
@@ -25,6 +26,8 @@
 #include <lmdb.h>
 #include <xxhash.h>
 
+#include "gpuwatch/block.h"
+#include "gpuwatch/buf.h"
 #include "gpuwatch/store.h"
 #include "store/store_int.h"
 
@@ -205,7 +208,7 @@ static void test_store_open_close_reopen(void **state)
     assert_int_equal(gw_store_meta_get_u64(t, "answer", &got), GW_OK);
     assert_int_equal(got, 42);
     assert_int_equal(gw_store_meta_get_u64(t, "format_version", &got), GW_OK);
-    assert_int_equal(got, 2);
+    assert_int_equal(got, 3);
     assert_int_equal(gw_store_meta_get_u64(t, "missing", &got), GW_ENOTFOUND);
     /* writes in a read txn are refused */
     assert_int_equal(gw_store_meta_put_u64(t, "x", 1), GW_EINVAL);
@@ -1025,7 +1028,7 @@ static int bad_blob_fn(struct gw_store_txn *t, void *ud)
 {
     struct bad_blob_ud *u = ud;
     uint8_t b[4] = {1, 2, 3, 4};
-    struct gw_store_blob_entry e[2] = {{5, b, 4}, {3, b, 4}};
+    struct gw_store_blob_entry e[2] = {{5, b, 4, 0}, {3, b, 4, 0}};
     switch (u->which) {
     case 0:
         return gw_store_blob_put(t, 1, 0, e, 2); /* unsorted */
@@ -1059,7 +1062,7 @@ static void test_store_blob_put_rejects(void **state)
     struct gw_store_txn *t;
     assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
     uint8_t b[1] = {0};
-    struct gw_store_blob_entry e = {1, b, 1};
+    struct gw_store_blob_entry e = {1, b, 1, 0};
     assert_int_equal(gw_store_blob_put(t, 1, 0, &e, 1), GW_EINVAL); /* read txn */
     gw_store_read_end(t);
     gw_store_close(s);
@@ -1114,6 +1117,187 @@ static void test_store_blob_parse_checks(void **state)
     assert_int_equal(gw_store_blob_parse(empty, sizeof empty, &b), GW_OK);
     assert_int_equal(b.n, 0);
     assert_int_equal(gw_store_blob_lower(&b, 1), 0);
+}
+
+/* The GWB2 worked example of keys.c: one timestamp column shared by sid 5
+ * (a value part) and sid 7 (a whole block "de"). */
+static const uint8_t gwb2_example[] = {
+    'G', 'W', 'B', '2', 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 8,           /* n 2, m 1, col end 8 */
+    0, 0, 0, 5, 0, 0, 0, 8, 0, 0, 0, 7, 0, 0, 0, 11,                  /* directory */
+    0x10, 0x03, 0xd0, 0x0f, 0xb0, 0xea, 0x01, 0x00,                   /* column */
+    0x01, 0x00, 0x11, 0x00, 0x01, 0x1e, 0x32, 0x32, 0x00, 'd', 'e'};  /* entries */
+static const uint8_t example_block[] = {0x10, 0x03, 0xd0, 0x0f, 0xb0, 0xea, 0x01, 0x00,
+                                        0x11, 0x00, 0x01, 0x1e, 0x32, 0x32};
+
+static void test_store_blob2_parse_checks(void **state)
+{
+    (void)state;
+    struct gw_store_blob b;
+    assert_int_equal(gw_store_blob_parse(gwb2_example, sizeof gwb2_example, &b), GW_OK);
+    assert_int_equal(b.n, 2);
+    assert_int_equal(b.ncols, 1);
+    struct gw_buf j;
+    gw_buf_init(&j, 0);
+    const uint8_t *p;
+    size_t len;
+    assert_int_equal(gw_store_blob_resolve(&b, 0, &j, &p, &len), GW_OK);
+    assert_int_equal(len, sizeof example_block);
+    assert_memory_equal(p, example_block, sizeof example_block);
+    assert_int_equal(gw_store_blob_resolve(&b, 1, &j, &p, &len), GW_OK);
+    assert_int_equal(len, 2);
+    assert_memory_equal(p, "de", 2);
+
+    uint8_t v[sizeof gwb2_example];
+    memcpy(v, gwb2_example, sizeof v);
+    v[11] = 9; /* column count past the value */
+    assert_int_equal(gw_store_blob_parse(v, sizeof v, &b), GW_ECORRUPT);
+    memcpy(v, gwb2_example, sizeof v);
+    v[15] = 60; /* column area past the value */
+    assert_int_equal(gw_store_blob_parse(v, sizeof v, &b), GW_ECORRUPT);
+    memcpy(v, gwb2_example, sizeof v);
+    v[31] = 12; /* last entry past the block area */
+    assert_int_equal(gw_store_blob_parse(v, sizeof v, &b), GW_ECORRUPT);
+    memcpy(v, gwb2_example, sizeof v);
+    v[40] = 0x02; /* column ref 2 of 1 */
+    assert_int_equal(gw_store_blob_parse(v, sizeof v, &b), GW_OK);
+    assert_int_equal(gw_store_blob_resolve(&b, 0, &j, &p, &len), GW_ECORRUPT);
+    memcpy(v, gwb2_example, sizeof v);
+    v[41] = 0x07; /* bad value part kind */
+    assert_int_equal(gw_store_blob_parse(v, sizeof v, &b), GW_OK);
+    assert_int_equal(gw_store_blob_resolve(&b, 0, &j, &p, &len), GW_ECORRUPT);
+    memcpy(v, gwb2_example, sizeof v);
+    v[32] = 0x11; /* column flags: zstd is never valid there */
+    assert_int_equal(gw_store_blob_parse(v, sizeof v, &b), GW_OK);
+    assert_int_equal(gw_store_blob_resolve(&b, 0, &j, &p, &len), GW_ECORRUPT);
+    for (size_t cut = 0; cut < sizeof gwb2_example; cut++) {
+        if (gw_store_blob_parse(gwb2_example, cut, &b) != GW_OK)
+            continue;
+        for (uint32_t i = 0; i < b.n; i++) {
+            int rc = gw_store_blob_resolve(&b, i, &j, &p, &len);
+            assert_true(rc == GW_OK || rc == GW_ECORRUPT);
+        }
+    }
+    gw_buf_free(&j);
+}
+
+struct cols_ud {
+    int64_t t[2][40];
+    double v[4][40];
+    int bad;
+};
+
+/* Node 1, window W0: sids 2, 4, 6 share column 1 (40 samples), sid 8 has
+ * column 2 (20 samples), sid 10 is a whole block; then a GWB1 blob (seq 1)
+ * with sid 4's later block. */
+static int put_cols_fn(struct gw_store_txn *t, void *ud)
+{
+    struct cols_ud *u = ud;
+    struct gw_buf c1, c2, parts[4], whole, late;
+    gw_buf_init(&c1, 0);
+    gw_buf_init(&c2, 0);
+    gw_buf_init(&whole, 0);
+    gw_buf_init(&late, 0);
+    for (int i = 0; i < 4; i++)
+        gw_buf_init(&parts[i], 0);
+    assert_int_equal(gw_block_ts_encode(u->t[0], 40, &c1), GW_OK);
+    assert_int_equal(gw_block_ts_encode(u->t[1], 20, &c2), GW_OK);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(gw_block_values_encode(u->v[i], 40, &parts[i]), GW_OK);
+    assert_int_equal(gw_block_values_encode(u->v[3], 20, &parts[3]), GW_OK);
+    assert_int_equal(gw_block_encode(u->t[0], u->v[3], 40, &whole), GW_OK);
+    struct gw_store_blob_col cols[2] = {{c1.data, c1.len}, {c2.data, c2.len}};
+    struct gw_store_blob_entry e[5] = {
+        {2, parts[0].data, parts[0].len, 1}, {4, parts[1].data, parts[1].len, 1},
+        {6, parts[2].data, parts[2].len, 1}, {8, parts[3].data, parts[3].len, 2},
+        {10, whole.data, whole.len, 0}};
+    int rc = gw_store_blob_put_cols(t, 1, W0, cols, 2, e, 5);
+    /* a column ref past the columns is refused */
+    struct gw_store_blob_entry bad = {12, parts[0].data, parts[0].len, 3};
+    if (rc == GW_OK && gw_store_blob_put_cols(t, 1, W0 + 1, cols, 2, &bad, 1) != GW_EINVAL)
+        u->bad = 1;
+    int64_t lt[3] = {W0 + 3000000, W0 + 3015000, W0 + 3030000};
+    double lv[3] = {7, 8, 9};
+    if (rc == GW_OK) rc = gw_block_encode(lt, lv, 3, &late);
+    struct gw_store_blob_entry le = {4, late.data, late.len, 0};
+    if (rc == GW_OK) rc = gw_store_blob_put(t, 1, W0, &le, 1);
+    gw_buf_free(&c1);
+    gw_buf_free(&c2);
+    gw_buf_free(&whole);
+    gw_buf_free(&late);
+    for (int i = 0; i < 4; i++)
+        gw_buf_free(&parts[i]);
+    return rc;
+}
+
+struct dec_blocks {
+    int64_t t[128];
+    double v[128];
+    size_t n, blocks;
+};
+
+static int dec_block_cb(void *ud, int64_t ws, const uint8_t *block, size_t len)
+{
+    struct dec_blocks *d = ud;
+    (void)ws;
+    size_t got = 0;
+    int rc = gw_block_decode(block, len, d->t + d->n, d->v + d->n, 128 - d->n, &got);
+    if (rc) return rc;
+    d->n += got;
+    d->blocks++;
+    return GW_OK;
+}
+
+static void test_store_blob_shared_columns(void **state)
+{
+    struct fx *f = *state;
+    struct gw_store *s = open_store(f->dir, 0, 0);
+    struct cols_ud u;
+    memset(&u, 0, sizeof u);
+    for (int i = 0; i < 40; i++) {
+        u.t[0][i] = W0 + 15000 * i + (i % 3) * 7;   /* jittered, shared */
+        if (i < 20) u.t[1][i] = W0 + 30000 * i + 11;
+        u.v[0][i] = i * 0.25;
+        u.v[1][i] = 1e6 + i * 17;
+        u.v[2][i] = i % 5 ? (double)i / 3.0 : -0.0;
+        u.v[3][i] = 42.5 - i;
+    }
+    struct gw_error err = {0};
+    assert_int_equal(gw_store_write(s, put_cols_fn, &u, &err), GW_OK);
+    assert_int_equal(u.bad, 0);
+    for (int reopen = 0; reopen < 2; reopen++) {
+        struct gw_store_txn *t;
+        assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
+        static const uint64_t sids[4] = {2, 4, 6, 8};
+        for (int k = 0; k < 4; k++) {
+            struct dec_blocks d;
+            memset(&d, 0, sizeof d);
+            assert_int_equal(gw_store_blocks_get(t, 1, 0, sids[k], INT64_MIN, INT64_MAX, dec_block_cb, &d), GW_OK);
+            size_t n = k == 3 ? 20 : 40;
+            assert_int_equal(d.n, n + (k == 1 ? 3 : 0));
+            for (size_t i = 0; i < n; i++) {
+                assert_true(d.t[i] == u.t[k == 3][i]);
+                assert_memory_equal(&d.v[i], &u.v[k][i], 8);
+            }
+            if (k == 1) /* the later GWB1 blob of the same window follows */
+                assert_true(d.t[40] == W0 + 3000000 && d.v[42] == 9);
+        }
+        struct dec_blocks d;
+        memset(&d, 0, sizeof d);
+        assert_int_equal(gw_store_blocks_get(t, 1, 0, 10, INT64_MIN, INT64_MAX, dec_block_cb, &d), GW_OK);
+        assert_int_equal(d.n, 40);
+        assert_true(d.v[39] == 42.5 - 39 && d.t[39] == u.t[0][39]);
+        struct pb_seen pb;
+        memset(&pb, 0, sizeof pb);
+        assert_int_equal(gw_store_partition_blocks_each(t, 19675, pb_cb, &pb), GW_OK);
+        assert_int_equal(pb.n, 6);
+        assert_int_equal(pb.sid_sum, 2 + 4 + 6 + 8 + 10 + 4);
+        gw_store_read_end(t);
+        if (reopen == 0) {
+            gw_store_close(s);
+            s = open_store(f->dir, 0, 0);
+        }
+    }
+    gw_store_close(s);
 }
 
 /* Overwrites the value of the first key of a partition using LMDB directly. */
@@ -1191,12 +1375,48 @@ static void test_store_old_format_refused(void **state)
     s = NULL;
     assert_int_equal(gw_store_open(&s, &o, &err), GW_ECORRUPT);
     assert_null(s);
-    assert_non_null(strstr(err.msg, "store format version 1 is not supported; expected 2"));
+    assert_non_null(strstr(err.msg, "store format version 1 is not supported; expected 2 to 3"));
     o.read_only = 1;
     memset(&err, 0, sizeof err);
     assert_int_equal(gw_store_open(&s, &o, &err), GW_ECORRUPT);
     assert_null(s);
-    assert_non_null(strstr(err.msg, "store format version 1 is not supported; expected 2"));
+    assert_non_null(strstr(err.msg, "store format version 1 is not supported; expected 2 to 3"));
+
+    /* format 2 (GWB1 blobs only) is read as is and marked 3 by a read-write
+     * open; a newer format is refused */
+    for (uint8_t ver = 2; ver <= 4; ver += 2) {
+        uint8_t vb[8] = {0, 0, 0, 0, 0, 0, 0, ver};
+        assert_int_equal(mdb_env_create(&env), 0);
+        assert_int_equal(mdb_env_set_maxdbs(env, 64), 0);
+        assert_int_equal(mdb_env_open(env, f->dir, 0, 0644), 0);
+        assert_int_equal(mdb_txn_begin(env, NULL, 0, &txn), 0);
+        assert_int_equal(mdb_dbi_open(txn, "meta", 0, &dbi), 0);
+        d.mv_size = 8;
+        d.mv_data = vb;
+        assert_int_equal(mdb_put(txn, dbi, &k, &d, 0), 0);
+        assert_int_equal(mdb_txn_commit(txn), 0);
+        mdb_env_close(env);
+        o.read_only = 0;
+        memset(&err, 0, sizeof err);
+        s = NULL;
+        if (ver == 4) {
+            assert_int_equal(gw_store_open(&s, &o, &err), GW_ECORRUPT);
+            assert_non_null(strstr(err.msg, "store format version 4 is not supported; expected 2 to 3"));
+            continue;
+        }
+        o.read_only = 1;
+        assert_int_equal(gw_store_open(&s, &o, &err), GW_OK);
+        gw_store_close(s);
+        o.read_only = 0;
+        assert_int_equal(gw_store_open(&s, &o, &err), GW_OK);
+        struct gw_store_txn *t;
+        uint64_t now_ver = 0;
+        assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
+        assert_int_equal(gw_store_meta_get_u64(t, "format_version", &now_ver), GW_OK);
+        assert_int_equal(now_ver, 3);
+        gw_store_read_end(t);
+        gw_store_close(s);
+    }
 }
 
 struct parts_seen {
@@ -1740,6 +1960,8 @@ int main(void)
         T(test_store_blobs_roundtrip),
         T(test_store_blob_put_rejects),
         T(test_store_blob_parse_checks),
+        T(test_store_blob2_parse_checks),
+        T(test_store_blob_shared_columns),
         T(test_store_corrupt_blob_detected),
         T(test_store_old_format_refused),
         T(test_store_partitions_drop),

@@ -37,4 +37,26 @@ int gw_block_info(const uint8_t *b, size_t len, uint32_t *n, int64_t *mint, int6
  * GW_ELIMIT if cap is too small, GW_ENOMEM (zstd scratch). */
 int gw_block_decode(const uint8_t *b, size_t len, int64_t *t, double *v, size_t cap, size_t *n);
 
+/* ---- split form: one timestamp column shared by many value parts ----
+ * Series scraped together (one exporter, one node) carry identical
+ * timestamps; the store keeps such a column once per blob and each series'
+ * values as a "value part". gw_block_join() turns a column and a value part
+ * back into an ordinary block (the bytes gw_block_encode would give without
+ * zstd), so readers only ever see blocks.
+ *
+ * Timestamp column: the block header (count, mint, maxt) and the timestamp
+ * section; gw_block_info() reads it like a block. Appended to out.
+ * GW_OK, GW_EINVAL (n == 0, n too large, t not increasing), GW_ENOMEM,
+ * GW_ETOOLARGE. */
+int gw_block_ts_encode(const int64_t *t, size_t n, struct gw_buf *out);
+/* Value part of n values (the count is the column's): a kind byte (0 raw,
+ * 1 zstd) and the value section. Appended to out. GW_OK, GW_EINVAL,
+ * GW_ENOMEM, GW_ETOOLARGE. */
+int gw_block_values_encode(const double *v, size_t n, struct gw_buf *out);
+/* Appends to out the block made of timestamp column col and value part
+ * val (decompressed when needed). Untrusted input: GW_ECORRUPT for a bad
+ * column header or kind byte (a column/part mismatch shows as GW_ECORRUPT
+ * from gw_block_decode), GW_ENOMEM, GW_ETOOLARGE. */
+int gw_block_join(const uint8_t *col, size_t col_len, const uint8_t *val, size_t val_len, struct gw_buf *out);
+
 #endif /* GW_BLOCK_H */

@@ -16,6 +16,7 @@
  *   p<day>      one per UTC day (day = floor(t_ms / 86400000), 8 digits):
  *               node_id(be32) window_start(be64 biased) seq(be32) -> blob
  *               blob = "GWB1" | u32 n | n x {sid u32, end offset u32} | blocks
+ *               or "GWB2" with shared timestamp columns (keys.c)
  * Series ids are below 2^32.
  * Retention drops whole p<day> databases.
  *
@@ -156,19 +157,36 @@ int gw_store_metadata_each(struct gw_store_txn *t, gw_store_metadata_cb cb, void
  * large values live in contiguous overflow pages, so pages are ~full. */
 struct gw_store_blob_entry {
     uint64_t sid;               /* < 2^32 */
-    const uint8_t *block;       /* gw_block_encode output */
+    const uint8_t *block;       /* gw_block_encode output, or a value part */
     size_t len;
+    uint32_t col;               /* 0: block is a whole block; c >= 1: block is
+                                   a value part (gw_block_values_encode) of
+                                   timestamp column c - 1 (blob_put_cols only) */
 };
-/* Writes one blob. entries must be sorted by sid, blocks of one sid in time
- * order; a window must not cross a UTC day. GW_OK, GW_EINVAL, GW_ELIMIT
- * (blob over 2 GiB or sid >= 2^32), store errors. */
+/* Writes one blob of whole blocks ("GWB1"; col is ignored). entries
+ * must be sorted by sid, blocks of one sid in time order; a window must not
+ * cross a UTC day. GW_OK, GW_EINVAL, GW_ELIMIT (blob over 2 GiB or sid >=
+ * 2^32), store errors. */
 int gw_store_blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_start,
                       const struct gw_store_blob_entry *entries, size_t n);
+/* Writes one blob ("GWB2") whose entries may share timestamp columns
+ * (gw_block_ts_encode output): series scraped together keep one copy of
+ * their timestamps. Readers get whole blocks either way (joined on read by
+ * gw_block_join). Errors as gw_store_blob_put; GW_EINVAL for a col > ncols. */
+struct gw_store_blob_col {
+    const uint8_t *col;
+    size_t len;
+};
+int gw_store_blob_put_cols(struct gw_store_txn *t, uint32_t node_id, int64_t window_start,
+                           const struct gw_store_blob_col *cols, size_t ncols,
+                           const struct gw_store_blob_entry *entries, size_t n);
 /* Visits the series' blocks in blobs of node_id whose window_start lies in
  * [mint_lo, maxt], in time order (callers pass mint_lo = mint - window so a
  * window that started before mint is included): by window, then seq, then
- * directory order. cb gets the blob's window_start as block_mint and a
- * pointer into the map (no copy). gpu is not needed to find them and is
+ * directory order. cb gets the blob's window_start as block_mint and the
+ * block: a pointer into the map, or for a block stored as a value part of
+ * a shared timestamp column the joined block in a transaction buffer;
+ * either is valid only until cb returns. gpu is not needed to find them and is
  * ignored. cb returns GW_OK to go on, 1 to stop (the call returns GW_OK),
  * or an error (returned as is). GW_ECORRUPT for a malformed blob. */
 typedef int (*gw_store_block_cb)(void *ud, int64_t block_mint, const uint8_t *block, size_t len);
@@ -178,7 +196,8 @@ int gw_store_blocks_get(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, 
  * 0 if not, or a negative error. */
 int gw_store_blocks_any(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
                         int64_t mint_lo, int64_t maxt);
-/* Visits every block of a day partition (any order); cb as above. */
+/* Visits every block of a day partition (any order); cb as above (the
+ * block is valid until cb returns). */
 typedef int (*gw_store_any_block_cb)(void *ud, uint64_t sid, const uint8_t *block, size_t len);
 int gw_store_partition_blocks_each(struct gw_store_txn *t, int64_t day, gw_store_any_block_cb cb, void *ud);
 

@@ -56,6 +56,15 @@
  * not tried); the compressed form is kept when it is smaller. The decoder
  * bounds the frame's declared content size by 24 n + 64.
  *
+ * SPLIT FORM (gw_block_ts_encode / gw_block_values_encode / gw_block_join):
+ * a timestamp column is header + timestamp section of a block whose flags
+ * byte never has the zstd bit (so gw_block_info reads it); a value part is
+ *   byte kind: 0 = the value section follows as is, 1 = one magicless zstd
+ *        frame (as above) whose content is the value section
+ * Joining appends column and (decompressed) value section: a raw block.
+ * For the worked example below, column = 10 03 d0 0f b0 ea 01 00 and value
+ * part = 00 11 00 01 1e 32 32; joined, they are the 14 bytes shown.
+ *
  * Worked example (pinned in tests/test_block.c): t = 1000, 16000, 31000,
  * v = 1.5, 2.5, 2.5:
  *   10        version 1, raw body, dod timestamps
@@ -766,6 +775,155 @@ static int zstd_compress(const uint8_t *src, size_t len, uint8_t *dst, size_t ca
     return GW_OK;
 }
 
+/* Writes the timestamp section of t[0..n) into w (nothing when n == 1);
+ * *grid tells which form was kept. s->res, s->tmp, s->sel hold n entries. */
+static void ts_section(struct wr *w, const int64_t *t, size_t n, struct scratch *s, int *grid)
+{
+    *grid = 0;
+    if (n < 2)
+        return;
+    /* Two forms: deltas of deltas, or offsets from the grid t0 + i * G
+     * with G the median interval. A late scrape costs one grid offset but
+     * two dods; a drifting interval favours dods. Keep the smaller. */
+    uint64_t span = (uint64_t)t[n - 1] - (uint64_t)t[0];
+    uint64_t D = span / (uint64_t)(n - 1);
+    uint64_t prevd = 0;
+    for (size_t i = 1; i < n; i++) {
+        uint64_t d = (uint64_t)t[i] - (uint64_t)t[i - 1];
+        s->res[i - 1] = (int64_t)(i == 1 ? d - D : d - prevd);
+        s->tmp[i - 1] = (int64_t)d;
+        prevd = d;
+    }
+    uint64_t G = (uint64_t)median(s->tmp, n - 1, s->sel);
+    int64_t gdiff = (int64_t)(G - D);
+    for (size_t i = 1; i < n; i++)
+        s->tmp[i - 1] = (int64_t)((uint64_t)t[i] - (uint64_t)t[0] - (uint64_t)i * G);
+    struct seqplan pd = seq_plan(s->res, n - 1, s->sel);
+    struct seqplan pg = seq_plan(s->tmp, n - 1, s->sel);
+    if (pg.size + uvlen(gw_zigzag(gdiff)) < pd.size) {
+        *grid = 1;
+        w_zz(w, gdiff);
+        seq_write(w, s->tmp, n - 1, &pg);
+    } else {
+        seq_write(w, s->res, n - 1, &pd);
+    }
+}
+
+/* Block header: flags, n, zz mint, maxt - mint. Returns its length (<= 32). */
+static size_t put_header(uint8_t *hdr, uint8_t flags, const int64_t *t, size_t n)
+{
+    size_t hl = 0;
+    hdr[hl++] = flags;
+    hl += gw_uvarint_put(hdr + hl, (uint64_t)n);
+    hl += gw_uvarint_put(hdr + hl, gw_zigzag(t[0]));
+    hl += gw_uvarint_put(hdr + hl, (uint64_t)t[n - 1] - (uint64_t)t[0]);
+    return hl;
+}
+
+static void scratch_release(struct scratch *s)
+{
+    free(s->res);
+    free(s->man);
+    free(s->tmp);
+    free(s->sel);
+    free(s->scale);
+}
+
+static int scratch_alloc(struct scratch *s, size_t n)
+{
+    memset(s, 0, sizeof *s);
+    s->res = malloc(n * sizeof *s->res);
+    s->man = malloc(n * sizeof *s->man);
+    s->tmp = malloc(n * sizeof *s->tmp);
+    s->sel = malloc(n * sizeof *s->sel);
+    s->scale = malloc(n);
+    if (!s->res || !s->man || !s->tmp || !s->sel || !s->scale) {
+        scratch_release(s);
+        return GW_ENOMEM;
+    }
+    return GW_OK;
+}
+
+int gw_block_ts_encode(const int64_t *t, size_t n, struct gw_buf *out)
+{
+    if (!t || !out || n == 0 || n > GW_BLOCK_MAX_SAMPLES)
+        return GW_EINVAL;
+    for (size_t i = 1; i < n; i++)
+        if (t[i] <= t[i - 1])
+            return GW_EINVAL;
+    struct scratch s;
+    if (scratch_alloc(&s, n) != GW_OK)
+        return GW_ENOMEM;
+    int rc = GW_ENOMEM;
+    size_t bound = body_bound(n);
+    uint8_t *body = malloc(bound);
+    if (!body)
+        goto out;
+    struct wr w = {body, 0, 0, 0};
+    int grid = 0;
+    ts_section(&w, t, n, &s, &grid);
+    uint8_t hdr[32];
+    size_t hl = put_header(hdr, (uint8_t)(BLK_VERSION << 4 | (grid ? BLK_FLAG_GRID : 0u)), t, n);
+    rc = gw_buf_reserve(out, hl + w.len);
+    if (rc == GW_OK)
+        rc = gw_buf_append(out, hdr, hl);
+    if (rc == GW_OK && w.len)
+        rc = gw_buf_append(out, body, w.len);
+out:
+    free(body);
+    scratch_release(&s);
+    return rc;
+}
+
+int gw_block_values_encode(const double *v, size_t n, struct gw_buf *out)
+{
+    if (!v || !out || n == 0 || n > GW_BLOCK_MAX_SAMPLES)
+        return GW_EINVAL;
+    struct scratch s;
+    if (scratch_alloc(&s, n) != GW_OK)
+        return GW_ENOMEM;
+    int rc = GW_ENOMEM;
+    size_t bound = body_bound(n);
+    uint8_t *body = malloc(bound + 1);
+    uint8_t *alt = malloc(bound + 1);
+    if (!body || !alt)
+        goto out;
+    /* body[0] is the part's kind byte; the section starts at body + 1 */
+    struct wr w = {body + 1, 0, 0, 0};
+    struct wr wa = {alt, 0, 0, 0};
+    size_t dsz = dec_section(&wa, v, n, &s);
+    size_t xsz = 1 + xor_write(NULL, v, n, 1);
+    if (dsz != 0 && dsz <= xsz) {
+        memcpy(w.p, alt, dsz);
+        w.len = dsz;
+    } else {
+        w_byte(&w, VM_XOR);
+        (void)xor_write(&w, v, n, 0);
+    }
+    if (GW_NEVER(w.len > bound))
+        goto out;
+    size_t zsz = SIZE_MAX;
+    if (w.len >= BLK_ZSTD_MIN) {
+        rc = zstd_compress(body + 1, w.len, alt + 1, w.len - 1, &zsz);
+        if (rc != GW_OK)
+            goto out;
+    }
+    const uint8_t *part = body;
+    size_t plen = 1 + w.len;
+    body[0] = 0;
+    if (zsz < w.len) {
+        alt[0] = BLK_FLAG_ZSTD;
+        part = alt;
+        plen = 1 + zsz;
+    }
+    rc = gw_buf_append(out, part, plen);
+out:
+    free(body);
+    free(alt);
+    scratch_release(&s);
+    return rc;
+}
+
 int gw_block_encode(const int64_t *t, const double *v, size_t n, struct gw_buf *out)
 {
     if (!t || !v || !out || n == 0 || n > GW_BLOCK_MAX_SAMPLES)
@@ -787,34 +945,8 @@ int gw_block_encode(const int64_t *t, const double *v, size_t n, struct gw_buf *
         goto out;
 
     struct wr w = {body, 0, 0, 0};
-    uint64_t span = (uint64_t)t[n - 1] - (uint64_t)t[0];
     int grid = 0;
-    if (n >= 2) {
-        /* Two forms: deltas of deltas, or offsets from the grid t0 + i * G
-         * with G the median interval. A late scrape costs one grid offset but
-         * two dods; a drifting interval favours dods. Keep the smaller. */
-        uint64_t D = span / (uint64_t)(n - 1);
-        uint64_t prevd = 0;
-        for (size_t i = 1; i < n; i++) {
-            uint64_t d = (uint64_t)t[i] - (uint64_t)t[i - 1];
-            s.res[i - 1] = (int64_t)(i == 1 ? d - D : d - prevd);
-            s.tmp[i - 1] = (int64_t)d;
-            prevd = d;
-        }
-        uint64_t G = (uint64_t)median(s.tmp, n - 1, s.sel);
-        int64_t gdiff = (int64_t)(G - D);
-        for (size_t i = 1; i < n; i++)
-            s.tmp[i - 1] = (int64_t)((uint64_t)t[i] - (uint64_t)t[0] - (uint64_t)i * G);
-        struct seqplan pd = seq_plan(s.res, n - 1, s.sel);
-        struct seqplan pg = seq_plan(s.tmp, n - 1, s.sel);
-        if (pg.size + uvlen(gw_zigzag(gdiff)) < pd.size) {
-            grid = 1;
-            w_zz(&w, gdiff);
-            seq_write(&w, s.tmp, n - 1, &pg);
-        } else {
-            seq_write(&w, s.res, n - 1, &pd);
-        }
-    }
+    ts_section(&w, t, n, &s, &grid);
     /* Values: decimal form into alt, XOR size computed dry; keep the smaller. */
     struct wr wa = {alt, 0, 0, 0};
     size_t dsz = dec_section(&wa, v, n, &s);
@@ -830,10 +962,7 @@ int gw_block_encode(const int64_t *t, const double *v, size_t n, struct gw_buf *
         goto out;
 
     uint8_t hdr[32];
-    size_t hl = 1;
-    hl += gw_uvarint_put(hdr + hl, (uint64_t)n);
-    hl += gw_uvarint_put(hdr + hl, gw_zigzag(t[0]));
-    hl += gw_uvarint_put(hdr + hl, span);
+    size_t hl = put_header(hdr, 0, t, n);
     size_t zsz = SIZE_MAX;
     /* Small bodies are already entropy-coded (Rice, bit packing) and zstd
      * rarely shortens them, while trying costs more than the rest of the
@@ -1121,6 +1250,34 @@ int gw_block_decode(const uint8_t *b, size_t len, int64_t *t, double *v, size_t 
     *n = h.n;
     rc = GW_OK;
 out:
+    free(zbody);
+    return rc;
+}
+
+int gw_block_join(const uint8_t *col, size_t col_len, const uint8_t *val, size_t val_len, struct gw_buf *out)
+{
+    if (!out)
+        return GW_EINVAL;
+    struct hdr h;
+    int rc = parse_header(col, col_len, &h);
+    if (rc != GW_OK)
+        return rc;
+    if ((h.flags & BLK_FLAG_ZSTD) || !val || val_len < 2 || (val[0] & ~BLK_FLAG_ZSTD) != 0)
+        return GW_ECORRUPT;
+    const uint8_t *sec = val + 1;
+    size_t slen = val_len - 1;
+    uint8_t *zbody = NULL;
+    if (val[0] & BLK_FLAG_ZSTD) {
+        rc = zstd_body(sec, slen, body_bound(h.n), &zbody, &slen);
+        if (rc != GW_OK)
+            return rc;
+        sec = zbody;
+    }
+    rc = gw_buf_reserve(out, col_len + slen);
+    if (rc == GW_OK)
+        rc = gw_buf_append(out, col, col_len);
+    if (rc == GW_OK)
+        rc = gw_buf_append(out, sec, slen);
     free(zbody);
     return rc;
 }

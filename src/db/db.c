@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <xxhash.h>
+
 #include "db_int.h"
 #include "gpuwatch/block.h"
 #include "gpuwatch/codec.h"
@@ -744,7 +746,21 @@ struct flush_block {
     uint64_t sid;
     int64_t mint, maxt;
     uint32_t n;                   /* samples */
-    size_t off, len;
+    uint32_t col;                 /* index into flush_ctx.cols */
+    size_t off, len;              /* value part in data */
+};
+
+/* A timestamp column: the distinct timestamps of one or more series of one
+ * node and window (every series of one scrape target shares them), stored
+ * once per blob (gw_store_blob_put_cols). */
+struct flush_col {
+    uint32_t node_id;
+    int64_t window;
+    uint64_t hash;                /* XXH3 of the timestamps */
+    size_t n;
+    size_t toff;                  /* timestamps in flush_ctx.ts */
+    size_t off, len;              /* gw_block_ts_encode output in data */
+    uint32_t local;               /* 1-based index within the blob being written */
 };
 
 struct flush_ctx {
@@ -754,7 +770,90 @@ struct flush_ctx {
     struct flush_item *items;
     size_t n_items;
     struct gw_store_blob_entry *entries;   /* scratch for one blob */
+    struct flush_col *cols;
+    size_t n_cols, cap_cols;
+    uint32_t *ht;                 /* open addressing: col index + 1, 0 empty */
+    size_t ht_cap;                /* power of two, > 2 * n_cols */
+    int64_t *ts;                  /* timestamps of every column */
+    size_t n_ts, cap_ts;
+    struct gw_store_blob_col *bcols;       /* scratch for one blob */
 };
+
+static void flush_ctx_free_cols(struct flush_ctx *c)
+{
+    free(c->cols);
+    free(c->ht);
+    free(c->ts);
+    free(c->bcols);
+}
+
+static uint64_t col_hash(uint32_t node_id, int64_t window, const int64_t *t, size_t n)
+{
+    uint64_t h = XXH3_64bits(t, n * sizeof *t);
+    return h ^ (((uint64_t)node_id << 32) * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)window * 0xC2B2AE3D27D4EB4Full);
+}
+
+static int ht_grow(struct flush_ctx *c)
+{
+    size_t cap = c->ht_cap ? c->ht_cap * 2 : 1024;
+    uint32_t *ht = calloc(cap, sizeof *ht);
+    if (!ht) return GW_ENOMEM;
+    for (size_t i = 0; i < c->n_cols; i++) {
+        size_t j = (size_t)c->cols[i].hash & (cap - 1);
+        while (ht[j]) j = (j + 1) & (cap - 1);
+        ht[j] = (uint32_t)i + 1;
+    }
+    free(c->ht);
+    c->ht = ht;
+    c->ht_cap = cap;
+    return GW_OK;
+}
+
+/* The column of timestamps t[0..n) of a node and window: found, or encoded
+ * and added. */
+static int col_get(struct flush_ctx *c, uint32_t node_id, int64_t window, const int64_t *t, size_t n,
+                   uint32_t *idx)
+{
+    if (2 * (c->n_cols + 1) > c->ht_cap) {
+        int rc = ht_grow(c);
+        if (rc) return rc;
+    }
+    uint64_t h = col_hash(node_id, window, t, n);
+    size_t j = (size_t)h & (c->ht_cap - 1);
+    for (; c->ht[j]; j = (j + 1) & (c->ht_cap - 1)) {
+        const struct flush_col *f = &c->cols[c->ht[j] - 1];
+        if (f->hash == h && f->node_id == node_id && f->window == window && f->n == n &&
+            memcmp(c->ts + f->toff, t, n * sizeof *t) == 0) {
+            *idx = c->ht[j] - 1;
+            return GW_OK;
+        }
+    }
+    if (c->n_cols == c->cap_cols) {
+        size_t cap = c->cap_cols ? c->cap_cols * 2 : 256;
+        struct flush_col *p = realloc(c->cols, cap * sizeof *p);
+        if (!p) return GW_ENOMEM;
+        c->cols = p;
+        c->cap_cols = cap;
+    }
+    if (n > c->cap_ts - c->n_ts) {
+        size_t cap = c->cap_ts ? c->cap_ts : 4096;
+        while (cap - c->n_ts < n) cap *= 2;
+        int64_t *p = realloc(c->ts, cap * sizeof *p);
+        if (!p) return GW_ENOMEM;
+        c->ts = p;
+        c->cap_ts = cap;
+    }
+    size_t off = c->data.len;
+    int rc = gw_block_ts_encode(t, n, &c->data);
+    if (rc) return rc;
+    memcpy(c->ts + c->n_ts, t, n * sizeof *t);
+    c->cols[c->n_cols] = (struct flush_col){.node_id = node_id, .window = window, .hash = h, .n = n,
+                                            .toff = c->n_ts, .off = off, .len = c->data.len - off};
+    c->n_ts += n;
+    c->ht[j] = (uint32_t)c->n_cols + 1;
+    *idx = (uint32_t)c->n_cols++;
+    return GW_OK;
+}
 
 static int block_order(const void *a, const void *b)
 {
@@ -782,49 +881,73 @@ static int add_day_stats(struct gw_store_txn *t, int64_t day, uint64_t blocks, u
     return GW_OK;
 }
 
+struct day_acc {
+    struct { int64_t day; uint64_t blocks, samples, bytes; } d[8];
+    size_t n;
+};
+
+static int day_add(struct gw_store_txn *t, struct day_acc *a, int64_t w, uint64_t blocks, uint64_t samples,
+                   uint64_t bytes)
+{
+    int64_t day = w >= 0 ? w / GW_DAY_MS : -((-w + GW_DAY_MS - 1) / GW_DAY_MS);
+    size_t d = 0;
+    while (d < a->n && a->d[d].day != day) d++;
+    if (d == a->n) {
+        if (a->n == sizeof a->d / sizeof a->d[0]) {
+            int rc = add_day_stats(t, a->d[0].day, a->d[0].blocks, a->d[0].samples, a->d[0].bytes);
+            if (rc) return rc;
+            memmove(a->d, a->d + 1, (a->n - 1) * sizeof a->d[0]);
+            d = --a->n;
+        }
+        a->d[d].day = day;
+        a->d[d].blocks = a->d[d].samples = a->d[d].bytes = 0;
+        a->n++;
+    }
+    a->d[d].blocks += blocks;
+    a->d[d].samples += samples;
+    a->d[d].bytes += bytes;
+    return GW_OK;
+}
+
 static int flush_write_fn(struct gw_store_txn *t, void *ud)
 {
     struct flush_ctx *c = ud;
+    /* Per-day totals for `gpuwatch stats`, so it need not read every block
+     * (bytes: value parts with their column refs, plus the columns). */
+    struct day_acc days = {.n = 0};
     size_t i = 0;
     while (i < c->n_blocks) {
-        size_t j = i;
+        size_t j = i, nc = 0;
+        for (size_t k = i; k < c->n_blocks && c->blocks[k].node_id == c->blocks[i].node_id &&
+                           c->blocks[k].window == c->blocks[i].window; k++)
+            c->cols[c->blocks[k].col].local = 0;
+        uint64_t bytes = 0;
         while (j < c->n_blocks && c->blocks[j].node_id == c->blocks[i].node_id &&
                c->blocks[j].window == c->blocks[i].window) {
+            struct flush_col *f = &c->cols[c->blocks[j].col];
+            if (!f->local) {
+                c->bcols[nc] = (struct gw_store_blob_col){.col = c->data.data + f->off, .len = f->len};
+                f->local = (uint32_t)++nc;
+                bytes += f->len;
+            }
             c->entries[j - i] = (struct gw_store_blob_entry){
-                .sid = c->blocks[j].sid, .block = c->data.data + c->blocks[j].off, .len = c->blocks[j].len};
+                .sid = c->blocks[j].sid, .block = c->data.data + c->blocks[j].off, .len = c->blocks[j].len,
+                .col = f->local};
+            bytes += c->blocks[j].len + (f->local < 128 ? 1 : f->local < 16384 ? 2 : 3);
+            int rc = day_add(t, &days, c->blocks[j].window, 1, c->blocks[j].n, 0);
+            if (rc) return rc;
             j++;
         }
-        int rc = gw_store_blob_put(t, c->blocks[i].node_id, c->blocks[i].window, c->entries, j - i);
+        int rc = gw_store_blob_put_cols(t, c->blocks[i].node_id, c->blocks[i].window, c->bcols, nc,
+                                        c->entries, j - i);
+        if (rc == GW_OK) rc = day_add(t, &days, c->blocks[i].window, 0, 0, bytes);
         if (rc) return rc;
         i = j;
     }
     /* A series' newest persisted timestamp is found from its blobs
-     * (gw_store_series_maxt_get); series records are not rewritten.
-     * Per-day totals for `gpuwatch stats`, so it need not read every block. */
-    struct { int64_t day; uint64_t blocks, samples, bytes; } days[8];
-    size_t nd = 0;
-    for (size_t k = 0; k < c->n_blocks; k++) {
-        int64_t w = c->blocks[k].window;
-        int64_t day = w >= 0 ? w / GW_DAY_MS : -((-w + GW_DAY_MS - 1) / GW_DAY_MS);
-        size_t d = 0;
-        while (d < nd && days[d].day != day) d++;
-        if (d == nd) {
-            if (nd == sizeof days / sizeof days[0]) {
-                int rc = add_day_stats(t, days[0].day, days[0].blocks, days[0].samples, days[0].bytes);
-                if (rc) return rc;
-                memmove(days, days + 1, (nd - 1) * sizeof days[0]);
-                d = --nd;
-            }
-            days[d].day = day;
-            days[d].blocks = days[d].samples = days[d].bytes = 0;
-            nd++;
-        }
-        days[d].blocks++;
-        days[d].samples += c->blocks[k].n;
-        days[d].bytes += c->blocks[k].len;
-    }
-    for (size_t d = 0; d < nd; d++) {
-        int rc = add_day_stats(t, days[d].day, days[d].blocks, days[d].samples, days[d].bytes);
+     * (gw_store_series_maxt_get); series records are not rewritten. */
+    for (size_t d = 0; d < days.n; d++) {
+        int rc = add_day_stats(t, days.d[d].day, days.d[d].blocks, days.d[d].samples, days.d[d].bytes);
         if (rc) return rc;
     }
     return GW_OK;
@@ -856,12 +979,17 @@ static int encode_chunk(struct gw_db *db, struct flush_ctx *c, const struct gw_h
     int rc = gw_hchunk_decode(&ch->x, *tb, *vb, *cap, &n);
     if (rc) return rc;
     if (n != want) return GW_ECORRUPT;
-    size_t off = c->data.len;
-    rc = gw_block_encode(*tb, *vb, n, &c->data);
+    int64_t window = window_of(db, (*tb)[0]);
+    uint32_t col;
+    rc = col_get(c, s->node_id, window, *tb, n, &col);
     if (rc) return rc;
-    c->blocks[c->n_blocks++] = (struct flush_block){.node_id = s->node_id, .window = window_of(db, (*tb)[0]),
+    size_t off = c->data.len;
+    rc = gw_block_values_encode(*vb, n, &c->data);
+    if (rc) return rc;
+    c->blocks[c->n_blocks++] = (struct flush_block){.node_id = s->node_id, .window = window,
                                                     .sid = s->sid, .mint = (*tb)[0], .maxt = (*tb)[n - 1],
-                                                    .n = (uint32_t)n, .off = off, .len = c->data.len - off};
+                                                    .n = (uint32_t)n, .col = col, .off = off,
+                                                    .len = c->data.len - off};
     return GW_OK;
 }
 
@@ -951,7 +1079,9 @@ static int flush_pending_count(struct gw_db *db, int all, size_t *flushed, struc
         free(vb);
         if (rc == GW_OK && c.n_blocks) {
             qsort(c.blocks, c.n_blocks, sizeof *c.blocks, block_order);
-            rc = gw_store_write(db->store, flush_write_fn, &c, err);
+            c.bcols = malloc((c.n_cols ? c.n_cols : 1) * sizeof *c.bcols);
+            if (!c.bcols) rc = GW_ENOMEM;
+            else rc = gw_store_write(db->store, flush_write_fn, &c, err);
         }
         pthread_mutex_lock(&db->mu);
         for (size_t i = 0; i < c.n_items; i++)
@@ -962,6 +1092,7 @@ static int flush_pending_count(struct gw_db *db, int all, size_t *flushed, struc
         free(c.items);
         free(c.blocks);
         free(c.entries);
+        flush_ctx_free_cols(&c);
         gw_buf_free(&c.data);
         if (rc) {
             if (!err || !err->msg[0]) gw_error_set(err, rc, "cannot flush head chunks: %s", gw_strerror(rc));

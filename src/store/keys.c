@@ -3,9 +3,10 @@
  * big-endian so memcmp order equals numeric order. Timestamps in keys and
  * values are "biased": (uint64_t)t ^ (1 << 63), so signed order = byte order.
  *
- * Databases (one LMDB environment, named DBIs), format version 2:
+ * Databases (one LMDB environment, named DBIs), format version 3 (2 is read
+ * as is: it differs only in having no GWB2 blobs):
  *   meta         key: ascii name (no NUL)       value: be64 for counters
- *                  "format_version" = 2, "next_node_id" (first free node
+ *                  "format_version" = 3, "next_node_id" (first free node
  *                  id, >= 1), "next_pair_id" (first free pair id, >= 1)
  *   pairs        key: name \0 value             value: pair_id be32
  *                long form: when name_len + 1 + value_len > 480 the key is
@@ -35,6 +36,18 @@
  *                  of one sid in time order; block i spans [end(i-1), end(i))
  *                  of the block area (end(-1) = 0). seq is 0 for the first
  *                  blob of a node and window, then 1 + the largest one.
+ *                value (blob, format 3, what the flusher writes): "GWB2" |
+ *                  n u32 BE | m u32 BE | m x col_end u32 BE | n x { sid u32
+ *                  BE | end u32 BE } | column area | block area.
+ *                  Column c spans [col_end(c-1), col_end(c)) of the column
+ *                  area: a timestamp column (gw_block_ts_encode: a block
+ *                  header and timestamp section). Entry i spans [end(i-1),
+ *                  end(i)) of the block area: uvarint ref, then ref = 0: a
+ *                  whole block; ref = c >= 1: a value part
+ *                  (gw_block_values_encode) whose block is gw_block_join of
+ *                  column c - 1 and the part. Series scraped together (same
+ *                  node, same timestamps) thus keep one copy of their
+ *                  timestamps; readers always get whole blocks.
  *
  * Canonical labels (labels.h): repeated { uvarint name_len | name |
  * uvarint value_len | value } sorted by name. They are rebuilt from the
@@ -65,6 +78,15 @@
  *              00 00 00 05 00 00 00 03 | 00 00 00 07 00 00 00 05 |
  *              61 62 63 64 65 ("abcde")   (29 bytes)
  *   (t = -1 would be biased to 7f ff ff ff ff ff ff ff, sorting before 0.)
+ *   The same two series as a GWB2 blob, sid 5 being the 3 samples of the
+ *   worked example in block.c (column 10 03 d0 0f b0 ea 01 00, value part
+ *   00 11 00 01 1e 32 32) and sid 7 the whole block "de":
+ *              47 57 42 32 ("GWB2") | 00 00 00 02 (n) | 00 00 00 01 (m) |
+ *              00 00 00 08 (column 0 ends at 8) |
+ *              00 00 00 05 00 00 00 08 | 00 00 00 07 00 00 00 0b |
+ *              10 03 d0 0f b0 ea 01 00 (column 0) |
+ *              01 00 11 00 01 1e 32 32 (ref 1 + value part) | 00 64 65
+ *              (ref 0 + "de")   (51 bytes; pinned in tests/test_store.c)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +97,7 @@
 #include "gpuwatch/err.h"
 #include "gpuwatch/store.h"
 #include "gpuwatch/codec.h"
+#include "gpuwatch/block.h"
 #include "store/store_int.h"
 
 void gw_store_put_be64(uint8_t *p, uint64_t v)
@@ -274,16 +297,8 @@ void gw_store_blob_key(uint8_t *key, uint32_t node_id, int64_t window_start, uin
     gw_store_put_be32(key + 12, seq);
 }
 
-int gw_store_blob_parse(const void *v, size_t len, struct gw_store_blob *b)
+static int blob_dir_check(const uint8_t *dir, uint32_t n, size_t area)
 {
-    const uint8_t *p = v;
-    if (len < GW_BLOB_HDR || memcmp(p, "GWB1", 4) != 0)
-        return GW_ECORRUPT;
-    uint32_t n = gw_store_get_be32(p + 4);
-    if (n > (len - GW_BLOB_HDR) / GW_BLOB_ENT)
-        return GW_ECORRUPT;
-    const uint8_t *dir = p + GW_BLOB_HDR;
-    size_t area = len - GW_BLOB_HDR - (size_t)n * GW_BLOB_ENT;
     uint32_t prev_sid = 0, prev_end = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t sid = gw_store_get_be32(dir + (size_t)i * GW_BLOB_ENT);
@@ -293,9 +308,55 @@ int gw_store_blob_parse(const void *v, size_t len, struct gw_store_blob *b)
         prev_sid = sid;
         prev_end = end;
     }
+    return GW_OK;
+}
+
+int gw_store_blob_parse(const void *v, size_t len, struct gw_store_blob *b)
+{
+    const uint8_t *p = v;
+    if (len >= GW_BLOB_HDR && memcmp(p, "GWB1", 4) == 0) {
+        uint32_t n = gw_store_get_be32(p + 4);
+        if (n > (len - GW_BLOB_HDR) / GW_BLOB_ENT)
+            return GW_ECORRUPT;
+        const uint8_t *dir = p + GW_BLOB_HDR;
+        size_t area = len - GW_BLOB_HDR - (size_t)n * GW_BLOB_ENT;
+        if (blob_dir_check(dir, n, area) != GW_OK)
+            return GW_ECORRUPT;
+        memset(b, 0, sizeof *b);
+        b->n = n;
+        b->dir = dir;
+        b->data = dir + (size_t)n * GW_BLOB_ENT;
+        b->data_len = area;
+        return GW_OK;
+    }
+    if (len < GW_BLOB2_HDR || memcmp(p, "GWB2", 4) != 0)
+        return GW_ECORRUPT;
+    uint32_t n = gw_store_get_be32(p + 4), m = gw_store_get_be32(p + 8);
+    size_t rest = len - GW_BLOB2_HDR;
+    if (m > rest / 4)
+        return GW_ECORRUPT;
+    rest -= (size_t)m * 4;
+    if (n > rest / GW_BLOB_ENT)
+        return GW_ECORRUPT;
+    rest -= (size_t)n * GW_BLOB_ENT;
+    const uint8_t *col_dir = p + GW_BLOB2_HDR, *dir = col_dir + (size_t)m * 4;
+    uint32_t prev = 0;
+    for (uint32_t c = 0; c < m; c++) {
+        uint32_t end = gw_store_get_be32(col_dir + (size_t)c * 4);
+        if (end < prev || end > rest)
+            return GW_ECORRUPT;
+        prev = end;
+    }
+    size_t cols_len = prev, area = rest - cols_len;
+    if (blob_dir_check(dir, n, area) != GW_OK)
+        return GW_ECORRUPT;
     b->n = n;
     b->dir = dir;
-    b->data = dir + (size_t)n * GW_BLOB_ENT;
+    b->v2 = 1;
+    b->ncols = m;
+    b->col_dir = col_dir;
+    b->cols = dir + (size_t)n * GW_BLOB_ENT;
+    b->data = b->cols + cols_len;
     b->data_len = area;
     return GW_OK;
 }
@@ -324,6 +385,46 @@ void gw_store_blob_block(const struct gw_store_blob *b, uint32_t i, const uint8_
     uint32_t end = gw_store_get_be32(b->dir + (size_t)i * GW_BLOB_ENT + 4);
     *p = b->data + start;
     *len = end - start;
+}
+
+void gw_store_blob_col(const struct gw_store_blob *b, uint32_t c, const uint8_t **p, size_t *len)
+{
+    uint32_t start = c ? gw_store_get_be32(b->col_dir + (size_t)(c - 1) * 4) : 0;
+    uint32_t end = gw_store_get_be32(b->col_dir + (size_t)c * 4);
+    *p = b->cols + start;
+    *len = end - start;
+}
+
+int gw_store_blob_resolve(const struct gw_store_blob *b, uint32_t i, struct gw_buf *scratch, const uint8_t **p,
+                          size_t *len)
+{
+    const uint8_t *e;
+    size_t elen;
+    gw_store_blob_block(b, i, &e, &elen);
+    if (!b->v2) {
+        *p = e;
+        *len = elen;
+        return GW_OK;
+    }
+    uint64_t ref;
+    size_t k = gw_uvarint_get(e, elen, &ref);
+    if (k == 0 || ref > b->ncols)
+        return GW_ECORRUPT;
+    if (ref == 0) {
+        *p = e + k;
+        *len = elen - k;
+        return GW_OK;
+    }
+    const uint8_t *col;
+    size_t clen;
+    gw_store_blob_col(b, (uint32_t)(ref - 1), &col, &clen);
+    gw_buf_reset(scratch);
+    int rc = gw_block_join(col, clen, e + k, elen - k, scratch);
+    if (rc != GW_OK)
+        return rc == GW_ENOMEM ? rc : GW_ECORRUPT;
+    *p = scratch->data;
+    *len = scratch->len;
+    return GW_OK;
 }
 
 void gw_store_part_name(char *buf, size_t cap, int64_t day)

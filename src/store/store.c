@@ -44,7 +44,12 @@
 #define GW_STORE_DEFAULT_MAP (UINT64_C(1) << 30)
 #define GW_STORE_DEFAULT_MAX (UINT64_C(4) << 40)
 #define GW_STORE_MIN_MAP (UINT64_C(128) << 10)
-#define GW_STORE_FORMAT 2
+/* Format 3 adds "GWB2" blobs (shared timestamp columns, keys.c). A format 2
+ * store is read as is and marked 3 by the first read-write open, so older
+ * builds refuse it by its version instead of meeting blobs they cannot
+ * read. */
+#define GW_STORE_FORMAT 3
+#define GW_STORE_FORMAT_MIN 2
 
 enum {
     DB_META,
@@ -113,6 +118,8 @@ struct gw_store_txn {
     struct part_vec pending;      /* partitions opened in this write txn */
     struct gw_arena arena;        /* scratch (rebuilt labels), freed at txn end */
     int arena_on;
+    struct gw_buf join;           /* a joined block handed to a block callback */
+    int join_on;
     int mdb_rc;
     char msg[200];
 };
@@ -541,8 +548,8 @@ static int mkdir_p(const char *dir, struct gw_error *err)
 /* The message for a store of another format version. */
 static int version_refused(char *msg, size_t cap, uint64_t ver)
 {
-    snprintf(msg, cap, "store format version %llu is not supported; expected %d", (unsigned long long)ver,
-             GW_STORE_FORMAT);
+    snprintf(msg, cap, "store format version %llu is not supported; expected %d to %d", (unsigned long long)ver,
+             GW_STORE_FORMAT_MIN, GW_STORE_FORMAT);
     return GW_ECORRUPT;
 }
 
@@ -559,11 +566,13 @@ static int open_init_fn(struct gw_store_txn *t, void *ud)
     uint64_t ver;
     int rc = gw_store_meta_get_u64(t, "format_version", &ver);
     int fresh = rc == GW_ENOTFOUND;
-    if (rc == GW_OK && ver != GW_STORE_FORMAT) {
+    if (rc == GW_OK && (ver < GW_STORE_FORMAT_MIN || ver > GW_STORE_FORMAT)) {
         t->mdb_rc = -1;
         return version_refused(t->msg, sizeof t->msg, ver);
     }
     if (rc != GW_OK && !fresh)
+        return rc;
+    if (rc == GW_OK && ver != GW_STORE_FORMAT && (rc = gw_store_meta_put_u64(t, "format_version", GW_STORE_FORMAT)))
         return rc;
     for (int i = 0; i < DB_COUNT; i++) {
         if (i == DB_META)
@@ -614,7 +623,8 @@ static int open_read_only(struct gw_store *s, struct gw_error *err)
         if (mrc == MDB_SUCCESS && d.mv_size != 8) {
             rc = GW_ECORRUPT;
             snprintf(msg, sizeof msg, "bad format version record");
-        } else if (mrc == MDB_SUCCESS && gw_store_get_be64(d.mv_data) != GW_STORE_FORMAT) {
+        } else if (mrc == MDB_SUCCESS && (gw_store_get_be64(d.mv_data) < GW_STORE_FORMAT_MIN ||
+                                          gw_store_get_be64(d.mv_data) > GW_STORE_FORMAT)) {
             rc = version_refused(msg, sizeof msg, gw_store_get_be64(d.mv_data));
         } else if (mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND) {
             rc = map_mdb(mrc);
@@ -837,6 +847,22 @@ static void scratch_free(struct gw_store_txn *t)
         gw_arena_free(&t->arena);
         t->arena_on = 0;
     }
+    if (t->join_on) {
+        gw_buf_free(&t->join);
+        t->join_on = 0;
+    }
+}
+
+/* Entry j of blob b as a whole block (joined into the txn's buffer when it
+ * is a value part; valid until the next call). */
+static int blob_entry(struct gw_store_txn *t, const struct gw_store_blob *b, uint32_t j, const uint8_t **p,
+                      size_t *len)
+{
+    if (!t->join_on) {
+        gw_buf_init(&t->join, 0);
+        t->join_on = 1;
+    }
+    return gw_store_blob_resolve(b, j, &t->join, p, len);
 }
 
 static size_t uvarint_len(uint64_t v)
@@ -2018,19 +2044,33 @@ static int parts_collect(struct gw_store_txn *t, int64_t dlo, int64_t dhi, struc
     return GW_OK;
 }
 
-int gw_store_blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_start,
-                      const struct gw_store_blob_entry *entries, size_t n)
+/* Writes one blob: "GWB1" when cols is NULL, else "GWB2" (layouts in keys.c). */
+static int blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_start,
+                    const struct gw_store_blob_col *cols, size_t ncols,
+                    const struct gw_store_blob_entry *entries, size_t n)
 {
     int rc = need_write(t);
     if (rc != GW_OK)
         return rc;
     if (n == 0)
         return GW_OK;
-    if (!entries)
+    if (!entries || (ncols && !cols))
         return GW_EINVAL;
-    if (n > (GW_BLOB_MAX - GW_BLOB_HDR) / GW_BLOB_ENT)
+    int v2 = cols != NULL;
+    size_t hdr = v2 ? GW_BLOB2_HDR : GW_BLOB_HDR;
+    if (ncols > (GW_BLOB_MAX - hdr) / 4)
         return GW_ELIMIT;
-    size_t total = GW_BLOB_HDR + n * GW_BLOB_ENT;
+    hdr += ncols * 4;
+    if (n > (GW_BLOB_MAX - hdr) / GW_BLOB_ENT)
+        return GW_ELIMIT;
+    size_t total = hdr + n * GW_BLOB_ENT;
+    for (size_t c = 0; c < ncols; c++) {
+        if (!cols[c].col && cols[c].len)
+            return GW_EINVAL;
+        if (cols[c].len > GW_BLOB_MAX - total)
+            return GW_ELIMIT;
+        total += cols[c].len;
+    }
     for (size_t i = 0; i < n; i++) {
         if (entries[i].sid > UINT32_MAX)
             return GW_ELIMIT;
@@ -2038,9 +2078,12 @@ int gw_store_blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_s
             return GW_EINVAL;
         if (!entries[i].block && entries[i].len)
             return GW_EINVAL;
-        if (entries[i].len > GW_BLOB_MAX - total)
+        if (v2 && entries[i].col > ncols)
+            return GW_EINVAL;
+        size_t len = entries[i].len + (v2 ? uvarint_len(entries[i].col) : 0);
+        if (len > GW_BLOB_MAX - total)
             return GW_ELIMIT;
-        total += entries[i].len;
+        total += len;
     }
     MDB_dbi dbi;
     if ((rc = part_for_write(t, gw_store_day_of(window_start), &dbi)) != GW_OK)
@@ -2082,11 +2125,28 @@ int gw_store_blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_s
         goto out;
     }
     uint8_t *w = d.mv_data;
-    memcpy(w, "GWB1", 4);
+    memcpy(w, v2 ? "GWB2" : "GWB1", 4);
     gw_store_put_be32(w + 4, (uint32_t)n);
-    uint8_t *dir = w + GW_BLOB_HDR, *area = dir + n * GW_BLOB_ENT;
+    uint8_t *dir = w + GW_BLOB_HDR;
+    if (v2) {
+        gw_store_put_be32(w + 8, (uint32_t)ncols);
+        dir = w + hdr;
+    }
+    uint8_t *area = dir + n * GW_BLOB_ENT;
     uint32_t end = 0;
+    for (size_t i = 0; i < ncols; i++) {
+        if (cols[i].len)
+            memcpy(area + end, cols[i].col, cols[i].len);
+        end += (uint32_t)cols[i].len;
+        gw_store_put_be32(w + GW_BLOB2_HDR + i * 4, end);
+    }
+    area += end;
+    end = 0;
     for (size_t i = 0; i < n; i++) {
+        if (v2) {
+            size_t k2 = gw_uvarint_put(area + end, entries[i].col);
+            end += (uint32_t)k2;
+        }
         if (entries[i].len)
             memcpy(area + end, entries[i].block, entries[i].len);
         end += (uint32_t)entries[i].len;
@@ -2096,6 +2156,20 @@ int gw_store_blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_s
 out:
     mdb_cursor_close(c);
     return rc;
+}
+
+int gw_store_blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_start,
+                      const struct gw_store_blob_entry *entries, size_t n)
+{
+    return blob_put(t, node_id, window_start, NULL, 0, entries, n);
+}
+
+int gw_store_blob_put_cols(struct gw_store_txn *t, uint32_t node_id, int64_t window_start,
+                           const struct gw_store_blob_col *cols, size_t ncols,
+                           const struct gw_store_blob_entry *entries, size_t n)
+{
+    static const struct gw_store_blob_col none;
+    return blob_put(t, node_id, window_start, cols ? cols : &none, cols ? ncols : 0, entries, n);
 }
 
 /* Shared by blocks_get and blocks_any: cb == NULL means "stop at the
@@ -2144,7 +2218,10 @@ static int blocks_scan(struct gw_store_txn *t, uint32_t node_id, uint64_t sid, i
                 }
                 const uint8_t *p;
                 size_t len;
-                gw_store_blob_block(&b, j, &p, &len);
+                if ((rc = blob_entry(t, &b, j, &p, &len)) != GW_OK) {
+                    done = 1;
+                    break;
+                }
                 int crc = cb(ud, ws, p, len);
                 if (crc != 0) {
                     rc = crc < 0 ? crc : GW_OK;
@@ -2209,9 +2286,10 @@ static int blob_scan_newest(struct gw_store_txn *t, uint32_t node_id, uint64_t s
                 j++;
             const uint8_t *p;
             size_t len;
-            gw_store_blob_block(&b, j, &p, &len);
             uint32_t n;
             int64_t mi, ma;
+            if ((rc = blob_entry(t, &b, j, &p, &len)) != GW_OK)
+                break;
             if (gw_block_info(p, len, &n, &mi, &ma) != GW_OK) {
                 rc = GW_ECORRUPT;
                 break;
@@ -2270,7 +2348,10 @@ int gw_store_partition_blocks_each(struct gw_store_txn *t, int64_t day, gw_store
         for (uint32_t j = 0; j < b.n; j++) {
             const uint8_t *p;
             size_t len;
-            gw_store_blob_block(&b, j, &p, &len);
+            if ((rc = blob_entry(t, &b, j, &p, &len)) != GW_OK) {
+                done = 1;
+                break;
+            }
             int crc = cb(ud, gw_store_blob_sid(&b, j), p, len);
             if (crc != 0) {
                 rc = crc < 0 ? crc : GW_OK;

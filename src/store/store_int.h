@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "gpuwatch/buf.h"
 
 /* LMDB's default maximum key size is 511 bytes; keys stay below this. */
 #define GW_KEY_MAX 480
@@ -20,6 +21,7 @@
 #define GW_BLOB_KEY_LEN 16       /* node(4) window_start(8) seq(4) */
 #define GW_SERIES_FIXED 14       /* maxt(8) node(4) gpu(2) before the pair ids */
 #define GW_BLOB_HDR 8            /* "GWB1" | u32 n */
+#define GW_BLOB2_HDR 12          /* "GWB2" | u32 n | u32 m */
 #define GW_BLOB_ENT 8            /* sid u32 | end offset u32 */
 #define GW_BLOB_MAX 0x7fffffffu  /* a blob stays under 2 GiB */
 #define GW_PART_NAME_MAX 32
@@ -83,22 +85,35 @@ int gw_store_rec_next_id(const struct gw_store_rec *r, size_t *off, uint32_t *id
 /* Blob key: node window_start seq. */
 void gw_store_blob_key(uint8_t *key, uint32_t node_id, int64_t window_start, uint32_t seq);
 
-/* A validated blob: the directory (n entries of 8 bytes) and the block area. */
+/* A validated blob: the directory (n entries of 8 bytes) and the block
+ * area; for "GWB2" also the timestamp columns (m end offsets, column area). */
 struct gw_store_blob {
     uint32_t n;
     const uint8_t *dir;
     const uint8_t *data;
     size_t data_len;
+    int v2;                     /* "GWB2": entries start with a column ref */
+    uint32_t ncols;
+    const uint8_t *col_dir;     /* ncols x end u32 */
+    const uint8_t *cols;        /* column area */
 };
-/* Checks the magic, that the directory fits, that sids are non-decreasing
- * and that end offsets are non-decreasing and within the block area.
- * GW_OK or GW_ECORRUPT. */
+/* Checks the magic ("GWB1" or "GWB2"), that the directories fit, that sids
+ * are non-decreasing and that end offsets are non-decreasing and within
+ * their areas. GW_OK or GW_ECORRUPT. */
 int gw_store_blob_parse(const void *v, size_t len, struct gw_store_blob *b);
 /* Index of the first directory entry with sid >= sid (n when none). */
 uint32_t gw_store_blob_lower(const struct gw_store_blob *b, uint32_t sid);
 /* Entry i: its sid and its block. */
 uint32_t gw_store_blob_sid(const struct gw_store_blob *b, uint32_t i);
 void gw_store_blob_block(const struct gw_store_blob *b, uint32_t i, const uint8_t **p, size_t *len);
+/* Column c (< ncols) of a GWB2 blob. */
+void gw_store_blob_col(const struct gw_store_blob *b, uint32_t c, const uint8_t **p, size_t *len);
+/* Entry i as a whole block: GWB1 entries as they are; GWB2 entries either
+ * hold a whole block or a value part joined with its column into *scratch
+ * (reset first; the result is valid until scratch changes). GW_OK,
+ * GW_ECORRUPT, GW_ENOMEM. */
+int gw_store_blob_resolve(const struct gw_store_blob *b, uint32_t i, struct gw_buf *scratch, const uint8_t **p,
+                          size_t *len);
 
 /* Partition database names "p%08lld". parse returns 1 and sets *day when
  * name (not NUL-terminated) is exactly a canonical partition name. */
