@@ -604,6 +604,75 @@ static void test_db_flush_shares_timestamps(void **state)
     gw_db_close(db);
 }
 
+/* One long series (4800 samples in ten 2 h blocks) read over a range that
+ * cuts its first and last blocks: the blocks decoded by several threads
+ * give exactly the samples the sequential read gives. */
+struct got_long {
+    size_t calls, n;
+    int64_t t[5000];
+    double v[5000];
+};
+
+static int long_cb(void *ud, uint64_t sid, const uint8_t *labels, size_t len, const int64_t *t, const double *v,
+                   size_t n)
+{
+    (void)sid;
+    (void)labels;
+    (void)len;
+    struct got_long *g = ud;
+    g->calls++;
+    if (n > 5000) return GW_ELIMIT;
+    g->n = n;
+    memcpy(g->t, t, n * sizeof *t);
+    memcpy(g->v, v, n * sizeof *v);
+    return GW_OK;
+}
+
+static void test_db_select_long_series_blocks_split(void **state)
+{
+    (void)state;
+    int64_t now = gw_now_ms();
+    int64_t t0 = (now - 22 * HOUR_MS) / (2 * HOUR_MS) * (2 * HOUR_MS);
+    struct gw_db *db = open_db(0);
+    struct gw_error err = {0};
+    const int total = 4800;   /* 20 h at 15 s */
+    for (int i = 0; i < total; i += 64) {
+        struct req q;
+        req_init(&q);
+        struct gw_rw_series *x = req_series(&q, "long", "h", NULL);
+        for (int k = i; k < i + 64 && k < total; k++) add(&q, x, t0 + k * 15000LL, 100.0 + (k % 97) * 0.5 - (k % 13));
+        struct gw_append_result res;
+        assert_int_equal(gw_db_append(db, &q.r, now, &res, &err), GW_OK);
+        assert_int_equal(res.accepted, x->n_samples);
+    }
+    assert_int_equal(gw_db_flush(db, &err), GW_OK);
+    static struct got_long a, b;
+    struct gw_matcher ms[2];
+    size_t nm = 0;
+    assert_int_equal(gw_selector_parse("long", 4, ms, 2, &nm, &err), GW_OK);
+    int64_t mint = t0 + 333 * 15000LL - 7, maxt = t0 + 4444 * 15000LL + 3;
+    struct gw_db_select q = {.matchers = ms, .n_matchers = nm, .mint = mint, .maxt = maxt, .with_samples = 1,
+                             .only_with_data = 1};
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    assert_int_equal(gw_db_select(db, &q, long_cb, &a, &err), GW_OK);
+    q.max_samples = 1u << 20;   /* a budget: the sequential read */
+    assert_int_equal(gw_db_select(db, &q, long_cb, &b, &err), GW_OK);
+    assert_int_equal(a.calls, 1);
+    assert_int_equal(b.calls, 1);
+    assert_int_equal(a.n, 4444 - 333 + 1);
+    assert_int_equal(b.n, a.n);
+    for (size_t i = 0; i < a.n; i++) {
+        int k = 333 + (int)i;
+        assert_int_equal(a.t[i], t0 + k * 15000LL);
+        assert_true(a.v[i] == 100.0 + (k % 97) * 0.5 - (k % 13));
+    }
+    assert_memory_equal(a.t, b.t, a.n * sizeof(int64_t));
+    assert_memory_equal(a.v, b.v, a.n * sizeof(double));
+    for (size_t i = 0; i < nm; i++) gw_matcher_free(&ms[i]);
+    gw_db_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -613,6 +682,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_db_retention_drops_old_days, setup, teardown),
         cmocka_unit_test_setup_teardown(test_db_wal_failure_recovers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_db_select_many_series_parallel, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_db_select_long_series_blocks_split, setup, teardown),
         cmocka_unit_test_setup_teardown(test_db_flush_shares_timestamps, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

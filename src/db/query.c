@@ -357,6 +357,8 @@ static int has_data(struct gw_db *db, struct gw_store_txn *t, const struct sel *
  * a store map resize, which waits for the caller's transaction to end):
  * the caller then decodes everything itself. */
 
+#define PAR_MAX_HELPERS 3
+
 struct rdr {
     struct sample_vec stored, merged;
     const struct sample_vec *res;
@@ -418,17 +420,13 @@ static int dec_block_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t l
     return GW_OK;
 }
 
-/* Samples of s in [q->mint, q->maxt] into r->res (valid until the next
- * read into r). */
-static int read_series(struct gw_store_txn *t, const struct sel *s, const struct gw_db_select *q, int64_t lo,
-                       struct rdr *r)
+/* Adds the head samples of s to the stored ones in r->stored and points
+ * r->res at the result. */
+static int add_head(const struct sel *s, struct rdr *r)
 {
-    r->stored.n = 0;
+    int rc;
     r->merged.n = 0;
     r->res = &r->stored;
-    struct dec_ctx dc = {.out = &r->stored, .mint = q->mint, .maxt = q->maxt};
-    int rc = gw_store_blocks_get(t, s->node_id, s->gpu, s->sid, lo, q->maxt, dec_block_cb, &dc);
-    if (rc && rc != 1) return rc;
     const struct sample_vec *st = &r->stored, *hd = &s->head;
     if (!is_sorted_unique(st)) {
         if (hd->n == 0) {
@@ -455,6 +453,164 @@ static int read_series(struct gw_store_txn *t, const struct sel *s, const struct
     return GW_OK;
 }
 
+/* Samples of s in [q->mint, q->maxt] into r->res (valid until the next
+ * read into r). */
+static int read_series(struct gw_store_txn *t, const struct sel *s, const struct gw_db_select *q, int64_t lo,
+                       struct rdr *r)
+{
+    r->stored.n = 0;
+    struct dec_ctx dc = {.out = &r->stored, .mint = q->mint, .maxt = q->maxt};
+    int rc = gw_store_blocks_get(t, s->node_id, s->gpu, s->sid, lo, q->maxt, dec_block_cb, &dc);
+    if (rc && rc != 1) return rc;
+    return add_head(s, r);
+}
+
+/* ---- one series, its blocks decoded by several threads ----
+ * The blocks overlapping the range are copied first (the store's block
+ * pointer is valid only during its callback), each gets its place in the
+ * output from the running sum of the counts in the block headers, the list
+ * is cut into parts of about equal sample counts, one per thread, and the
+ * ranges are trimmed afterwards. */
+struct blk {
+    size_t pos, len, off;   /* bytes at l->bytes + pos; samples at off */
+    uint32_t n;
+    int64_t mi, ma;
+};
+
+struct blk_list {
+    struct blk *b;
+    size_t n, cap, total;
+    uint8_t *bytes;         /* copies of the blocks (valid only in the callback) */
+    size_t nbytes, capbytes;
+    int64_t mint, maxt;
+};
+
+static int gather_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t len)
+{
+    struct blk_list *l = ud;
+    (void)block_mint;
+    uint32_t n;
+    int64_t mi, ma;
+    int rc = gw_block_info(b, len, &n, &mi, &ma);
+    if (rc) return rc;
+    if (ma < l->mint || mi > l->maxt) return GW_OK;
+    if (l->n == l->cap) {
+        size_t nc = l->cap ? l->cap * 2 : 32;
+        struct blk *nb = realloc(l->b, nc * sizeof *nb);
+        if (!nb) return GW_ENOMEM;
+        l->b = nb;
+        l->cap = nc;
+    }
+    if ((size_t)n > SIZE_MAX / 4 - l->total || len > SIZE_MAX / 4 - l->nbytes) return GW_ENOMEM;
+    if (l->nbytes + len > l->capbytes) {
+        size_t nc = l->capbytes ? l->capbytes : 4096;
+        while (nc < l->nbytes + len) nc *= 2;
+        uint8_t *nb = realloc(l->bytes, nc);
+        if (!nb) return GW_ENOMEM;
+        l->bytes = nb;
+        l->capbytes = nc;
+    }
+    memcpy(l->bytes + l->nbytes, b, len);
+    l->b[l->n++] = (struct blk){.pos = l->nbytes, .len = len, .off = l->total, .n = n, .mi = mi, .ma = ma};
+    l->nbytes += len;
+    l->total += n;
+    return GW_OK;
+}
+
+struct blk_job {
+    const struct blk_list *l;
+    struct sample_vec *out;
+    size_t from, to;
+    int rc;
+};
+
+static void *blk_decode(void *arg)
+{
+    struct blk_job *j = arg;
+    j->rc = GW_OK;
+    for (size_t i = j->from; i < j->to && j->rc == GW_OK; i++) {
+        const struct blk *b = &j->l->b[i];
+        size_t got = 0;
+        j->rc = gw_block_decode(j->l->bytes + b->pos, b->len, j->out->t + b->off, j->out->v + b->off, b->n, &got);
+        if (j->rc == GW_OK && got != b->n) j->rc = GW_ECORRUPT;
+    }
+    return NULL;
+}
+
+#define BLK_PAR_MIN_BLOCKS 4
+#define BLK_PAR_MIN_SAMPLES 4096
+
+static size_t cpu_helpers(void);
+
+static int read_series_split(struct gw_store_txn *t, const struct sel *s, const struct gw_db_select *q, int64_t lo,
+                             struct rdr *r)
+{
+    struct blk_list l = {.mint = q->mint, .maxt = q->maxt};
+    int rc = gw_store_blocks_get(t, s->node_id, s->gpu, s->sid, lo, q->maxt, gather_cb, &l);
+    if (rc && rc != 1) {
+        free(l.b);
+        free(l.bytes);
+        return rc;
+    }
+    size_t helpers = cpu_helpers();
+    if (helpers > l.n / 2) helpers = l.n / 2;
+    if (l.n < BLK_PAR_MIN_BLOCKS || l.total < BLK_PAR_MIN_SAMPLES) helpers = 0;   /* not worth a thread */
+    r->stored.n = 0;
+    if ((rc = sv_reserve(&r->stored, l.total))) {
+        free(l.b);
+        free(l.bytes);
+        return rc;
+    }
+    struct blk_job jobs[PAR_MAX_HELPERS + 1];
+    pthread_t th[PAR_MAX_HELPERS];
+    size_t parts = helpers + 1, from = 0;
+    for (size_t k = 0; k < parts; k++) {
+        /* part k ends at the first block whose end passes (k+1)/parts of the samples */
+        size_t to = from;
+        size_t goal = k + 1 == parts ? l.total : l.total / parts * (k + 1);
+        while (to < l.n && (k + 1 == parts || l.b[to].off + l.b[to].n <= goal)) to++;
+        if (to == from && to < l.n && k + 1 < parts) to++;
+        jobs[k] = (struct blk_job){.l = &l, .out = &r->stored, .from = from, .to = to, .rc = GW_OK};
+        from = to;
+    }
+    size_t started = 0;
+    for (size_t k = 1; k < parts; k++) {
+        if (jobs[k].from == jobs[k].to) continue;
+        if (pthread_create(&th[started], NULL, blk_decode, &jobs[k]) != 0) {
+            blk_decode(&jobs[k]);
+            continue;
+        }
+        started++;
+    }
+    blk_decode(&jobs[0]);
+    for (size_t k = 0; k < started; k++) pthread_join(th[k], NULL);
+    for (size_t k = 0; k < parts && rc == GW_OK; k++) rc = jobs[k].rc;
+    if (rc == GW_OK) {
+        /* keep [mint, maxt] of every block, in block order */
+        size_t w = 0;
+        int64_t *tt = r->stored.t;
+        double *vv = r->stored.v;
+        for (size_t i = 0; i < l.n; i++) {
+            const struct blk *b = &l.b[i];
+            size_t a = b->off, e = b->off + b->n;
+            if (b->mi < q->mint)
+                while (a < e && tt[a] < q->mint) a++;
+            if (b->ma > q->maxt)
+                while (e > a && tt[e - 1] > q->maxt) e--;
+            if (a != w && e > a) {
+                memmove(tt + w, tt + a, (e - a) * sizeof *tt);
+                memmove(vv + w, vv + a, (e - a) * sizeof *vv);
+            }
+            w += e - a;
+        }
+        r->stored.n = w;
+        rc = add_head(s, r);
+    }
+    free(l.b);
+    free(l.bytes);
+    return rc;
+}
+
 static void rdr_free(struct rdr *r)
 {
     sv_free(&r->stored);
@@ -462,7 +618,6 @@ static void rdr_free(struct rdr *r)
 }
 
 #define PAR_SLOTS 16
-#define PAR_MAX_HELPERS 3
 
 struct par {
     struct gw_db *db;
@@ -520,14 +675,20 @@ static void *par_helper(void *arg)
     return NULL;
 }
 
-static size_t helper_count(size_t n_series)
+/* Helper threads worth starting: one less than the CPUs (at most 3). */
+static size_t cpu_helpers(void)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cpus < 2 || n_series < 4) return 0;
+    if (cpus < 2) return 0;
     size_t h = (size_t)cpus - 1;
-    if (h > PAR_MAX_HELPERS) h = PAR_MAX_HELPERS;
-    if (h > n_series / 2) h = n_series / 2;
-    return h;
+    return h > PAR_MAX_HELPERS ? PAR_MAX_HELPERS : h;
+}
+
+static size_t helper_count(size_t n_series)
+{
+    size_t h = cpu_helpers();
+    if (n_series < 2) return 0;
+    return h > n_series - 1 ? n_series - 1 : h;
 }
 
 static int select_error(struct gw_error *err, const struct sel *s, int rc)
@@ -644,7 +805,8 @@ int gw_db_select(struct gw_db *db, const struct gw_db_select *q, gw_db_series_cb
             if (q->only_with_data && !has_data(db, t, s, q->mint, q->maxt)) continue;
             rc = cb(ud, s->sid, s->labels, s->labels_len, NULL, NULL, 0);
         } else {
-            if ((rc = read_series(t, s, q, lo, &r))) {
+            rc = q->max_samples ? read_series(t, s, q, lo, &r) : read_series_split(t, s, q, lo, &r);
+            if (rc) {
                 rc = select_error(err, s, rc);
                 break;
             }
