@@ -136,22 +136,29 @@ static int sel_cmp(const void *a, const void *b)
     return gw_labels_compare(x->labels, x->labels_len, y->labels, y->labels_len);
 }
 
+static int sv_reserve(struct sample_vec *s, size_t extra);
+
+/* Appends the samples of head chunk c in [mint, maxt] to dst, decoded in
+ * place (the ones before mint skipped, stopping at the first after maxt). */
 static int copy_chunk(struct sample_vec *dst, const struct gw_hchunk *c, int64_t mint, int64_t maxt)
 {
     size_t want = gw_hchunk_n(c);
     if (want == 0) return GW_OK;
-    int64_t *tb = malloc(want * sizeof *tb);
-    double *vb = malloc(want * sizeof *vb);
-    size_t n = 0;
-    int rc = tb && vb ? gw_hchunk_decode(c, tb, vb, want, &n) : GW_ENOMEM;
-    for (size_t i = 0; i < n && rc == GW_OK; i++) {
-        if (tb[i] < mint) continue;
-        if (tb[i] > maxt) break;
-        rc = sv_push(dst, tb[i], vb[i]);
+    int rc = sv_reserve(dst, want);
+    if (rc) return rc;
+    int64_t *t = dst->t + dst->n;
+    double *v = dst->v + dst->n;
+    size_t n = 0, w = 0;
+    if ((rc = gw_hchunk_decode(c, t, v, want, &n))) return rc;
+    for (size_t i = 0; i < n; i++) {
+        if (t[i] < mint) continue;
+        if (t[i] > maxt) break;
+        t[w] = t[i];
+        v[w] = v[i];
+        w++;
     }
-    free(tb);
-    free(vb);
-    return rc;
+    dst->n += w;
+    return GW_OK;
 }
 
 /* has_data(): does a block of the series overlap [mint, maxt]? */
@@ -304,14 +311,8 @@ static int collect(struct gw_db *db, const struct gw_matcher *ms, size_t nm, int
             sels[i].in_head = sels[i].head_mint <= sels[i].head_maxt;
         }
         pthread_mutex_unlock(&db->mu);
-        for (size_t i = 0; i < n && rc == GW_OK; i++) {
-            for (size_t k = 0; k < sels[i].n_copies && rc == GW_OK; k++)
-                rc = copy_chunk(&sels[i].head, &sels[i].copies[k], mint, maxt);
-            for (size_t k = 0; k < sels[i].n_copies; k++) gw_hchunk_release(&sels[i].copies[k]);
-            free(sels[i].copies);
-            sels[i].copies = NULL;
-            sels[i].n_copies = 0;
-        }
+        /* the copies are decoded by whichever thread reads the series
+         * (head_decode) */
     }
     if (rc) {
         free_sels(sels, n);
@@ -420,11 +421,25 @@ static int dec_block_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t l
     return GW_OK;
 }
 
-/* Adds the head samples of s to the stored ones in r->stored and points
- * r->res at the result. */
-static int add_head(const struct sel *s, struct rdr *r)
+/* Decodes the head chunk copies of s (taken by collect) into s->head,
+ * keeping [mint, maxt], and frees them. */
+static int head_decode(struct sel *s, int64_t mint, int64_t maxt)
 {
-    int rc;
+    int rc = GW_OK;
+    for (size_t k = 0; k < s->n_copies && rc == GW_OK; k++) rc = copy_chunk(&s->head, &s->copies[k], mint, maxt);
+    for (size_t k = 0; k < s->n_copies; k++) gw_hchunk_release(&s->copies[k]);
+    free(s->copies);
+    s->copies = NULL;
+    s->n_copies = 0;
+    return rc;
+}
+
+/* Adds the head samples of s (decoded here) to the stored ones in
+ * r->stored and points r->res at the result. */
+static int add_head(struct sel *s, const struct gw_db_select *q, struct rdr *r)
+{
+    int rc = head_decode(s, q->mint, q->maxt);
+    if (rc) return rc;
     r->merged.n = 0;
     r->res = &r->stored;
     const struct sample_vec *st = &r->stored, *hd = &s->head;
@@ -455,14 +470,14 @@ static int add_head(const struct sel *s, struct rdr *r)
 
 /* Samples of s in [q->mint, q->maxt] into r->res (valid until the next
  * read into r). */
-static int read_series(struct gw_store_txn *t, const struct sel *s, const struct gw_db_select *q, int64_t lo,
+static int read_series(struct gw_store_txn *t, struct sel *s, const struct gw_db_select *q, int64_t lo,
                        struct rdr *r)
 {
     r->stored.n = 0;
     struct dec_ctx dc = {.out = &r->stored, .mint = q->mint, .maxt = q->maxt};
     int rc = gw_store_blocks_get(t, s->node_id, s->gpu, s->sid, lo, q->maxt, dec_block_cb, &dc);
     if (rc && rc != 1) return rc;
-    return add_head(s, r);
+    return add_head(s, q, r);
 }
 
 /* ---- one series, its blocks decoded by several threads ----
@@ -542,7 +557,7 @@ static void *blk_decode(void *arg)
 
 static size_t cpu_helpers(void);
 
-static int read_series_split(struct gw_store_txn *t, const struct sel *s, const struct gw_db_select *q, int64_t lo,
+static int read_series_split(struct gw_store_txn *t, struct sel *s, const struct gw_db_select *q, int64_t lo,
                              struct rdr *r)
 {
     struct blk_list l = {.mint = q->mint, .maxt = q->maxt};
@@ -604,7 +619,7 @@ static int read_series_split(struct gw_store_txn *t, const struct sel *s, const 
             w += e - a;
         }
         r->stored.n = w;
-        rc = add_head(s, r);
+        rc = add_head(s, q, r);
     }
     free(l.b);
     free(l.bytes);
@@ -622,7 +637,7 @@ static void rdr_free(struct rdr *r)
 struct par {
     struct gw_db *db;
     const struct gw_db_select *q;
-    const struct sel *sels;
+    struct sel *sels;
     size_t n;
     int64_t lo;
     pthread_mutex_t mu;
