@@ -77,7 +77,10 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms,
 /* Called once per matching series, in Prometheus label order. labels are the
  * canonical bytes; t/v hold the samples in [mint, maxt] (maybe zero of
  * them when with_samples is 0). All pointers are borrowed for the call.
- * Return GW_OK to continue, 1 to stop, or an error. */
+ * Return GW_OK to continue, 1 to stop, or an error. The callback always runs
+ * on the thread that called gw_db_select, one series at a time; with
+ * samples and no max_samples, helper threads (CPUs - 1, at most 3) decode
+ * the next series (or a single series' blocks) meanwhile. */
 typedef int (*gw_db_series_cb)(void *ud, uint64_t sid, const uint8_t *labels, size_t labels_len,
                                const int64_t *t, const double *v, size_t n);
 

@@ -1,6 +1,9 @@
 /* query.c - reading the database: series selection by matchers (postings
  * algebra over the store's index), sample gathering from stored blocks and
- * the head, label names/values, metadata and statistics. */
+ * the head (decoded by helper threads when there is more than one CPU:
+ * several series in parallel, or the blocks of a single series; see
+ * "reading the samples of selected series"), label names/values, metadata
+ * and statistics. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
