@@ -761,6 +761,7 @@ struct flush_col {
     size_t toff;                  /* timestamps in flush_ctx.ts */
     size_t off, len;              /* gw_block_ts_encode output in data */
     uint32_t local;               /* 1-based index within the blob being written */
+    int kept;                     /* timestamps kept in ts and the column in ht */
 };
 
 struct flush_ctx {
@@ -793,12 +794,15 @@ static uint64_t col_hash(uint32_t node_id, int64_t window, const int64_t *t, siz
     return h ^ (((uint64_t)node_id << 32) * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)window * 0xC2B2AE3D27D4EB4Full);
 }
 
+#define GW_FLUSH_TS_MAX ((size_t)4 << 20)   /* 32 MiB of kept timestamps per flush round */
+
 static int ht_grow(struct flush_ctx *c)
 {
     size_t cap = c->ht_cap ? c->ht_cap * 2 : 1024;
     uint32_t *ht = calloc(cap, sizeof *ht);
     if (!ht) return GW_ENOMEM;
     for (size_t i = 0; i < c->n_cols; i++) {
+        if (!c->cols[i].kept) continue;
         size_t j = (size_t)c->cols[i].hash & (cap - 1);
         while (ht[j]) j = (j + 1) & (cap - 1);
         ht[j] = (uint32_t)i + 1;
@@ -835,7 +839,11 @@ static int col_get(struct flush_ctx *c, uint32_t node_id, int64_t window, const 
         c->cols = p;
         c->cap_cols = cap;
     }
-    if (n > c->cap_ts - c->n_ts) {
+    /* Columns are kept for comparison up to GW_FLUSH_TS_MAX timestamps per
+     * round; past that (series that share little) new columns are written
+     * but not looked up, so memory stays bounded. */
+    int keep = n <= GW_FLUSH_TS_MAX - c->n_ts;
+    if (keep && n > c->cap_ts - c->n_ts) {
         size_t cap = c->cap_ts ? c->cap_ts : 4096;
         while (cap - c->n_ts < n) cap *= 2;
         int64_t *p = realloc(c->ts, cap * sizeof *p);
@@ -846,11 +854,14 @@ static int col_get(struct flush_ctx *c, uint32_t node_id, int64_t window, const 
     size_t off = c->data.len;
     int rc = gw_block_ts_encode(t, n, &c->data);
     if (rc) return rc;
-    memcpy(c->ts + c->n_ts, t, n * sizeof *t);
     c->cols[c->n_cols] = (struct flush_col){.node_id = node_id, .window = window, .hash = h, .n = n,
-                                            .toff = c->n_ts, .off = off, .len = c->data.len - off};
-    c->n_ts += n;
-    c->ht[j] = (uint32_t)c->n_cols + 1;
+                                            .toff = c->n_ts, .off = off, .len = c->data.len - off,
+                                            .kept = keep};
+    if (keep) {
+        memcpy(c->ts + c->n_ts, t, n * sizeof *t);
+        c->n_ts += n;
+        c->ht[j] = (uint32_t)c->n_cols + 1;
+    }
     *idx = (uint32_t)c->n_cols++;
     return GW_OK;
 }
