@@ -474,9 +474,29 @@ static int seq_read(struct rd *r, size_t cnt, void *out)
             return 0;
         if (cnt > (r->len - r->pos) * 8u) /* every element takes a bit */
             return 0;
+        size_t avail_bytes = r->len - r->pos;
         for (size_t i = 0; i < cnt; i++) {
             unsigned q = 0;
             uint64_t bit = 1, z;
+            /* fast path: a 64-bit window holds the unary run, its end and
+             * the k low bits (at least 57 valid bits after the shift) */
+            size_t bp = r->bitpos;
+            if ((bp >> 3) + 8 <= avail_bytes) {
+                const uint8_t *qb = r->p + r->pos + (bp >> 3);
+                uint64_t w = 0;
+                for (int b = 0; b < 8; b++)
+                    w = (w << 8) | qb[b];
+                w <<= (bp & 7u);
+                uint64_t nw = ~w;
+                unsigned ones = nw == 0 ? 64u : (unsigned)__builtin_clzll(nw);
+                if (ones < RICE_ESC && ones + 1u + k <= 57u) {
+                    uint64_t low = k ? (w << (ones + 1u)) >> (64u - k) : 0;
+                    r->bitpos = bp + ones + 1u + k;
+                    z = ((uint64_t)ones << k) | low;
+                    put_u64(out, i, (uint64_t)gw_unzigzag(z) + (uint64_t)base);
+                    continue;
+                }
+            }
             while (q < RICE_ESC) {
                 if (!r_bits(r, 1, &bit))
                     return 0;
