@@ -146,6 +146,32 @@ static void test_base_crc_hash(void **state)
     assert_true(b >= a);
 }
 
+static void test_base_utf8(void **state)
+{
+    (void)state;
+    uint32_t cp = 0;
+    char enc[4];
+    /* round trip at every length boundary */
+    const uint32_t cps[] = {0, 0x7F, 0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x10FFFF};
+    for (size_t i = 0; i < sizeof cps / sizeof cps[0]; i++) {
+        size_t n = gw_utf8_encode(cps[i], enc);
+        assert_int_equal(gw_utf8_decode((const uint8_t *)enc, n, &cp), n);
+        assert_int_equal(cp, cps[i]);
+        assert_int_equal(gw_utf8_decode((const uint8_t *)enc, n - 1 + (n == 1), &cp), n == 1 ? 1 : 0);
+    }
+    /* refused: overlong, surrogate, above U+10FFFF, stray continuation, truncated */
+    assert_int_equal(gw_utf8_decode((const uint8_t *)"\xC0\x80", 2, &cp), 0);
+    assert_int_equal(gw_utf8_decode((const uint8_t *)"\xE0\x9F\xBF", 3, &cp), 0);
+    assert_int_equal(gw_utf8_decode((const uint8_t *)"\xED\xA0\x80", 3, &cp), 0);
+    assert_int_equal(gw_utf8_decode((const uint8_t *)"\xF4\x90\x80\x80", 4, &cp), 0);
+    assert_int_equal(gw_utf8_decode((const uint8_t *)"\x80", 1, &cp), 0);
+    assert_int_equal(gw_utf8_decode((const uint8_t *)"\xE2\x82", 2, &cp), 0);
+    assert_true(gw_utf8_valid("gpu071 \xE2\x82\xAC \xF0\x9F\x98\x80", 15));
+    assert_true(gw_utf8_valid("", 0));
+    assert_false(gw_utf8_valid("ok\xFF", 3));
+    assert_false(gw_utf8_valid("ok\xE2\x82", 4));
+}
+
 static void test_base_durations(void **state)
 {
     (void)state;
@@ -175,6 +201,7 @@ int main(void)
         cmocka_unit_test(test_base_varint_zigzag),
         cmocka_unit_test(test_base_crc_hash),
         cmocka_unit_test(test_base_durations),
+        cmocka_unit_test(test_base_utf8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

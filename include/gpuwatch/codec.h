@@ -45,4 +45,13 @@ uint64_t gw_mono_ns(void);        /* CLOCK_MONOTONIC */
  * into ms. GW_OK or GW_EPARSE. */
 int gw_parse_duration_ms(const char *s, int64_t *out_ms);
 
+/* ---- UTF-8 (strict: no overlong forms, no surrogates, nothing above U+10FFFF) ---- */
+/* Length (1..4) of the valid sequence at p and its code point in *cp; 0
+ * when the bytes there are invalid or truncated (len >= 1). */
+size_t gw_utf8_decode(const uint8_t *p, size_t len, uint32_t *cp);
+/* Writes cp (<= U+10FFFF) into out (room for 4 bytes); returns the length. */
+size_t gw_utf8_encode(uint32_t cp, char *out);
+/* 1 if s[0..len) is valid UTF-8, else 0. */
+int gw_utf8_valid(const char *s, size_t len);
+
 #endif /* GW_CODEC_H */

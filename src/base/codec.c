@@ -128,3 +128,77 @@ int gw_parse_duration_ms(const char *s, int64_t *out_ms)
     *out_ms = total;
     return GW_OK;
 }
+
+/* ---- UTF-8 ---- */
+
+size_t gw_utf8_decode(const uint8_t *p, size_t len, uint32_t *cp)
+{
+    uint8_t c = p[0];
+    size_t n;
+    uint32_t v, min;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+        n = 2; v = c & 0x1Fu; min = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3; v = c & 0x0Fu; min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4; v = c & 0x07u; min = 0x10000;
+    } else {
+        return 0;   /* continuation byte, C0/C1 overlong lead, F5..FF */
+    }
+    if (len < n)
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        v = (v << 6) | (p[i] & 0x3Fu);
+    }
+    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *cp = v;
+    return n;
+}
+
+size_t gw_utf8_encode(uint32_t cp, char *out)
+{
+    if (cp < 0x80) {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+int gw_utf8_valid(const char *str, size_t len)
+{
+    const uint8_t *s = (const uint8_t *)str;
+    size_t i = 0;
+    while (i < len) {
+        if (s[i] < 0x80) {   /* ASCII fast path: label values are mostly ASCII */
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        size_t n = gw_utf8_decode(s + i, len - i, &cp);
+        if (n == 0)
+            return 0;
+        i += n;
+    }
+    return 1;
+}

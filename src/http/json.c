@@ -322,37 +322,6 @@ int gw_json_ts(struct gw_buf *b, int64_t t_ms)
     return gw_buf_append(b, s, n);
 }
 
-/* Length of the valid UTF-8 sequence at p (1..4) and its code point, or 0
- * when the bytes are not valid UTF-8. */
-static size_t utf8_seq(const uint8_t *p, size_t len, uint32_t *cp)
-{
-    uint8_t c = p[0];
-    size_t n;
-    uint32_t v, min;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-        n = 2; v = c & 0x1F; min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3; v = c & 0x0F; min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4; v = c & 0x07; min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (len < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        v = (v << 6) | (p[i] & 0x3F);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-        return 0;
-    *cp = v;
-    return n;
-}
 
 int gw_json_str(struct gw_buf *b, const char *s, size_t len)
 {
@@ -367,7 +336,7 @@ int gw_json_str(struct gw_buf *b, const char *s, size_t len)
         size_t adv = 1;
         if (c >= 0x80) {
             uint32_t cp;
-            size_t n = utf8_seq(p + i, len - i, &cp);
+            size_t n = gw_utf8_decode(p + i, len - i, &cp);
             if (n == 0) {
                 esc = "\\ufffd";
             } else if (cp == 0x2028 || cp == 0x2029) {

@@ -99,43 +99,6 @@ static int valid_name(const char *s, size_t len, int colon)
     return 1;
 }
 
-/* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
-static int valid_utf8(const char *str, size_t len)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t need;
-        uint32_t cp, min;
-        if (c >= 0xC2 && c <= 0xDF) {
-            need = 1; cp = c & 0x1Fu; min = 0x80;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            need = 2; cp = c & 0x0Fu; min = 0x800;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            need = 3; cp = c & 0x07u; min = 0x10000;
-        } else {
-            return 0; /* continuation byte, C0/C1 overlong lead, F5..FF */
-        }
-        if (len - i <= need)
-            return 0;
-        for (size_t k = 1; k <= need; k++) {
-            unsigned char cc = s[i + k];
-            if ((cc & 0xC0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (cc & 0x3Fu);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
-        i += need + 1;
-    }
-    return 1;
-}
-
 /* ---- normalize ------------------------------------------------------------ */
 
 static int label_cmp(const struct gw_label *a, const struct gw_label *b)
@@ -187,7 +150,7 @@ int gw_labels_normalize(struct gw_label *ls, size_t n, struct gw_error *err)
             return gw_error_set(err, GW_EINVAL, "value of label \"%s\" too long: %u bytes (limit %d)",
                                 gw_model_quote(q, sizeof q, l->name, l->name_len), l->value_len,
                                 GW_LABEL_VALUE_MAX);
-        if (!valid_utf8(l->value, l->value_len))
+        if (!gw_utf8_valid(l->value, l->value_len))
             return gw_error_set(err, GW_EINVAL, "invalid UTF-8 in value of label \"%s\"",
                                 gw_model_quote(q, sizeof q, l->name, l->name_len));
         if (l->name_len == METRIC_NAME_LEN && memcmp(l->name, METRIC_NAME, METRIC_NAME_LEN) == 0) {

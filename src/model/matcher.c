@@ -32,9 +32,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuwatch/codec.h"
 #include "gpuwatch/labels.h"
-#include "model/model_int.h"
 #include "gpuwatch/matcher.h"
+#include "model/model_int.h"
 
 #define DFA_WS_INTS 1000 /* automaton workspace (PCRE2's customary size) */
 #define DFA_STEP_BUDGET 4000000u /* automaton steps before giving up */
@@ -576,63 +577,7 @@ static int hexval(unsigned char c)
     return -1;
 }
 
-static size_t utf8_put(char *o, uint32_t cp)
-{
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xC0 | (cp >> 6));
-        o[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
 
-static int valid_utf8(const char *str, size_t len)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = s[i];
-        size_t need;
-        uint32_t cp, min;
-        if (c < 0x80) {
-            i++;
-            continue;
-        } else if (c >= 0xC2 && c <= 0xDF) {
-            need = 1; cp = c & 0x1Fu; min = 0x80;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            need = 2; cp = c & 0x0Fu; min = 0x800;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            need = 3; cp = c & 0x07u; min = 0x10000;
-        } else {
-            return 0;
-        }
-        if (len - i <= need)
-            return 0;
-        for (size_t k = 1; k <= need; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (s[i + k] & 0x3Fu);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
-        i += need + 1;
-    }
-    return 1;
-}
 
 /* Reads a quoted string at p->pos (which holds the opening quote) into a
  * malloc'd buffer *out (caller frees) of *out_len bytes. */
@@ -720,7 +665,7 @@ static int sp_string(struct sp *p, char **out, size_t *out_len)
             return sp_fail(p, esc, "escape sequence is an invalid Unicode code point");
         }
         if (ndig >= 4)
-            o += utf8_put(buf + o, v);
+            o += gw_utf8_encode(v, buf + o);
         else
             buf[o++] = (char)v;
     }
@@ -832,7 +777,7 @@ int gw_selector_parse(const char *s, size_t len, struct gw_matcher *out, size_t 
                              sp_what(&p, what, sizeof what));
                 goto out;
             }
-            if (quoted && (lname_len == 0 || !valid_utf8(lname, lname_len))) {
+            if (quoted && (lname_len == 0 || !gw_utf8_valid(lname, lname_len))) {
                 rc = sp_fail(&p, item_at, lname_len == 0 ? "empty label or metric name"
                                                          : "label or metric name is not valid UTF-8");
                 goto out;

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "gpuwatch/codec.h"
 #include "gpuwatch/err.h"
 #include "promql/parse_int.h"
 
@@ -46,69 +47,23 @@
  * width 1. At the end of input gives EOF_RUNE with width 0. */
 static int32_t decode_rune(const char *s, size_t len, size_t pos, size_t *width)
 {
-    const unsigned char *p = (const unsigned char *)s + pos;
-    size_t n = len - pos;
+    uint32_t cp;
     if (pos >= len) {
         *width = 0;
         return EOF_RUNE;
     }
-    unsigned c = p[0];
-    *width = 1;
-    if (c < 0x80)
-        return (int32_t)c;
-    if (c >= 0xC2 && c <= 0xDF) {
-        if (n >= 2 && (p[1] & 0xC0) == 0x80) {
-            *width = 2;
-            return (int32_t)(((c & 0x1F) << 6) | (p[1] & 0x3F));
-        }
+    size_t n = gw_utf8_decode((const uint8_t *)s + pos, len - pos, &cp);
+    if (n == 0) {
+        *width = 1;
         return RUNE_ERROR;
     }
-    if (c >= 0xE0 && c <= 0xEF) {
-        if (n < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80)
-            return RUNE_ERROR;
-        if (c == 0xE0 && p[1] < 0xA0)
-            return RUNE_ERROR; /* overlong */
-        if (c == 0xED && p[1] >= 0xA0)
-            return RUNE_ERROR; /* surrogate */
-        *width = 3;
-        return (int32_t)(((c & 0x0F) << 12) | ((unsigned)(p[1] & 0x3F) << 6) | (p[2] & 0x3F));
-    }
-    if (c >= 0xF0 && c <= 0xF4) {
-        if (n < 4 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80 || (p[3] & 0xC0) != 0x80)
-            return RUNE_ERROR;
-        if (c == 0xF0 && p[1] < 0x90)
-            return RUNE_ERROR;
-        if (c == 0xF4 && p[1] >= 0x90)
-            return RUNE_ERROR;
-        *width = 4;
-        return (int32_t)(((c & 0x07) << 18) | ((unsigned)(p[1] & 0x3F) << 12) |
-                         ((unsigned)(p[2] & 0x3F) << 6) | (p[3] & 0x3F));
-    }
-    return RUNE_ERROR;
+    *width = n;
+    return (int32_t)cp;
 }
 
 static size_t encode_rune(uint32_t r, char *out)
 {
-    if (r < 0x80) {
-        out[0] = (char)r;
-        return 1;
-    }
-    if (r < 0x800) {
-        out[0] = (char)(0xC0 | (r >> 6));
-        out[1] = (char)(0x80 | (r & 0x3F));
-        return 2;
-    }
-    if (r < 0x10000) {
-        out[0] = (char)(0xE0 | (r >> 12));
-        out[1] = (char)(0x80 | ((r >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (r & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (r >> 18));
-    out[1] = (char)(0x80 | ((r >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((r >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (r & 0x3F));
-    return 4;
+    return gw_utf8_encode(r, out);
 }
 
 /* Go's unicode.IsPrint, approximated: every assigned graphic character is
