@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # it_simulate.sh - `gpuwatch simulate` end to end: the same smoke
-# simulation (4 nodes x 8 GPUs, a few hours, fixed seed and start) is
+# simulation (the whole smoke profile: 4 nodes x 8 GPUs, 1 day, fixed seed and start) is
 # remote-written to `gpuwatch serve` and to a real Prometheus 2.42
 # receiver (--web.enable-remote-write-receiver); then
 #   1. both runs wrote byte-identical ground truth and sent the same
@@ -18,17 +18,17 @@
 #      at the first scrape after t_xid_visible (+1 s jitter), and, for the
 #      first failure with that code in the run, never before its fault.
 # A raised --failure-scale makes failures with visible XIDs happen within
-# the short run.
+# the run (the smoke profile expects about 0.05 hardware failures a day).
 #
 # Usage: bash it_simulate.sh <build_dir>
 # Needs prometheus (GW_ALLOW_SKIP=1 to skip when missing).
-# Env: GW_IT_SIM_HOURS (default 3), GW_IT_SIM_SEED (default 9),
+# Env: GW_IT_SIM_HOURS (default 24), GW_IT_SIM_SEED (default 9),
 #      GW_IT_SIM_FAILURE_SCALE (default 40).
 source "$(dirname "$0")/lib.sh" "$@"
 [[ -x "$GW_BIN" ]] || gw_fail "$GW_BIN not built"
 gw_require_bin prometheus
 
-hours=${GW_IT_SIM_HOURS:-3}
+hours=${GW_IT_SIM_HOURS:-24}
 seed=${GW_IT_SIM_SEED:-9}
 scale=${GW_IT_SIM_FAILURE_SCALE:-40}
 interval_ms=30000
