@@ -62,13 +62,19 @@ static void internal_error(struct gw_http_resp *rs, int rc, const struct gw_erro
 
 /* ---- parameters ---- */
 
-/* An optional time or duration parameter: def when absent or empty, a
- * bad_data answer naming `what` when it does not parse. */
-static int param_ms(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, int64_t def,
-                    int (*parse)(const char *, int64_t *), const char *what, int64_t *out)
+/* A time or duration parameter of ps: def when absent or empty (a
+ * bad_data answer when it is required), a bad_data answer naming `what`
+ * when it does not parse. */
+static int ps_ms(const struct gw_params *ps, struct gw_http_resp *rs, const char *name, int required,
+                 int64_t def, int (*parse)(const char *, int64_t *), const char *what, int64_t *out)
 {
-    const struct gw_param *p = gw_params_get(&rq->params, name);
+    const struct gw_param *p = gw_params_get(ps, name);
     if (p == NULL || p->val_len == 0) {
+        if (required) {
+            gw_resp_api_error(rs, "bad_data", "invalid parameter \"%s\": cannot parse \"\" to a valid %s", name,
+                              what);
+            return -1;
+        }
         *out = def;
         return 0;
     }
@@ -80,15 +86,22 @@ static int param_ms(struct gw_http_req *rq, struct gw_http_resp *rs, const char 
     return 0;
 }
 
+static int param_ms(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, int64_t def,
+                    int (*parse)(const char *, int64_t *), const char *what, int64_t *out)
+{
+    return ps_ms(&rq->params, rs, name, 0, def, parse, what, out);
+}
+
 static int param_time(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, int64_t def,
                       int64_t *out)
 {
     return param_ms(rq, rs, name, def, gw_parse_time_ms, "timestamp", out);
 }
 
-static int param_limit(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, uint64_t *out)
+/* A non-negative integer parameter of ps (0 when absent). */
+static int ps_limit(const struct gw_params *ps, struct gw_http_resp *rs, const char *name, uint64_t *out)
 {
-    const struct gw_param *p = gw_params_get(&rq->params, name);
+    const struct gw_param *p = gw_params_get(ps, name);
     char *end = NULL;
     long long v;
     *out = 0;
@@ -106,6 +119,11 @@ static int param_limit(struct gw_http_req *rq, struct gw_http_resp *rs, const ch
     }
     *out = (uint64_t)v;
     return 0;
+}
+
+static int param_limit(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, uint64_t *out)
+{
+    return ps_limit(&rq->params, rs, name, out);
 }
 
 /* ---- match[] sets ---- */
@@ -644,22 +662,7 @@ struct qreq {
 static int qparam_ms(const struct qreq *q, struct gw_http_resp *rs, const char *name, int required, int64_t def,
                      int (*parse)(const char *, int64_t *), const char *what, int64_t *out)
 {
-    const struct gw_param *p = gw_params_get(q->params, name);
-    if (p == NULL || p->val_len == 0) {
-        if (required) {
-            gw_resp_api_error(rs, "bad_data", "invalid parameter \"%s\": cannot parse \"\" to a valid %s", name,
-                              what);
-            return -1;
-        }
-        *out = def;
-        return 0;
-    }
-    if (parse(p->val, out) != GW_OK) {
-        gw_resp_api_error(rs, "bad_data", "invalid parameter \"%s\": cannot parse \"%.200s\" to a valid %s", name,
-                          p->val, what);
-        return -1;
-    }
-    return 0;
+    return ps_ms(q->params, rs, name, required, def, parse, what, out);
 }
 
 /* Engine options from the server's options and the request's timeout and
@@ -685,24 +688,7 @@ static int query_opts(const struct qreq *q, struct gw_http_resp *rs, struct gw_p
 
 static int qparam_limit(const struct qreq *q, struct gw_http_resp *rs, uint64_t *out)
 {
-    const struct gw_param *p = gw_params_get(q->params, "limit");
-    char *end = NULL;
-    long long v;
-    *out = 0;
-    if (p == NULL || p->val_len == 0)
-        return 0;
-    v = strtoll(p->val, &end, 10);
-    if (end == p->val || *end != '\0') {
-        gw_resp_api_error(rs, "bad_data", "invalid parameter \"limit\": cannot parse \"%.200s\" to an integer",
-                          p->val);
-        return -1;
-    }
-    if (v < 0) {
-        gw_resp_api_error(rs, "bad_data", "limit must be non-negative");
-        return -1;
-    }
-    *out = (uint64_t)v;
-    return 0;
+    return ps_limit(q->params, rs, "limit", out);
 }
 
 /* Parses the query parameter; -1 after answering an error. */
