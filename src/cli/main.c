@@ -53,7 +53,8 @@ static const char usage_serve[] =
     "  --max-body-bytes N   largest accepted request body (default 33554432)\n"
     "  --log-level LEVEL    debug, info, warn or error (default info)\n"
     "  --promql-compat N    3: Prometheus 3 range and lookback windows (t-r, t] (default);\n"
-    "                       2: Prometheus 2's closed windows [t-r, t]\n"
+    "                       2: Prometheus 2.42's closed windows [t-r, t], its function set\n"
+    "                       (holt_winters) and its numeric quirks\n"
     "  --query.lookback-delta DUR  how far back a selector looks for a sample (default 5m)\n"
     "  --query.timeout DUR  longest evaluation of one query (default 2m)\n"
     "  --query.max-samples N  samples one query may hold in memory (default 50000000)\n";
