@@ -170,15 +170,25 @@ struct probe_ctx {
     int found;
 };
 
+/* Reads a block's header (count, first and last timestamp): 1 when it
+ * overlaps [mint, maxt], 0 when it does not, or a negative error for a
+ * corrupt header. */
+static int block_overlaps(const uint8_t *b, size_t len, int64_t mint, int64_t maxt, uint32_t *n,
+                          int64_t *mi, int64_t *ma)
+{
+    int rc = gw_block_info(b, len, n, mi, ma);
+    if (rc) return rc;
+    return !(*ma < mint || *mi > maxt);
+}
+
 static int probe_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t len)
 {
     struct probe_ctx *c = ud;
     (void)block_mint;
     uint32_t n;
     int64_t mi, ma;
-    int rc = gw_block_info(b, len, &n, &mi, &ma);
-    if (rc) return rc;
-    if (ma < c->mint || mi > c->maxt) return GW_OK;
+    int rc = block_overlaps(b, len, c->mint, c->maxt, &n, &mi, &ma);
+    if (rc <= 0) return rc;
     c->found = 1;
     return 1;
 }
@@ -398,9 +408,8 @@ static int dec_block_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t l
     (void)block_mint;
     uint32_t n;
     int64_t mi, ma;
-    int rc = gw_block_info(b, len, &n, &mi, &ma);
-    if (rc) return rc;
-    if (ma < c->mint || mi > c->maxt) return GW_OK;
+    int rc = block_overlaps(b, len, c->mint, c->maxt, &n, &mi, &ma);
+    if (rc <= 0) return rc;
     if ((rc = sv_reserve(c->out, n))) return rc;
     struct sample_vec *o = c->out;
     size_t got = 0;
@@ -509,9 +518,8 @@ static int gather_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t len)
     (void)block_mint;
     uint32_t n;
     int64_t mi, ma;
-    int rc = gw_block_info(b, len, &n, &mi, &ma);
-    if (rc) return rc;
-    if (ma < l->mint || mi > l->maxt) return GW_OK;
+    int rc = block_overlaps(b, len, l->mint, l->maxt, &n, &mi, &ma);
+    if (rc <= 0) return rc;
     if (l->n == l->cap) {
         size_t nc = l->cap ? l->cap * 2 : 32;
         struct blk *nb = realloc(l->b, nc * sizeof *nb);
