@@ -279,7 +279,7 @@ int gw_labels_get(const uint8_t *b, size_t len, const char *name, size_t name_le
 int gw_labels_compare(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
     struct canon_it ia = { a, a ? alen : 0, 0 }, ib = { b, b ? blen : 0, 0 };
-    struct gw_label la, lb;
+    struct gw_label la = { 0 }, lb = { 0 };
     for (;;) {
         /* Corrupt input ends that side's set, which keeps the order total
          * and deterministic without reading out of bounds. */
