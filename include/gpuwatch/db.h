@@ -31,6 +31,20 @@
 
 struct gw_db;
 
+/* Sees every accepted sample, in time order per series, on the thread that
+ * appends, under the database's append lock (so calls are serialized):
+ * series() once per series when it enters the head (created, found in the
+ * store, or replayed), returning a handle (0: no interest); sample() for
+ * each accepted sample of a series with a handle, WAL replay included;
+ * advance() after each request or replayed record with the newest sample
+ * time so far. No I/O and no blocking in the callbacks. */
+struct gw_db_observer {
+    void *ud;
+    uint32_t (*series)(void *ud, uint64_t sid, const uint8_t *labels, size_t len);
+    void (*sample)(void *ud, uint32_t handle, int64_t t, double v);
+    void (*advance)(void *ud, int64_t t);
+};
+
 struct gw_db_opts {
     const char *dir;
     int64_t retention_ms;          /* default 55 d */
@@ -41,6 +55,7 @@ struct gw_db_opts {
     int background;                /* 1: start the flush/retention thread (serve) */
     int64_t future_tolerance_ms;   /* default 10 min */
     int read_only;                 /* CLI readers next to a running serve */
+    const struct gw_db_observer *observer;  /* NULL: none; borrowed, must outlive the db */
 };
 void gw_db_opts_default(struct gw_db_opts *o);
 

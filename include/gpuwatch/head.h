@@ -56,6 +56,7 @@ struct gw_head_series {
     uint32_t node_id;
     uint16_t gpu;
     uint8_t on_dirty;            /* linked in the head's dirty list */
+    uint32_t observer;           /* handle the db observer gave the series (0: none) */
     struct gw_hchunk open;       /* open chunk; gw_hchunk_n(&open) == 0 when none;
                                     its newest sample is last_t */
     int64_t open_mint;

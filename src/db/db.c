@@ -117,6 +117,13 @@ struct replay_ctx {
 };
 
 
+static struct gw_head_series *observe(struct gw_db *db, struct gw_head_series *s, const uint8_t *labels, size_t len)
+{
+    const struct gw_db_observer *ob = db->o.observer;
+    if (s && ob && ob->series) s->observer = ob->series(ob->ud, s->sid, labels, len);
+    return s;
+}
+
 static struct gw_head_series *load_series(struct gw_db *db, struct gw_store_txn *t, uint64_t sid)
 {
     struct gw_store_series ss;
@@ -125,7 +132,7 @@ static struct gw_head_series *load_series(struct gw_db *db, struct gw_store_txn 
     if (gw_store_series_maxt_get(t, sid, &maxt) != GW_OK) maxt = INT64_MIN;
     uint64_t lo, hi;
     gw_head_key(ss.labels, ss.labels_len, &lo, &hi);
-    return gw_head_add(db->head, sid, lo, hi, ss.node_id, ss.gpu, maxt);
+    return observe(db, gw_head_add(db->head, sid, lo, hi, ss.node_id, ss.gpu, maxt), ss.labels, ss.labels_len);
 }
 
 static struct gw_head_series *replay_series(struct replay_ctx *c, uint64_t sid)
@@ -192,6 +199,7 @@ static int replay_sample_one(void *ud, uint64_t sid, int64_t t, double v)
     if (r == GW_HEAD_ACCEPTED) {
         c->applied++;
         if (t > db->max_t) db->max_t = t;
+        if (s->observer) db->o.observer->sample(db->o.observer->ud, s->observer, t, v);
     }
     return GW_OK;
 }
@@ -225,6 +233,8 @@ static int replay_cb(void *ud, uint8_t type, const uint8_t *payload, size_t len,
     }
     if (type == GW_REC_SAMPLES) {
         rc = gw_rec_samples_each(payload, len, replay_sample_one, c);
+        if (db->o.observer && db->o.observer->advance && db->max_t != INT64_MIN)
+            db->o.observer->advance(db->o.observer->ud, db->max_t);
         if (rc == GW_ECORRUPT) {
             gw_log(GW_LOG_WARN, "db", "msg=\"skipping malformed samples record\" pos=%llu", (unsigned long long)pos);
             rc = GW_OK;
@@ -460,7 +470,7 @@ static struct gw_head_series *lookup_store(struct gw_db *db, struct gw_store_txn
         if (ss.labels_len == len && memcmp(ss.labels, labels, len) == 0) {
             int64_t maxt = INT64_MIN;
             if (gw_store_series_maxt_get(t, sids[i], &maxt) != GW_OK) maxt = INT64_MIN;
-            return gw_head_add(db->head, sids[i], lo, hi, ss.node_id, ss.gpu, maxt);
+            return observe(db, gw_head_add(db->head, sids[i], lo, hi, ss.node_id, ss.gpu, maxt), labels, len);
         }
     }
     return NULL;
@@ -629,8 +639,9 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
         if (rc == GW_OK && n_new) {
             gw_buf_reset(&db->srec);
             for (size_t k = 0; k < n_new && rc == GW_OK; k++) {
-                struct gw_head_series *s =
-                    gw_head_add(db->head, ns[k].sid, ns[k].lo, ns[k].hi, ns[k].node_id, ns[k].gpu, INT64_MIN);
+                struct gw_head_series *s = observe(
+                    db, gw_head_add(db->head, ns[k].sid, ns[k].lo, ns[k].hi, ns[k].node_id, ns[k].gpu, INT64_MIN),
+                    ns[k].labels, ns[k].len);
                 if (!s) rc = gw_error_set(err, GW_ENOMEM, "out of memory");
                 else rc = gw_rec_series_add(&db->srec, ns[k].sid, ns[k].labels, ns[k].len);
             }
@@ -681,8 +692,11 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
             }
             res->accepted++;
             if (t > db->max_t) db->max_t = t;
+            if (s->observer) db->o.observer->sample(db->o.observer->ud, s->observer, t, v);
         }
     }
+    if (res->accepted && db->o.observer && db->o.observer->advance)
+        db->o.observer->advance(db->o.observer->ud, db->max_t);
     uint64_t pos = 0;
     int need_commit = 0;
     if (rc == GW_OK && db->srec.len) {

@@ -1,0 +1,145 @@
+/* gpuwatch/detect.h - the inline failure detectors (D1-D6 of DESIGN.md
+ * section 4). Ingest hands every accepted sample to gw_det_sample(); the
+ * detectors keep small fixed state per series, per GPU and per node, and
+ * raise alerts through alert.h on data time.
+ *
+ *  D1 XID onsets (edges of the latched gauge, count increases), dedup of
+ *     bursts, cluster-wide collective aborts reported once as job-level,
+ *     repeats of application XIDs on one GPU escalated;
+ *  D2 memory degradation: uncorrectable remaps / DBE, remap failure,
+ *     pending remaps, trends of correctable remaps and single-bit ECC;
+ *  D3 interconnect error rates: NVLink CRC/replay/recovery, PCIe replay,
+ *     InfiniBand port errors, persistent over several scrapes;
+ *  D4 multi-signal collapse against peers: a GPU busy but drawing idle
+ *     power at idle clocks (frozen), a node in a job whose interrupts and
+ *     runnable processes collapse while the fleet's do not;
+ *  D5 telemetry structure: a GPU vanished while its exporter answers,
+ *     sentinel values, an exporter down, a node silent;
+ *  D6 fail-slow: throttle reasons with clock loss against peers,
+ *     temperature bands, violation counters.
+ *
+ * Series are classified once (gw_det_series) by metric name and labels;
+ * the node is the `hostname` label, else `Hostname`, else `instance`
+ * without its port; the GPU the `gpu` label. Data time is the newest
+ * sample timestamp seen; peer statistics are gathered per bucket (the
+ * scrape interval, learnt from the data) and a bucket is evaluated once
+ * data time passes its end by a grace period.
+ *
+ * Thread-safety: one engine is fed by one thread at a time (ingest calls it
+ * under the database's append lock). gw_det_snapshot_*() may run from
+ * another thread: they take the engine's lock. */
+#ifndef GW_DETECT_H
+#define GW_DETECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "gpuwatch/alert.h"
+#include "gpuwatch/err.h"
+
+/* Thresholds; every field has a config-file key (see docs/detectors.md and
+ * gw_det_config_write()). */
+struct gw_det_config {
+    int enable[7];                  /* [1]..[6]: detector on (1) / off (0) */
+    /* framework */
+    int64_t interval_ms;            /* scrape interval; 0 = learn from the data (default) */
+    int64_t grace_ms;               /* bucket evaluated this long after its end (default 1 interval) */
+    double sentinel_min;            /* values >= this are exporter sentinels (1e15) */
+    /* D1 */
+    int64_t xid_hold_ms;            /* an XID alert stays active this long (30 min) */
+    int64_t collective_window_ms;   /* app XIDs of one code within this window ... (60 s) */
+    uint32_t collective_nodes;      /* ... on at least this many nodes = job-level (3) */
+    uint32_t repeat_bursts;         /* app-XID bursts on one GPU within repeat_window = suspect (5) */
+    int64_t repeat_window_ms;       /* (24 h) */
+    int64_t burst_gap_ms;           /* onsets closer than this are one burst (180 s) */
+    /* D2 */
+    uint32_t remap_count;           /* correctable remaps ... (2) */
+    int64_t remap_window_ms;        /* ... within this window warn (72 h) */
+    uint32_t sbe_count;             /* scrapes with new single-bit errors ... (3) */
+    int64_t sbe_window_ms;          /* ... within this window warn (24 h) */
+    int64_t pending_for_ms;         /* remap pending this long warns (60 s) */
+    int64_t memory_hold_ms;         /* degradation alerts stay active this long after the last sign (7 d) */
+    /* D3 */
+    uint32_t link_hits;             /* scrapes with error increments ... (2) */
+    uint32_t link_of;               /* ... of the last N scrapes (4) */
+    double link_burst;              /* or one scrape with at least this many new errors (1000) */
+    int64_t link_hold_ms;           /* (60 min) */
+    /* D4 */
+    double frozen_util;             /* GPU util >= this (%) ... (90) */
+    double frozen_power_ratio;      /* ... and power < ratio x busy peers' median (0.4) */
+    double frozen_clock_ratio;      /* ... and SM clock < ratio x busy peers' median (0.5) */
+    uint32_t frozen_buckets;        /* for this many buckets (2) */
+    double collapse_ratio;          /* node interrupts and procs_running < ratio x busy peers' median (0.35) */
+    uint32_t collapse_buckets;      /* (3) */
+    double mask_fraction;           /* fleet transition mask: this share of nodes changed state (0.5) */
+    int64_t mask_ms;                /* ... within / for this long (5 min) */
+    uint32_t min_peers;             /* peer statistics need this many members (4) */
+    /* D5 */
+    double vanish_intervals;        /* a GPU missing this many intervals while its exporter answers (2.5) */
+    uint32_t sentinel_scrapes;      /* sentinel values on this many consecutive scrapes (2) */
+    int64_t exporter_down_ms;       /* an exporter not answering this long (5 min) */
+    double silent_intervals;        /* a node sending nothing for this many intervals (5) */
+    /* D6 */
+    uint32_t throttle_hits;         /* scrapes with throttle reasons (>= 0x8) and clock loss ... (3) */
+    uint32_t throttle_of;           /* ... of the last N (4) */
+    double throttle_clock_loss;     /* SM clock below busy peers' median by this share (0.05) */
+    int64_t throttle_long_ms;       /* throttle reasons alone for this long (10 min) */
+    double temp_warn, temp_crit;    /* die temperature bands (85, 92 C) */
+    int64_t temp_warn_ms, temp_crit_ms; /* (5 min, 2 min) */
+    double hbm_temp_warn;           /* HBM (95 C, temp_warn_ms) */
+    int64_t slow_hold_ms;           /* (30 min) */
+};
+void gw_det_config_default(struct gw_det_config *c);
+/* Reads "key = value" lines (# comments; durations like 30s, 5m, 72h, 7d;
+ * numbers; on/off for d1..d6) over c's current values. GW_EINVAL naming
+ * the file, line and key for unknown keys or bad values; GW_EIO when the
+ * file cannot be read. */
+int gw_det_config_load(struct gw_det_config *c, const char *path, struct gw_error *err);
+/* Writes every key with its value and a comment: the documented default file. */
+int gw_det_config_write(const struct gw_det_config *c, FILE *f);
+
+struct gw_det;
+/* alerts is borrowed and must outlive the engine; the engine registers its
+ * rules there. */
+int gw_det_new(struct gw_det **out, const struct gw_det_config *c, struct gw_alerts *alerts,
+               struct gw_error *err);
+void gw_det_free(struct gw_det *d);    /* NULL ok */
+
+/* 1 when some detector reads series of this metric name (evaluate uses it
+ * to generate only those). */
+int gw_det_wants_metric(const char *name, size_t len);
+
+/* Classifies a series (canonical label bytes, labels.h) once. Returns a
+ * handle for gw_det_sample(), or 0 when no detector reads it. id is the
+ * caller's stable series id: the same id given twice returns the same
+ * handle. */
+uint32_t gw_det_series(struct gw_det *d, uint64_t id, const uint8_t *labels, size_t len);
+/* One accepted sample of a series (samples of a series in time order;
+ * older or equal timestamps than the series' newest are ignored). */
+void gw_det_sample(struct gw_det *d, uint32_t handle, int64_t t, double v);
+/* Moves data time to at least t and evaluates due buckets (ingest calls
+ * it after each request; samples also move it). */
+void gw_det_advance(struct gw_det *d, int64_t t);
+/* Evaluates every open bucket and resolves what is due at data time t
+ * (end of a replay or an evaluation run). */
+void gw_det_finish(struct gw_det *d, int64_t t);
+
+struct gw_det_stats {
+    uint64_t series, nodes, gpus;   /* tracked */
+    uint64_t samples;               /* seen by a detector */
+    uint64_t buckets;               /* evaluated */
+    uint64_t raises[7];             /* per detector */
+    int64_t interval_ms;            /* learnt or configured */
+    uint64_t bytes;                 /* memory held */
+};
+void gw_det_stats(struct gw_det *d, struct gw_det_stats *st);
+
+/* Detector state across restarts: the whole engine state (no pointers
+ * inside) written atomically to path (tmp + rename) / read back. After a
+ * load, samples at or before each series' newest seen timestamp are
+ * ignored, so replaying the WAL over a snapshot neither loses nor repeats
+ * events. GW_ECORRUPT when the file is not a snapshot of this version. */
+int gw_det_snapshot_save(struct gw_det *d, const char *path, struct gw_error *err);
+int gw_det_snapshot_load(struct gw_det *d, const char *path, struct gw_error *err);
+
+#endif /* GW_DETECT_H */
