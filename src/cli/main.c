@@ -35,6 +35,7 @@ static const char usage_main[] =
     "  retention   drop stored data older than a duration\n"
     "  query       evaluate a PromQL expression against a running serve or a data dir\n"
     "  simulate    simulate a GPU cluster's exporters and remote-write them (with ground truth)\n"
+    "  evaluate    score the failure detectors against a simulated cluster's ground truth\n"
     "  version     print the version\n"
     "\n"
     "Run 'gpuwatch <command> --help' for the options of a command.\n";
@@ -443,6 +444,7 @@ static int cmd_retention(int argc, char **argv)
 
 int gw_cli_query(int argc, char **argv);
 int gw_cli_simulate(int argc, char **argv);
+int gw_cli_evaluate(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
@@ -456,6 +458,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "retention")) return cmd_retention(argc - 2, argv + 2);
     if (!strcmp(cmd, "query")) return gw_cli_query(argc - 2, argv + 2);
     if (!strcmp(cmd, "simulate")) return gw_cli_simulate(argc - 2, argv + 2);
+    if (!strcmp(cmd, "evaluate")) return gw_cli_evaluate(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("gpuwatch %s\n", GW_VERSION);
         return 0;

@@ -1,0 +1,112 @@
+/* gpuwatch/evaluate.h - scoring the detectors against the simulator's
+ * ground truth (`gpuwatch evaluate`).
+ *
+ * gw_eval_run() builds a simulator timeline, generates only the series a
+ * detector reads (gw_det_wants_metric) and feeds every sample, in the
+ * generator's time order, through the same detector engine ingest runs
+ * (detect.h, alert.h without log or notifier), collecting every alert.
+ * gw_eval_score() then matches alerts to failures with the protocol of
+ * DESIGN.md section 4:
+ *  - an alert (severity warning or critical) catches a failure when it
+ *    names the failure's node (and, when both are GPU-level, any GPU of
+ *    it) and is active (firing) at some time within
+ *    [t_fault - before_ms, t_fault + after_ms]; its detection time is
+ *    max(fired_at, t_fault - before_ms);
+ *  - caught before the XID: detection time < t_xid_visible (failures with
+ *    no visible XID: < t_fault); lead = that difference;
+ *  - delay = detection time - t_fault (negative when early);
+ *  - false alarms: warning/critical alerts that catch no failure and are not
+ *    explained by an injected application XID on the same node within the
+ *    same window, after merging such alerts on one node that start within
+ *    merge_ms of each other; per day of simulated time;
+ *  - info alerts (application XIDs, job-level collective aborts) are counted
+ *    apart and never as false alarms.
+ * Per detector (alerts of that detector only) and combined. */
+#ifndef GW_EVALUATE_H
+#define GW_EVALUATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "gpuwatch/alert.h"
+#include "gpuwatch/detect.h"
+#include "gpuwatch/err.h"
+#include "gpuwatch/sim.h"
+
+/* One alert as the evaluation sees it. */
+struct gw_eval_alert {
+    uint32_t node;             /* timeline node index; UINT32_MAX when job-level or unknown host */
+    int gpu;                   /* -1 node-level */
+    char alertname[GW_ALERT_NAME_MAX];
+    char detector[8];          /* "D1".."D6" */
+    char cls[32];
+    enum gw_severity severity;
+    int64_t active_at, fired_at, resolved_at;   /* resolved_at INT64_MAX when still active at the end */
+};
+
+struct gw_eval_opts {
+    int64_t before_ms;         /* 60 min */
+    int64_t after_ms;          /* 5 min */
+    int64_t merge_ms;          /* 30 min */
+};
+void gw_eval_opts_default(struct gw_eval_opts *o);
+
+#define GW_EVAL_MAX_ROWS 8     /* D1..D6, combined */
+
+struct gw_eval_row {
+    char name[16];             /* "D1" .. "D6", "combined" */
+    uint32_t failures;         /* hardware failures in the run */
+    uint32_t caught;
+    uint32_t with_precursor;   /* failures with a precursor in the data */
+    uint32_t precursor_caught_early;   /* of those, caught before the XID */
+    uint32_t caught_before_xid;        /* all failures caught before the XID */
+    double lead_median_min, lead_p90_min;    /* over caught-before-XID failures; NAN when none */
+    double delay_median_min, delay_p90_min;  /* fault -> detection over caught failures; NAN when none */
+    uint32_t alerts;           /* warning/critical alerts of this row */
+    uint32_t false_alarms;     /* after merging */
+    double false_per_day;
+    uint32_t info_alerts;
+};
+
+/* Per failure: which detectors caught it and when. */
+struct gw_eval_failure {
+    uint32_t failure;          /* index into the timeline's failures */
+    int caught;                /* by any detector */
+    int64_t t_detect;          /* earliest detection time; INT64_MIN when missed */
+    char first_detector[8];
+    char first_alert[GW_ALERT_NAME_MAX];
+    uint32_t detectors_mask;   /* bit d set when D<d> caught it */
+};
+
+struct gw_eval_report {
+    uint64_t seed;
+    double days;
+    uint32_t nodes, gpus;
+    struct gw_eval_row rows[GW_EVAL_MAX_ROWS];
+    size_t n_rows;
+    struct gw_eval_failure *failures;      /* n_failures entries (hardware failures only) */
+    size_t n_failures;
+    uint64_t samples;                      /* fed to the detectors */
+    double seconds;                        /* wall time of the run */
+    double det_ns_per_sample;              /* detector CPU per sample */
+};
+void gw_eval_report_free(struct gw_eval_report *r);
+
+/* Scores alerts (any order) against tl. The report owns its arrays. */
+int gw_eval_score(const struct gw_sim_timeline *tl, const struct gw_eval_alert *alerts, size_t n_alerts,
+                  const struct gw_eval_opts *o, struct gw_eval_report *rep, struct gw_error *err);
+
+/* Runs one simulation (cfg with its seed) through the detectors with
+ * config dc and scores it. alerts_out (may be NULL) receives the alerts
+ * (caller frees *alerts_out). */
+int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc, const struct gw_eval_opts *o,
+                struct gw_eval_report *rep, struct gw_eval_alert **alerts_out, size_t *n_alerts_out,
+                struct gw_error *err);
+
+/* Prints a report table (per detector rows + combined, the report's v1
+ * figures beside: 10/10 caught, 2/10 before the XID, ~0.84 false alarms a
+ * day) or, with json, one JSON object. Several reports (seeds) are printed
+ * one after the other, then their totals. */
+int gw_eval_print(const struct gw_eval_report *reps, size_t n, int json, FILE *f);
+
+#endif /* GW_EVALUATE_H */
