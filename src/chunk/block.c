@@ -195,6 +195,21 @@ static int r_zz(struct rd *r, int64_t *v)
     return 1;
 }
 
+/* The 8 bytes at p as a big-endian integer (one load and a byte swap). */
+static inline uint64_t load_be64(const uint8_t *p)
+{
+    uint64_t w;
+    memcpy(&w, p, sizeof w);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    w = __builtin_bswap64(w);
+#elif !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_BIG_ENDIAN__
+    w = 0;
+    for (int i = 0; i < 8; i++)
+        w = (w << 8) | p[i];
+#endif
+    return w;
+}
+
 /* Bit reads start at byte r->pos; r_bits_end() moves pos past the bytes used. */
 static int r_bits(struct rd *r, unsigned nbits, uint64_t *out)
 {
@@ -210,10 +225,7 @@ static int r_bits(struct rd *r, unsigned nbits, uint64_t *out)
     }
     /* fast path: one big-endian 64-bit load covers the bits */
     if (nbits <= 56 && (bp >> 3) + 8 <= r->len - r->pos) {
-        uint64_t w = 0;
-        const uint8_t *q = p + (bp >> 3);
-        for (int i = 0; i < 8; i++)
-            w = (w << 8) | q[i];
+        uint64_t w = load_be64(p + (bp >> 3));
         *out = (w << (bp & 7u)) >> (64u - nbits);
         r->bitpos = bp + nbits;
         return 1;
@@ -458,7 +470,19 @@ static int seq_read(struct rd *r, size_t cnt, void *out)
         }
         if (cnt > (r->len - r->pos) * 8u / wid)
             return 0;
-        for (size_t i = 0; i < cnt; i++) {
+        size_t i = 0;
+        if (wid <= 56) {
+            /* fast path: whole 64-bit windows while 8 bytes remain */
+            const uint8_t *base_p = r->p + r->pos;
+            size_t avail_bytes = r->len - r->pos, bp = r->bitpos;
+            unsigned sh = 64u - wid;
+            for (; i < cnt && (bp >> 3) + 8 <= avail_bytes; i++, bp += wid) {
+                uint64_t w = load_be64(base_p + (bp >> 3));
+                put_u64(out, i, ((w << (bp & 7u)) >> sh) + (uint64_t)base);
+            }
+            r->bitpos = bp;
+        }
+        for (; i < cnt; i++) {
             uint64_t u;
             if (!r_bits(r, wid, &u))
                 return 0;
@@ -475,18 +499,35 @@ static int seq_read(struct rd *r, size_t cnt, void *out)
         if (cnt > (r->len - r->pos) * 8u) /* every element takes a bit */
             return 0;
         size_t avail_bytes = r->len - r->pos;
-        for (size_t i = 0; i < cnt; i++) {
+        const uint8_t *base_p = r->p + r->pos;
+        size_t i = 0;
+        if (k <= 36) {
+            /* fast path: a 64-bit window holds the unary run, its end and
+             * the k low bits (at least 57 valid bits after the shift); an
+             * escape or a run too long for the window leaves for the
+             * general loop below */
+            size_t bp = r->bitpos;
+            unsigned lim = 57u - k < RICE_ESC ? 57u - k : RICE_ESC;
+            for (; i < cnt && (bp >> 3) + 8 <= avail_bytes; i++) {
+                uint64_t w = load_be64(base_p + (bp >> 3)) << (bp & 7u);
+                uint64_t nw = ~w;
+                unsigned ones = nw == 0 ? 64u : (unsigned)__builtin_clzll(nw);
+                if (ones >= lim)
+                    break;
+                /* w << (ones + 1) >> 1 >> (63 - k) is 0 for k == 0 */
+                uint64_t low = ((w << (ones + 1u)) >> 1) >> (63u - k);
+                bp += ones + 1u + k;
+                uint64_t z = ((uint64_t)ones << k) | low;
+                put_u64(out, i, (uint64_t)gw_unzigzag(z) + (uint64_t)base);
+            }
+            r->bitpos = bp;
+        }
+        for (; i < cnt; i++) {
             unsigned q = 0;
             uint64_t bit = 1, z;
-            /* fast path: a 64-bit window holds the unary run, its end and
-             * the k low bits (at least 57 valid bits after the shift) */
             size_t bp = r->bitpos;
             if ((bp >> 3) + 8 <= avail_bytes) {
-                const uint8_t *qb = r->p + r->pos + (bp >> 3);
-                uint64_t w = 0;
-                for (int b = 0; b < 8; b++)
-                    w = (w << 8) | qb[b];
-                w <<= (bp & 7u);
+                uint64_t w = load_be64(base_p + (bp >> 3)) << (bp & 7u);
                 uint64_t nw = ~w;
                 unsigned ones = nw == 0 ? 64u : (unsigned)__builtin_clzll(nw);
                 if (ones < RICE_ESC && ones + 1u + k <= 57u) {
@@ -1148,6 +1189,10 @@ static int exc_value(struct rd *r, int cls, uint64_t *b)
     }
 }
 
+/* Largest mantissa magnitude, 2^53 - 1: m is valid iff m + MAX (as
+ * uint64) <= 2 MAX. */
+#define DEC_MAG_MAX UINT64_C(9007199254740991)
+
 static int decode_dec(struct rd *r, uint8_t mode, size_t n, double *v)
 {
     unsigned o = (mode >> 2) & 3u, K = mode >> 4;
@@ -1197,6 +1242,25 @@ static int decode_dec(struct rd *r, uint8_t mode, size_t n, double *v)
             a = bb;
             bb = x;
         }
+    }
+    if (nexc == 0) {
+        /* No exceptions: every slot is a mantissa |m| < 2^53. */
+        uint64_t bad = 0;
+        if (K == 0) {
+            for (size_t i = 0; i < n; i++) {
+                uint64_t u = get_u64(v, i);
+                bad |= (uint64_t)(u + DEC_MAG_MAX > 2 * DEC_MAG_MAX);
+                v[i] = (double)(int64_t)u;
+            }
+        } else {
+            const double div = p10[K];
+            for (size_t i = 0; i < n; i++) {
+                uint64_t u = get_u64(v, i);
+                bad |= (uint64_t)(u + DEC_MAG_MAX > 2 * DEC_MAG_MAX);
+                v[i] = (double)(int64_t)u / div;
+            }
+        }
+        return bad == 0;
     }
     /* Merge forward: reads from index >= the write index, so in place works.
      * The exception list was validated above, so re-reading it cannot fail. */
