@@ -20,7 +20,17 @@
  *    same window, after merging such alerts on one node that start within
  *    merge_ms of each other; per day of simulated time;
  *  - info alerts (application XIDs, job-level collective aborts) are counted
- *    apart and never as false alarms.
+ *    apart and never as false alarms;
+ *  - related alerts: warning/critical alerts that catch no failure but name
+ *    a failing node while its failure is under way - active at some time
+ *    within [t_precursor_start (else t_fault - before_ms), t_recovered +
+ *    after_ms] - are counted apart (a repeat during an outage, a precursor
+ *    sign more than before_ms ahead): there is a real fault behind them, so
+ *    they are not false alarms.
+ * Hardware failures are the timeline's failures of every class but
+ * GW_SIM_APP_XID and GW_SIM_COLLECTIVE; a failure "has a precursor in the
+ * data" when t_precursor_start != GW_SIM_NO_TIME and < t_fault. Alerts
+ * that never fired (fired_at INT64_MIN) are ignored.
  * Per detector (alerts of that detector only) and combined. */
 #ifndef GW_EVALUATE_H
 #define GW_EVALUATE_H
@@ -48,6 +58,8 @@ struct gw_eval_opts {
     int64_t before_ms;         /* 60 min */
     int64_t after_ms;          /* 5 min */
     int64_t merge_ms;          /* 30 min */
+    int match_gpu;             /* 1: a GPU-level alert must name the failing GPU of a GPU-level
+                                  failure (stricter than the protocol); default 0 */
 };
 void gw_eval_opts_default(struct gw_eval_opts *o);
 
@@ -66,6 +78,8 @@ struct gw_eval_row {
     uint32_t false_alarms;     /* after merging */
     double false_per_day;
     uint32_t info_alerts;
+    uint32_t related_alerts;   /* see "related alerts" above: neither caught nor false */
+    uint32_t explained_alerts; /* explained by an injected application XID */
 };
 
 /* Per failure: which detectors caught it and when. */
@@ -76,6 +90,31 @@ struct gw_eval_failure {
     char first_detector[8];
     char first_alert[GW_ALERT_NAME_MAX];
     uint32_t detectors_mask;   /* bit d set when D<d> caught it */
+    /* the failure as the timeline has it (so a report prints without it) */
+    enum gw_sim_class cls;
+    uint32_t node;
+    int32_t gpu;
+    uint32_t xid;
+    enum gw_sim_precursor precursor;
+    int has_precursor;         /* precursor in the data (t_precursor_start < t_fault) */
+    int64_t t_precursor_start, t_fault, t_xid_visible, t_recovered;
+    char host[32];             /* node name, "node<N>" when the timeline has none */
+    int64_t t_detect_by[7];    /* [1]..[6]: detection time by D<d>; INT64_MIN when D<d> missed it */
+};
+
+/* A warning/critical alert that caught no failure and was not explained:
+ * listed so thresholds can be debugged. Alerts of one node starting within
+ * merge_ms of each other form one false alarm; group_first is 1 on the
+ * first alert of each group. */
+struct gw_eval_false_alarm {
+    uint32_t node;             /* UINT32_MAX: job-level / unknown host */
+    int gpu;
+    char host[32];
+    char alertname[GW_ALERT_NAME_MAX];
+    char detector[8];
+    enum gw_severity severity;
+    int64_t fired_at, resolved_at;
+    int group_first;
 };
 
 struct gw_eval_report {
@@ -89,6 +128,10 @@ struct gw_eval_report {
     uint64_t samples;                      /* fed to the detectors */
     double seconds;                        /* wall time of the run */
     double det_ns_per_sample;              /* detector CPU per sample */
+    struct gw_eval_false_alarm *false_alarms;   /* n_false_alarms entries, by node then fired_at */
+    size_t n_false_alarms;
+    char profile[16];                      /* the simulator profile (informational) */
+    uint64_t series;                       /* series registered with the detectors */
 };
 void gw_eval_report_free(struct gw_eval_report *r);
 
@@ -108,5 +151,12 @@ int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc,
  * day) or, with json, one JSON object. Several reports (seeds) are printed
  * one after the other, then their totals. */
 int gw_eval_print(const struct gw_eval_report *reps, size_t n, int json, FILE *f);
+
+/* gw_eval_print with flags: GW_EVAL_PRINT_JSON, GW_EVAL_PRINT_VERBOSE (the
+ * per-failure list and every false alarm, in the table and in the JSON).
+ * Returns GW_OK or GW_EIO when writing fails. */
+#define GW_EVAL_PRINT_JSON 1
+#define GW_EVAL_PRINT_VERBOSE 2
+int gw_eval_print_flags(const struct gw_eval_report *reps, size_t n, unsigned flags, FILE *f);
 
 #endif /* GW_EVALUATE_H */

@@ -1,0 +1,313 @@
+/* run.c - gw_eval_run: one simulated cluster fed through the detectors and
+ * scored against its ground truth.
+ *
+ * Pipeline (single thread, deterministic for a config and seed):
+ *   timeline (gw_sim_timeline_build)
+ *   -> generator restricted to the metrics a detector reads
+ *      (gw_sim_gen_open with gw_det_wants_metric as the filter)
+ *   -> per scrape: series seen for the first time are classified once
+ *      (gw_det_series), every sample goes to gw_det_sample through a
+ *      handle array indexed by the generator's series id (no hashing or
+ *      allocation per sample; the array doubles when new ids appear),
+ *      then gw_det_advance(scrape time)
+ *   -> gw_det_finish at the end of the simulated window
+ *   -> every alert that fired, as its latest state (gw_alerts_on_change
+ *      keeps one record per alert id), mapped from hostname to the
+ *      timeline's node index, scored by gw_eval_score.
+ * The alert engine runs without log or notifier; its ALERTS samples are
+ * drained and discarded every DRAIN_SCRAPES scrapes.
+ *
+ * Cost accounting: wall time of the whole run, and the thread CPU time
+ * (CLOCK_THREAD_CPUTIME_ID) spent inside detector calls, read once per
+ * scrape around its batch of calls, divided by the samples fed. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpuwatch/evaluate.h"
+
+#define DRAIN_SCRAPES 4096
+#define NO_HANDLE UINT32_MAX
+#define MAX_ALERTS 10000000u   /* a detector raising more than this is broken: stop collecting */
+
+/* ------------------------------------------------------------- alert store */
+struct alert_rec {
+    uint64_t id;
+    struct gw_eval_alert a;
+    char host[GW_ALERT_HOST_MAX];
+};
+
+struct collector {
+    struct alert_rec *v;   /* sorted by id (ids increase, so appends keep the order) */
+    size_t n, cap;
+    int oom;
+};
+
+static struct alert_rec *find_rec(struct collector *c, uint64_t id)
+{
+    if (c->n > 0 && c->v[c->n - 1].id == id)
+        return &c->v[c->n - 1];
+    size_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->v[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < c->n && c->v[lo].id == id ? &c->v[lo] : NULL;
+}
+
+static void on_change(void *ud, const struct gw_alert *al)
+{
+    struct collector *c = ud;
+    struct alert_rec *r = find_rec(c, al->id);
+    if (r == NULL) {
+        if (c->oom || c->n >= MAX_ALERTS)
+            return;
+        if (c->n == c->cap) {
+            size_t cap = c->cap ? c->cap * 2 : 256;
+            struct alert_rec *v = realloc(c->v, cap * sizeof *v);
+            if (v == NULL) {
+                c->oom = 1;
+                return;
+            }
+            c->v = v;
+            c->cap = cap;
+        }
+        /* ids are increasing; an out-of-order id is inserted in place */
+        size_t at = c->n;
+        while (at > 0 && c->v[at - 1].id > al->id)
+            at--;
+        memmove(&c->v[at + 1], &c->v[at], (c->n - at) * sizeof *c->v);
+        c->n++;
+        r = &c->v[at];
+        memset(r, 0, sizeof *r);
+        r->id = al->id;
+    }
+    struct gw_eval_alert *a = &r->a;
+    snprintf(a->alertname, sizeof a->alertname, "%s", al->alertname);
+    snprintf(a->detector, sizeof a->detector, "%s", al->detector);
+    snprintf(a->cls, sizeof a->cls, "%s", al->cls);
+    snprintf(r->host, sizeof r->host, "%s", al->hostname);
+    a->gpu = al->gpu;
+    a->severity = al->severity;
+    a->active_at = al->active_at;
+    a->fired_at = al->fired_at;
+    a->resolved_at = al->resolved_at;
+}
+
+static int discard_samples(void *ud, const uint8_t *labels, size_t len, const int64_t *t, const double *v, size_t n)
+{
+    (void)ud, (void)labels, (void)len, (void)t, (void)v, (void)n;
+    return 0;
+}
+
+static int want_metric(void *ud, const char *metric)
+{
+    (void)ud;
+    return gw_det_wants_metric(metric, strlen(metric));
+}
+
+/* ------------------------------------------------------------ host lookup */
+struct host_ix {
+    const char *name;
+    uint32_t node;
+};
+
+static int cmp_host(const void *x, const void *y)
+{
+    return strcmp(((const struct host_ix *)x)->name, ((const struct host_ix *)y)->name);
+}
+
+static uint32_t node_of(const struct host_ix *ix, size_t n, const char *host)
+{
+    if (host[0] == '\0' || ix == NULL)
+        return UINT32_MAX;
+    struct host_ix key = {host, 0};
+    const struct host_ix *h = bsearch(&key, ix, n, sizeof *ix, cmp_host);
+    return h ? h->node : UINT32_MAX;
+}
+
+static uint64_t cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Grows the handle array to hold id (new slots NO_HANDLE). */
+static int grow_handles(uint32_t **h, size_t *cap, size_t need)
+{
+    size_t cap2 = *cap ? *cap : 1024;
+    while (cap2 <= need) {
+        if (cap2 > SIZE_MAX / 2 / sizeof **h)
+            return GW_ENOMEM;
+        cap2 *= 2;
+    }
+    uint32_t *v = realloc(*h, cap2 * sizeof *v);
+    if (v == NULL)
+        return GW_ENOMEM;
+    for (size_t i = *cap; i < cap2; i++)
+        v[i] = NO_HANDLE;
+    *h = v;
+    *cap = cap2;
+    return GW_OK;
+}
+
+int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc, const struct gw_eval_opts *o,
+                struct gw_eval_report *rep, struct gw_eval_alert **alerts_out, size_t *n_alerts_out,
+                struct gw_error *err)
+{
+    if (cfg == NULL || dc == NULL || o == NULL || rep == NULL)
+        return gw_error_set(err, GW_EINVAL, "evaluate: missing config, options or report");
+    int rc = gw_sim_config_check(cfg, err);
+    if (rc != GW_OK)
+        return rc;
+
+    uint64_t w0 = wall_ns();
+    struct gw_sim_timeline *tl = NULL;
+    struct gw_sim_gen *g = NULL;
+    struct gw_alerts *al = NULL;
+    struct gw_det *d = NULL;
+    uint32_t *handles = NULL;
+    size_t cap = 0;
+    struct collector col;
+    struct host_ix *hosts = NULL;
+    struct gw_eval_alert *out = NULL;
+    size_t n_out = 0;
+    uint64_t samples = 0, series = 0, det_ns = 0, scrapes = 0;
+    memset(&col, 0, sizeof col);
+
+    if ((rc = gw_sim_timeline_build(cfg, &tl, err)) != GW_OK)
+        goto out;
+    if ((rc = gw_sim_gen_open(&g, tl, want_metric, NULL, err)) != GW_OK)
+        goto out;
+    struct gw_alerts_opts ao;
+    gw_alerts_opts_default(&ao);
+    ao.log_dir = NULL;
+    ao.max_active = 1000000;
+    if ((rc = gw_alerts_open(&al, &ao, err)) != GW_OK)
+        goto out;
+    gw_alerts_on_change(al, on_change, &col);
+    if ((rc = gw_det_new(&d, dc, al, err)) != GW_OK)
+        goto out;
+
+    struct gw_sim_scrape s;
+    int64_t last_t = cfg->start_ms;
+    for (;;) {
+        int more = gw_sim_gen_next(g, &s, err);
+        if (more < 0) {
+            rc = more;
+            goto out;
+        }
+        if (more == 0)
+            break;
+        if (s.n > 0) {
+            uint32_t max_id = 0;
+            for (size_t i = 0; i < s.n; i++)
+                if (s.series[i] > max_id)
+                    max_id = s.series[i];
+            if ((size_t)max_id >= cap && (rc = grow_handles(&handles, &cap, max_id)) != GW_OK) {
+                gw_error_set(err, rc, "evaluate: out of memory for %u series handles", max_id + 1);
+                goto out;
+            }
+        }
+        uint64_t c0 = cpu_ns();
+        for (size_t i = 0; i < s.n; i++) {
+            uint32_t id = s.series[i];
+            uint32_t h = handles[id];
+            if (h == NO_HANDLE) {
+                size_t len = 0;
+                const uint8_t *lab = gw_sim_gen_series_labels(g, id, &len);
+                h = lab ? gw_det_series(d, id, lab, len) : 0;
+                handles[id] = h;
+                series += h != 0;
+            }
+            if (h != 0) {
+                gw_det_sample(d, h, s.t, s.v[i]);
+                samples++;
+            }
+        }
+        gw_det_advance(d, s.t);
+        det_ns += cpu_ns() - c0;
+        if (s.t > last_t)
+            last_t = s.t;
+        if (++scrapes % DRAIN_SCRAPES == 0)
+            gw_alerts_drain_samples(al, discard_samples, NULL);
+    }
+    int64_t end = cfg->start_ms + cfg->duration_ms;
+    uint64_t c0 = cpu_ns();
+    gw_det_finish(d, end > last_t ? end : last_t);
+    det_ns += cpu_ns() - c0;
+    gw_alerts_drain_samples(al, discard_samples, NULL);
+    if (col.oom) {
+        rc = gw_error_set(err, GW_ENOMEM, "evaluate: out of memory collecting alerts");
+        goto out;
+    }
+
+    /* hostname -> node index */
+    if ((hosts = calloc(cfg->nodes, sizeof *hosts)) == NULL) {
+        rc = gw_error_set(err, GW_ENOMEM, "evaluate: out of memory");
+        goto out;
+    }
+    size_t nh = 0;
+    for (uint32_t i = 0; i < cfg->nodes; i++) {
+        const char *name = gw_sim_node_name(tl, i);
+        if (name != NULL) {
+            hosts[nh].name = name;
+            hosts[nh].node = i;
+            nh++;
+        }
+    }
+    qsort(hosts, nh, sizeof *hosts, cmp_host);
+    if (col.n > 0 && (out = calloc(col.n, sizeof *out)) == NULL) {
+        rc = gw_error_set(err, GW_ENOMEM, "evaluate: out of memory for %zu alerts", col.n);
+        goto out;
+    }
+    for (size_t i = 0; i < col.n; i++) {
+        struct alert_rec *r = &col.v[i];
+        if (r->a.fired_at == INT64_MIN)
+            continue;   /* a pending alert dropped without firing is no alert */
+        struct gw_eval_alert *a = &out[n_out++];
+        *a = r->a;
+        a->node = node_of(hosts, nh, r->host);
+        if (a->resolved_at == INT64_MIN)
+            a->resolved_at = INT64_MAX;
+    }
+
+    struct gw_eval_report tmp;
+    memset(&tmp, 0, sizeof tmp);
+    if ((rc = gw_eval_score(tl, out, n_out, o, &tmp, err)) != GW_OK)
+        goto out;
+    tmp.samples = samples;
+    tmp.series = series;
+    tmp.det_ns_per_sample = samples > 0 ? (double)det_ns / (double)samples : 0.0;
+    tmp.seconds = (double)(wall_ns() - w0) / 1e9;
+    gw_eval_report_free(rep);
+    *rep = tmp;
+    if (alerts_out != NULL) {
+        *alerts_out = out;
+        out = NULL;
+        if (n_alerts_out != NULL)
+            *n_alerts_out = n_out;
+    }
+out:
+    free(out);
+    free(hosts);
+    gw_det_free(d);
+    gw_alerts_close(al);
+    free(col.v);
+    free(handles);
+    gw_sim_gen_close(g);
+    gw_sim_timeline_free(tl);
+    return rc;
+}
