@@ -865,7 +865,9 @@ int gw_eval_print_flags(const struct gw_eval_report *reps, size_t n, unsigned fl
         print_classes_text(reps, n, f);
     }
     fprintf(f, "protocol: caught = warning/critical alert on the failing node firing within [fault - %.0f min, fault + "
-               "%.0f min]; false alarms merged per node within %.0f min\n",
+               "%.0f min]; false alarms merged per node within %.0f min;\n"
+            "          precursor = failures with a precursor in the data caught before the XID / all such; lead and\n"
+            "          delay in minutes (median/p90); related = alerts on a node whose failure is under way\n",
             (double)o.before_ms / MIN_MS, (double)o.after_ms / MIN_MS, (double)o.merge_ms / MIN_MS);
     return ferror(f) ? GW_EIO : GW_OK;
 }
