@@ -199,6 +199,14 @@ static int row_det(size_t i)
 }
 
 /* ------------------------------------------------------------------ scoring */
+static int cmp_fault(const void *x, const void *y)
+{
+    const struct gw_eval_failure *a = x, *b = y;
+    if (a->t_fault != b->t_fault)
+        return a->t_fault < b->t_fault ? -1 : 1;
+    return (a->failure > b->failure) - (a->failure < b->failure);
+}
+
 enum verdict { V_IGNORED, V_INFO, V_CATCH, V_EXPLAINED, V_RELATED, V_FALSE };
 
 /* 1 when a collective burst f shows on node (its recorded node, or the
@@ -350,6 +358,9 @@ int gw_eval_score(const struct gw_sim_timeline *tl, const struct gw_eval_alert *
             e->t_detect_by[d] = INT64_MIN;
     }
 
+    if (n_hw > 1)
+        qsort(fs, n_hw, sizeof *fs, cmp_fault);
+
     /* catches */
     for (size_t j = 0; j < n_alerts; j++) {
         const struct gw_eval_alert *a = &alerts[j];
@@ -371,6 +382,9 @@ int gw_eval_score(const struct gw_sim_timeline *tl, const struct gw_eval_alert *
             int64_t t;
             if (!firing_within(a, e->t_fault - o->before_ms, e->t_fault + o->after_ms, &t))
                 continue;
+            /* an alert catches one failure: the earliest whose window it fires in (failures are in
+               t_fault order), so an alert that lingers from one failure is not credited with a
+               lead on the next failure of its node */
             verdict[j] = V_CATCH;
             if (d > 0) {
                 e->detectors_mask |= 1u << d;
@@ -384,6 +398,7 @@ int gw_eval_score(const struct gw_sim_timeline *tl, const struct gw_eval_alert *
                 snprintf(e->first_detector, sizeof e->first_detector, "%s", a->detector);
                 snprintf(e->first_alert, sizeof e->first_alert, "%s", a->alertname);
             }
+            break;
         }
         if (verdict[j] == V_CATCH)
             continue;
