@@ -58,6 +58,7 @@ const char *gw_alert_state_name(enum gw_alert_state s); /* "pending", "firing", 
 #define GW_ALERT_NAME_MAX 64
 #define GW_ALERT_HOST_MAX 128
 #define GW_ALERT_TEXT_MAX 512
+#define GW_NOTIFY_MAX_URLS 8       /* Alertmanager URLs per notifier */
 
 /* What a detector raises. Strings are copied. */
 struct gw_alert_spec {
@@ -114,6 +115,10 @@ struct gw_alerts_opts {
     int64_t samples_interval_ms;    /* ALERTS sample spacing in data time; default 30 s */
     int64_t resolved_keep_ms;       /* resolved alerts kept for the API/notifier (wall clock); default 15 min */
     size_t max_active;              /* cap on active alerts (oldest info alerts dropped first); default 10000 */
+    /* ALERTS samples waiting for gw_alerts_drain_samples(); past this cap new
+     * samples are dropped and counted (default 1 << 20). A negative
+     * samples_interval_ms turns the ALERTS samples off. */
+    size_t max_buffered_samples;
 };
 void gw_alerts_opts_default(struct gw_alerts_opts *o);
 
@@ -180,5 +185,15 @@ struct gw_notifier_stats {
     uint64_t sent, errors, dropped;
 };
 void gw_alerts_notifier_stats(struct gw_alerts *a, struct gw_notifier_stats *st);
+
+/* Table counters for /metrics. */
+struct gw_alerts_stats {
+    uint64_t pending, firing;       /* active now */
+    uint64_t resolved_kept;         /* resolved, still reported */
+    uint64_t raises, dropped;       /* raises seen; raises ignored (memory, cap) */
+    uint64_t samples_dropped;       /* ALERTS samples over max_buffered_samples */
+    int64_t data_time;              /* INT64_MIN before the first advance */
+};
+void gw_alerts_stats(struct gw_alerts *a, struct gw_alerts_stats *st);
 
 #endif /* GW_ALERT_H */
