@@ -1146,6 +1146,13 @@ static void test_store_blob2_parse_checks(void **state)
     assert_int_equal(gw_store_blob_resolve(&b, 1, &j, &p, &len), GW_OK);
     assert_int_equal(len, 2);
     assert_memory_equal(p, "de", 2);
+    /* a blob known to be good parses to the same view without the checks */
+    struct gw_store_blob bk;
+    assert_int_equal(gw_store_blob_parse_known(gwb2_example, sizeof gwb2_example, &bk), GW_OK);
+    assert_int_equal(bk.n, b.n);
+    assert_ptr_equal(bk.dir, b.dir);
+    assert_ptr_equal(bk.data, b.data);
+    assert_ptr_equal(bk.cols, b.cols);
 
     uint8_t v[sizeof gwb2_example];
     memcpy(v, gwb2_example, sizeof v);
@@ -1342,6 +1349,8 @@ static void test_store_corrupt_blob_detected(void **state)
     memset(&g, 0, sizeof g);
     assert_int_equal(gw_store_blocks_get(t, 1, 0, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_ECORRUPT);
     assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, WN, WN), GW_ECORRUPT);
+    /* a blob refused once is checked (and refused) again */
+    assert_int_equal(gw_store_blocks_get(t, 1, 0, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_ECORRUPT);
     struct pb_seen pb;
     memset(&pb, 0, sizeof pb);
     assert_int_equal(gw_store_partition_blocks_each(t, -1, pb_cb, &pb), GW_ECORRUPT);

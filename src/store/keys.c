@@ -311,7 +311,19 @@ static int blob_dir_check(const uint8_t *dir, uint32_t n, size_t area)
     return GW_OK;
 }
 
+static int blob_parse(const void *v, size_t len, struct gw_store_blob *b, int check_dir);
+
 int gw_store_blob_parse(const void *v, size_t len, struct gw_store_blob *b)
+{
+    return blob_parse(v, len, b, 1);
+}
+
+int gw_store_blob_parse_known(const void *v, size_t len, struct gw_store_blob *b)
+{
+    return blob_parse(v, len, b, 0);
+}
+
+static int blob_parse(const void *v, size_t len, struct gw_store_blob *b, int check_dir)
 {
     const uint8_t *p = v;
     if (len >= GW_BLOB_HDR && memcmp(p, "GWB1", 4) == 0) {
@@ -320,7 +332,7 @@ int gw_store_blob_parse(const void *v, size_t len, struct gw_store_blob *b)
             return GW_ECORRUPT;
         const uint8_t *dir = p + GW_BLOB_HDR;
         size_t area = len - GW_BLOB_HDR - (size_t)n * GW_BLOB_ENT;
-        if (blob_dir_check(dir, n, area) != GW_OK)
+        if (check_dir && blob_dir_check(dir, n, area) != GW_OK)
             return GW_ECORRUPT;
         memset(b, 0, sizeof *b);
         b->n = n;
@@ -348,7 +360,7 @@ int gw_store_blob_parse(const void *v, size_t len, struct gw_store_blob *b)
         prev = end;
     }
     size_t cols_len = prev, area = rest - cols_len;
-    if (blob_dir_check(dir, n, area) != GW_OK)
+    if (check_dir && blob_dir_check(dir, n, area) != GW_OK)
         return GW_ECORRUPT;
     b->n = n;
     b->dir = dir;

@@ -120,6 +120,9 @@ struct gw_store_txn {
     int arena_on;
     struct gw_buf join;           /* a joined block handed to a block callback */
     int join_on;
+    const void **seen;            /* read txn: blobs whose directories were checked
+                                     (map addresses; open addressing, NULL = free) */
+    size_t seen_cap, seen_n;
     int mdb_rc;
     char msg[200];
 };
@@ -851,6 +854,74 @@ static void scratch_free(struct gw_store_txn *t)
         gw_buf_free(&t->join);
         t->join_on = 0;
     }
+    free(t->seen);
+    t->seen = NULL;
+    t->seen_cap = t->seen_n = 0;
+}
+
+static size_t seen_slot(const void *p, size_t cap)
+{
+    uint64_t h = (uint64_t)(uintptr_t)p * UINT64_C(0x9e3779b97f4a7c15);
+    return (size_t)(h >> 32) & (cap - 1);
+}
+
+static int seen_has(const struct gw_store_txn *t, const void *p)
+{
+    if (!t->seen_n)
+        return 0;
+    for (size_t i = seen_slot(p, t->seen_cap);; i = (i + 1) & (t->seen_cap - 1)) {
+        if (t->seen[i] == p)
+            return 1;
+        if (!t->seen[i])
+            return 0;
+    }
+}
+
+/* Remembers p; on allocation failure nothing is remembered (the next
+ * parse checks again). */
+static void seen_add(struct gw_store_txn *t, const void *p)
+{
+    if (2 * (t->seen_n + 1) > t->seen_cap) {
+        size_t nc = t->seen_cap ? 2 * t->seen_cap : 64;
+        const void **nv = calloc(nc, sizeof *nv);
+        if (!nv)
+            return;
+        for (size_t i = 0; i < t->seen_cap; i++) {
+            if (!t->seen[i])
+                continue;
+            size_t j = seen_slot(t->seen[i], nc);
+            while (nv[j])
+                j = (j + 1) & (nc - 1);
+            nv[j] = t->seen[i];
+        }
+        free(t->seen);
+        t->seen = nv;
+        t->seen_cap = nc;
+    }
+    size_t j = seen_slot(p, t->seen_cap);
+    while (t->seen[j]) {
+        if (t->seen[j] == p)
+            return;
+        j = (j + 1) & (t->seen_cap - 1);
+    }
+    t->seen[j] = p;
+    t->seen_n++;
+}
+
+/* gw_store_blob_parse, with the directory checks done once per blob and
+ * read transaction: a blob is visited once per selected series, and its
+ * bytes cannot change while the snapshot lives. Write transactions (whose
+ * pages may change under a pointer) always check. */
+static int blob_parse_txn(struct gw_store_txn *t, const MDB_val *d, struct gw_store_blob *b)
+{
+    if (t->write)
+        return gw_store_blob_parse(d->mv_data, d->mv_size, b);
+    if (seen_has(t, d->mv_data))
+        return gw_store_blob_parse_known(d->mv_data, d->mv_size, b);
+    int rc = gw_store_blob_parse(d->mv_data, d->mv_size, b);
+    if (rc == GW_OK)
+        seen_add(t, d->mv_data);
+    return rc;
 }
 
 /* Entry j of blob b as a whole block (joined into the txn's buffer when it
@@ -2207,7 +2278,7 @@ static int blocks_scan(struct gw_store_txn *t, uint32_t node_id, uint64_t sid, i
             if (ws > maxt)
                 break;
             struct gw_store_blob b;
-            if ((rc = gw_store_blob_parse(d.mv_data, d.mv_size, &b)) != GW_OK)
+            if ((rc = blob_parse_txn(t, &d, &b)) != GW_OK)
                 break;
             for (uint32_t j = gw_store_blob_lower(&b, (uint32_t)sid); j < b.n && gw_store_blob_sid(&b, j) == sid;
                  j++) {
