@@ -80,6 +80,21 @@ static size_t roundtrip(const int64_t *t, const double *v, size_t n)
             fail_msg("split value %zu: got %016llx want %016llx", i, (unsigned long long)dbits(dv[i]),
                      (unsigned long long)dbits(v[i]));
     }
+    /* Decoded apart (column, then value part), the same samples. */
+    memset(dt, 0, n * sizeof *dt);
+    memset(dv, 0, n * sizeof *dv);
+    got = 0;
+    assert_int_equal(gw_block_ts_decode(col.data, col.len, dt, n, &got), GW_OK);
+    assert_int_equal(got, n);
+    if (n > 1)
+        assert_int_equal(gw_block_ts_decode(col.data, col.len, dt, n - 1, &got), GW_ELIMIT);
+    assert_int_equal(gw_block_values_decode(val.data, val.len, n, dv), GW_OK);
+    for (size_t i = 0; i < n; i++) {
+        assert_true(dt[i] == t[i]);
+        if (dbits(dv[i]) != dbits(v[i]))
+            fail_msg("apart value %zu: got %016llx want %016llx", i, (unsigned long long)dbits(dv[i]),
+                     (unsigned long long)dbits(v[i]));
+    }
     /* Without zstd the joined block is the whole block's bytes. */
     if (!(b.data[0] & 0x01) && !(val.data[0] & 0x01)) {
         assert_int_equal(joined.len, b.len);
@@ -170,6 +185,26 @@ static void test_block_split_golden_and_corrupt(void **state)
     double dv[8];
     size_t n;
     assert_int_equal(gw_block_decode(j.data, j.len, dt, dv, 8, &n), GW_ECORRUPT);
+    /* ... nor decoded apart. */
+    assert_int_equal(gw_block_values_decode(want_val, sizeof want_val, 4, dv), GW_ECORRUPT);
+    assert_int_equal(gw_block_values_decode(want_val, sizeof want_val, 3, dv), GW_OK);
+    assert_true(dv[0] == 1.5 && dv[1] == 2.5 && dv[2] == 2.5);
+    assert_int_equal(gw_block_values_decode(want_val, sizeof want_val, 0, dv), GW_EINVAL);
+    assert_int_equal(gw_block_values_decode(want_val, 1, 3, dv), GW_ECORRUPT);
+    badkind[0] = 0x02;
+    assert_int_equal(gw_block_values_decode(badkind, sizeof badkind, 3, dv), GW_ECORRUPT);
+    badkind[0] = 0x01;
+    assert_int_equal(gw_block_values_decode(badkind, sizeof badkind, 3, dv), GW_ECORRUPT);
+    /* A column with the zstd flag, cut short, or with a byte after its
+     * timestamp section is refused. */
+    assert_int_equal(gw_block_ts_decode(want_col, sizeof want_col, dt, 8, &n), GW_OK);
+    assert_true(n == 3 && dt[0] == 1000 && dt[1] == 16000 && dt[2] == 31000);
+    assert_int_equal(gw_block_ts_decode(zcol, sizeof zcol, dt, 8, &n), GW_ECORRUPT);
+    assert_int_equal(gw_block_ts_decode(want_col, sizeof want_col - 1, dt, 8, &n), GW_ECORRUPT);
+    uint8_t longcol[sizeof want_col + 1];
+    memcpy(longcol, want_col, sizeof want_col);
+    longcol[sizeof want_col] = 0x00;
+    assert_int_equal(gw_block_ts_decode(longcol, sizeof longcol, dt, 8, &n), GW_ECORRUPT);
 
     /* Random corruption of a zstd value part and of a column. */
     enum { N = 1500 };
@@ -189,8 +224,19 @@ static void test_block_split_golden_and_corrupt(void **state)
         size_t pos = rnd() % which->len;
         uint8_t save = which->data[pos];
         which->data[pos] ^= (uint8_t)(1u << (rnd() % 8));
+        /* apart: errors only, and the same verdict as the joined block
+         * whenever the column decodes */
+        size_t na = 0;
+        int rca = gw_block_ts_decode(col.data, col.len, ot, N, &na);
+        assert_true(rca == GW_OK || rca == GW_ECORRUPT || rca == GW_ELIMIT);
+        int rcv = gw_block_values_decode(val.data, val.len, N, ov);
+        assert_true(rcv == GW_OK || rcv == GW_ECORRUPT);
         gw_buf_reset(&j);
         int rc = gw_block_join(col.data, col.len, val.data, val.len, &j);
+        if (rca == GW_OK && na == N && rc == GW_OK) {
+            int rcj = gw_block_decode(j.data, j.len, ot, ov, N, &n);
+            assert_int_equal(rcj == GW_OK, rcv == GW_OK);
+        }
         if (rc == GW_OK) {
             rc = gw_block_decode(j.data, j.len, ot, ov, N, &n);
             assert_true(rc == GW_OK || rc == GW_ECORRUPT || rc == GW_ELIMIT);

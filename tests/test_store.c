@@ -1146,6 +1146,18 @@ static void test_store_blob2_parse_checks(void **state)
     assert_int_equal(gw_store_blob_resolve(&b, 1, &j, &p, &len), GW_OK);
     assert_int_equal(len, 2);
     assert_memory_equal(p, "de", 2);
+    /* unjoined: entry 0 is column 0 + its value part, entry 1 a whole block */
+    const uint8_t *col;
+    size_t clen;
+    assert_int_equal(gw_store_blob_split(&b, 0, &p, &len, &col, &clen), GW_OK);
+    assert_int_equal(clen, 8);
+    assert_memory_equal(col, example_block, 8);
+    assert_int_equal(len, 7);
+    assert_memory_equal(p, gwb2_example + 41, 7);
+    assert_int_equal(gw_store_blob_split(&b, 1, &p, &len, &col, &clen), GW_OK);
+    assert_null(col);
+    assert_int_equal(len, 2);
+    assert_memory_equal(p, "de", 2);
     /* a blob known to be good parses to the same view without the checks */
     struct gw_store_blob bk;
     assert_int_equal(gw_store_blob_parse_known(gwb2_example, sizeof gwb2_example, &bk), GW_OK);
@@ -1168,6 +1180,7 @@ static void test_store_blob2_parse_checks(void **state)
     v[40] = 0x02; /* column ref 2 of 1 */
     assert_int_equal(gw_store_blob_parse(v, sizeof v, &b), GW_OK);
     assert_int_equal(gw_store_blob_resolve(&b, 0, &j, &p, &len), GW_ECORRUPT);
+    assert_int_equal(gw_store_blob_split(&b, 0, &p, &len, &col, &clen), GW_ECORRUPT);
     memcpy(v, gwb2_example, sizeof v);
     v[41] = 0x07; /* bad value part kind */
     assert_int_equal(gw_store_blob_parse(v, sizeof v, &b), GW_OK);
@@ -1254,6 +1267,37 @@ static int dec_block_cb(void *ud, int64_t ws, const uint8_t *block, size_t len)
     return GW_OK;
 }
 
+/* gw_store_block_parts_get: columns and value parts decoded apart. */
+struct dec_parts {
+    int64_t t[128];
+    double v[128];
+    size_t n, whole, parts;
+    const uint8_t *col[8];
+};
+
+static int dec_part_cb(void *ud, const struct gw_store_block_part *bp)
+{
+    struct dec_parts *d = ud;
+    size_t got = 0;
+    int rc;
+    if (!bp->col) {
+        assert_null(bp->val);
+        rc = gw_block_decode(bp->block, bp->len, d->t + d->n, d->v + d->n, 128 - d->n, &got);
+        if (rc) return rc;
+        d->whole++;
+    } else {
+        assert_null(bp->block);
+        rc = gw_block_ts_decode(bp->col, bp->col_len, d->t + d->n, 128 - d->n, &got);
+        if (rc) return rc;
+        rc = gw_block_values_decode(bp->val, bp->val_len, got, d->v + d->n);
+        if (rc) return rc;
+        if (d->parts < 8) d->col[d->parts] = bp->col;
+        d->parts++;
+    }
+    d->n += got;
+    return GW_OK;
+}
+
 static void test_store_blob_shared_columns(void **state)
 {
     struct fx *f = *state;
@@ -1288,6 +1332,41 @@ static void test_store_blob_shared_columns(void **state)
             if (k == 1) /* the later GWB1 blob of the same window follows */
                 assert_true(d.t[40] == W0 + 3000000 && d.v[42] == 9);
         }
+        /* unjoined: the same samples; sids 2, 4, 6 name one column, 8
+         * another; asked twice in one transaction (the second time the
+         * blob's directory is known) */
+        const uint8_t *shared = NULL, *other = NULL;
+        for (int pass = 0; pass < 2; pass++) {
+            for (int k = 0; k < 4; k++) {
+                struct dec_parts dp;
+                memset(&dp, 0, sizeof dp);
+                assert_int_equal(
+                    gw_store_block_parts_get(t, 1, 0, sids[k], INT64_MIN, INT64_MAX, dec_part_cb, &dp), GW_OK);
+                size_t n = k == 3 ? 20 : 40;
+                assert_int_equal(dp.n, n + (k == 1 ? 3 : 0));
+                assert_int_equal(dp.parts, 1);
+                assert_int_equal(dp.whole, k == 1 ? 1 : 0);
+                for (size_t i = 0; i < n; i++) {
+                    assert_true(dp.t[i] == u.t[k == 3][i]);
+                    assert_memory_equal(&dp.v[i], &u.v[k][i], 8);
+                }
+                if (k == 1) assert_true(dp.t[40] == W0 + 3000000 && dp.v[42] == 9);
+                if (k < 3) {
+                    if (!shared) shared = dp.col[0];
+                    assert_ptr_equal(dp.col[0], shared);
+                } else {
+                    other = dp.col[0];
+                }
+            }
+        }
+        assert_non_null(other);
+        assert_ptr_not_equal(other, shared);
+        struct dec_parts dp;
+        memset(&dp, 0, sizeof dp);
+        assert_int_equal(gw_store_block_parts_get(t, 1, 0, 10, INT64_MIN, INT64_MAX, dec_part_cb, &dp), GW_OK);
+        assert_int_equal(dp.n, 40);
+        assert_int_equal(dp.whole, 1);
+        assert_int_equal(gw_store_block_parts_get(t, 1, 0, 10, INT64_MIN, INT64_MAX, NULL, NULL), GW_EINVAL);
         struct dec_blocks d;
         memset(&d, 0, sizeof d);
         assert_int_equal(gw_store_blocks_get(t, 1, 0, 10, INT64_MIN, INT64_MAX, dec_block_cb, &d), GW_OK);
@@ -1351,6 +1430,9 @@ static void test_store_corrupt_blob_detected(void **state)
     assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, WN, WN), GW_ECORRUPT);
     /* a blob refused once is checked (and refused) again */
     assert_int_equal(gw_store_blocks_get(t, 1, 0, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_ECORRUPT);
+    struct dec_parts dp;
+    memset(&dp, 0, sizeof dp);
+    assert_int_equal(gw_store_block_parts_get(t, 1, 0, 5, INT64_MIN, INT64_MAX, dec_part_cb, &dp), GW_ECORRUPT);
     struct pb_seen pb;
     memset(&pb, 0, sizeof pb);
     assert_int_equal(gw_store_partition_blocks_each(t, -1, pb_cb, &pb), GW_ECORRUPT);

@@ -58,5 +58,15 @@ int gw_block_values_encode(const double *v, size_t n, struct gw_buf *out);
  * column header or kind byte (a column/part mismatch shows as GW_ECORRUPT
  * from gw_block_decode), GW_ENOMEM, GW_ETOOLARGE. */
 int gw_block_join(const uint8_t *col, size_t col_len, const uint8_t *val, size_t val_len, struct gw_buf *out);
+/* Decoding the split form without joining (a reader that meets one column
+ * under many value parts decodes the column once): gw_block_ts_decode()
+ * decodes column col into t (cap >= its count, from gw_block_info) and
+ * sets *n; gw_block_values_decode() decodes value part val of n values
+ * (n = its column's count) into v. Together they give exactly what
+ * gw_block_decode gives for the joined block. Untrusted input: GW_ECORRUPT
+ * (also for a column with bytes after its timestamp section), GW_ELIMIT
+ * (cap too small), GW_EINVAL (n == 0 or too large), GW_ENOMEM. */
+int gw_block_ts_decode(const uint8_t *col, size_t col_len, int64_t *t, size_t cap, size_t *n);
+int gw_block_values_decode(const uint8_t *val, size_t val_len, size_t n, double *v);
 
 #endif /* GW_BLOCK_H */

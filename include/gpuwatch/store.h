@@ -192,6 +192,25 @@ int gw_store_blob_put_cols(struct gw_store_txn *t, uint32_t node_id, int64_t win
 typedef int (*gw_store_block_cb)(void *ud, int64_t block_mint, const uint8_t *block, size_t len);
 int gw_store_blocks_get(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
                         int64_t mint_lo, int64_t maxt, gw_store_block_cb cb, void *ud);
+/* The same visit, with blocks stored as a value part of a shared timestamp
+ * column handed over unjoined, so a reader can decode each column once
+ * (gw_block_ts_decode) and only the values per series
+ * (gw_block_values_decode). Either block (a whole block, col NULL) or col
+ * and val are set. Pointers are into the map: valid while the transaction
+ * lasts, and within one read transaction a column's address identifies
+ * it (the same address is the same bytes). Errors as gw_store_blocks_get. */
+struct gw_store_block_part {
+    int64_t window_start;       /* the blob's window start */
+    const uint8_t *block;       /* a whole block (gw_block_encode output), or NULL */
+    size_t len;
+    const uint8_t *col;         /* else: the timestamp column (gw_block_ts_encode output) */
+    size_t col_len;
+    const uint8_t *val;         /* and the series' value part (gw_block_values_encode output) */
+    size_t val_len;
+};
+typedef int (*gw_store_part_cb)(void *ud, const struct gw_store_block_part *p);
+int gw_store_block_parts_get(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
+                             int64_t mint_lo, int64_t maxt, gw_store_part_cb cb, void *ud);
 /* 1 if the series has any block in a window starting in [mint_lo, maxt],
  * 0 if not, or a negative error. */
 int gw_store_blocks_any(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,

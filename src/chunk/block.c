@@ -1108,6 +1108,31 @@ int gw_block_info(const uint8_t *b, size_t len, uint32_t *n, int64_t *mint, int6
     return GW_OK;
 }
 
+/* One decompression context per thread as well (made on first use). */
+static pthread_key_t dctx_key;
+static pthread_once_t dctx_once = PTHREAD_ONCE_INIT;
+
+static void dctx_free(void *p) { ZSTD_freeDCtx(p); }
+static void dctx_key_init(void) { (void)pthread_key_create(&dctx_key, dctx_free); }
+
+static ZSTD_DCtx *thread_dctx(void)
+{
+    pthread_once(&dctx_once, dctx_key_init);
+    ZSTD_DCtx *dc = pthread_getspecific(dctx_key);
+    if (dc)
+        return dc;
+    dc = ZSTD_createDCtx();
+    if (!dc)
+        return NULL;
+    size_t r = ZSTD_DCtx_setParameter(dc, ZSTD_d_format, ZSTD_f_zstd1_magicless);
+    if (!ZSTD_isError(r)) r = ZSTD_DCtx_setParameter(dc, ZSTD_d_windowLogMax, 27);
+    if (ZSTD_isError(r) || pthread_setspecific(dctx_key, dc) != 0) {
+        ZSTD_freeDCtx(dc);
+        return NULL;
+    }
+    return dc;
+}
+
 static int zstd_body(const uint8_t *src, size_t len, size_t bound, uint8_t **out, size_t *olen)
 {
     ZSTD_frameHeader fh;
@@ -1119,15 +1144,14 @@ static int zstd_body(const uint8_t *src, size_t len, size_t bound, uint8_t **out
     uint8_t *buf = malloc(cap);
     if (!buf)
         return GW_ENOMEM;
-    ZSTD_DCtx *dc = ZSTD_createDCtx();
+    ZSTD_DCtx *dc = thread_dctx();
     if (!dc) {
         free(buf);
         return GW_ENOMEM;
     }
-    r = ZSTD_DCtx_setParameter(dc, ZSTD_d_format, ZSTD_f_zstd1_magicless);
-    if (!ZSTD_isError(r)) r = ZSTD_DCtx_setParameter(dc, ZSTD_d_windowLogMax, 27);
-    if (!ZSTD_isError(r)) r = ZSTD_decompressDCtx(dc, buf, cap, src, len);
-    ZSTD_freeDCtx(dc);
+    r = ZSTD_decompressDCtx(dc, buf, cap, src, len);
+    if (ZSTD_isError(r))
+        ZSTD_DCtx_reset(dc, ZSTD_reset_session_only);
     if (ZSTD_isError(r) || r != cap) {
         free(buf);
         return GW_ECORRUPT;
@@ -1296,6 +1320,24 @@ static int decode_dec(struct rd *r, uint8_t mode, size_t n, double *v)
     return 1;
 }
 
+/* The value section of n values, which must end exactly at r's end. */
+static int decode_values(struct rd *r, size_t n, double *v)
+{
+    uint8_t mode;
+    if (!r_byte(r, &mode))
+        return 0;
+    if ((mode & 3u) == VM_XOR) {
+        if (mode != VM_XOR || !xor_read(r, n, v))
+            return 0;
+    } else if ((mode & 3u) == VM_DEC) {
+        if ((mode >> 4) > BLK_MAX_K || !decode_dec(r, mode, n, v))
+            return 0;
+    } else {
+        return 0;
+    }
+    return r->pos == r->len;
+}
+
 int gw_block_decode(const uint8_t *b, size_t len, int64_t *t, double *v, size_t cap, size_t *n)
 {
     struct hdr h;
@@ -1317,25 +1359,51 @@ int gw_block_decode(const uint8_t *b, size_t len, int64_t *t, double *v, size_t 
     struct rd r = {body, blen, 0, 0};
     if (!decode_ts(&r, &h, t))
         goto out;
-    uint8_t mode;
-    if (!r_byte(&r, &mode))
-        goto out;
-    if ((mode & 3u) == VM_XOR) {
-        if (mode != VM_XOR || !xor_read(&r, h.n, v))
-            goto out;
-    } else if ((mode & 3u) == VM_DEC) {
-        if ((mode >> 4) > BLK_MAX_K || !decode_dec(&r, mode, h.n, v))
-            goto out;
-    } else {
-        goto out;
-    }
-    if (r.pos != r.len)
+    if (!decode_values(&r, h.n, v))
         goto out;
     *n = h.n;
     rc = GW_OK;
 out:
     free(zbody);
     return rc;
+}
+
+int gw_block_ts_decode(const uint8_t *col, size_t col_len, int64_t *t, size_t cap, size_t *n)
+{
+    struct hdr h;
+    int rc = parse_header(col, col_len, &h);
+    if (rc != GW_OK)
+        return rc;
+    if (h.flags & BLK_FLAG_ZSTD)
+        return GW_ECORRUPT;
+    if (!t || cap < h.n)
+        return GW_ELIMIT;
+    struct rd r = {col + h.len, col_len - h.len, 0, 0};
+    if (!decode_ts(&r, &h, t) || r.pos != r.len)
+        return GW_ECORRUPT;
+    *n = h.n;
+    return GW_OK;
+}
+
+int gw_block_values_decode(const uint8_t *val, size_t val_len, size_t n, double *v)
+{
+    if (!v || n == 0 || n > GW_BLOCK_MAX_SAMPLES)
+        return GW_EINVAL;
+    if (!val || val_len < 2 || (val[0] & ~BLK_FLAG_ZSTD) != 0)
+        return GW_ECORRUPT;
+    const uint8_t *sec = val + 1;
+    size_t slen = val_len - 1;
+    uint8_t *zbody = NULL;
+    if (val[0] & BLK_FLAG_ZSTD) {
+        int rc = zstd_body(sec, slen, body_bound(n), &zbody, &slen);
+        if (rc != GW_OK)
+            return rc;
+        sec = zbody;
+    }
+    struct rd r = {sec, slen, 0, 0};
+    int ok = decode_values(&r, n, v);
+    free(zbody);
+    return ok ? GW_OK : GW_ECORRUPT;
 }
 
 int gw_block_join(const uint8_t *col, size_t col_len, const uint8_t *val, size_t val_len, struct gw_buf *out)

@@ -401,6 +401,103 @@ struct dec_ctx {
     int64_t mint, maxt;
 };
 
+/* ---- timestamp columns, decoded once per reader ----
+ * Series scraped together share one timestamp column per blob (store
+ * format 3), and a query reads many series of one node: each column is
+ * decoded the first time a reader meets it and kept, keyed by its address
+ * in the map (fixed while the reader's transaction lasts: one cache per
+ * thread and transaction). Beyond TS_CACHE_MAX_BYTES of kept timestamps,
+ * further columns are decoded into a scratch array every time. */
+#define TS_CACHE_MAX_BYTES (64u << 20)
+
+struct ts_ent {
+    const uint8_t *col;           /* NULL: free slot */
+    int64_t *t;
+    uint32_t n;
+};
+
+struct ts_cache {
+    struct ts_ent *e;
+    size_t cap, n, bytes;
+    int64_t *scratch;             /* an uncached column */
+    size_t scratch_cap;
+};
+
+static void ts_cache_free(struct ts_cache *c)
+{
+    for (size_t i = 0; i < c->cap; i++) free(c->e[i].t);
+    free(c->e);
+    free(c->scratch);
+    memset(c, 0, sizeof *c);
+}
+
+static size_t ts_slot(const uint8_t *col, size_t cap)
+{
+    uint64_t h = (uint64_t)(uintptr_t)col * UINT64_C(0x9e3779b97f4a7c15);
+    return (size_t)(h >> 32) & (cap - 1);
+}
+
+static int ts_cache_grow(struct ts_cache *c)
+{
+    size_t nc = c->cap ? 2 * c->cap : 64;
+    struct ts_ent *ne = calloc(nc, sizeof *ne);
+    if (!ne) return GW_ENOMEM;
+    for (size_t i = 0; i < c->cap; i++) {
+        if (!c->e[i].col) continue;
+        size_t j = ts_slot(c->e[i].col, nc);
+        while (ne[j].col) j = (j + 1) & (nc - 1);
+        ne[j] = c->e[i];
+    }
+    free(c->e);
+    c->e = ne;
+    c->cap = nc;
+    return GW_OK;
+}
+
+/* The decoded timestamps of column col (n of them, from its header). */
+static int ts_cache_get(struct ts_cache *c, const uint8_t *col, size_t col_len, uint32_t n, const int64_t **t)
+{
+    size_t j = 0;
+    if (c->cap) {
+        for (j = ts_slot(col, c->cap); c->e[j].col; j = (j + 1) & (c->cap - 1)) {
+            if (c->e[j].col == col) {
+                if (c->e[j].n != n) return GW_ECORRUPT;
+                *t = c->e[j].t;
+                return GW_OK;
+            }
+        }
+    }
+    size_t got = 0;
+    int rc;
+    if (c->bytes + (size_t)n * sizeof(int64_t) > TS_CACHE_MAX_BYTES) {
+        if (c->scratch_cap < n) {
+            int64_t *ns = realloc(c->scratch, (size_t)n * sizeof *ns);
+            if (!ns) return GW_ENOMEM;
+            c->scratch = ns;
+            c->scratch_cap = n;
+        }
+        if ((rc = gw_block_ts_decode(col, col_len, c->scratch, n, &got))) return rc;
+        if (got != n) return GW_ECORRUPT;
+        *t = c->scratch;
+        return GW_OK;
+    }
+    int64_t *d = malloc((size_t)n * sizeof *d);
+    if (!d) return GW_ENOMEM;
+    rc = gw_block_ts_decode(col, col_len, d, n, &got);
+    if (rc == GW_OK && got != n) rc = GW_ECORRUPT;
+    if (rc == GW_OK && 2 * (c->n + 1) > c->cap) rc = ts_cache_grow(c);
+    if (rc) {
+        free(d);
+        return rc;
+    }
+    for (j = ts_slot(col, c->cap); c->e[j].col; j = (j + 1) & (c->cap - 1)) {}
+    c->e[j] = (struct ts_ent){.col = col, .t = d, .n = n};
+    c->n++;
+    c->bytes += (size_t)n * sizeof *d;
+    *t = d;
+    return GW_OK;
+}
+
 /* Decodes one block into out (appended), keeping [mint, maxt]. */
 static int dec_block_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t len)
 {
@@ -428,6 +525,40 @@ static int dec_block_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t l
     if (lo > 0 && hi > lo) {
         memmove(t, t + lo, (hi - lo) * sizeof *t);
         memmove(v, v + lo, (hi - lo) * sizeof *v);
+    }
+    o->n += hi - lo;
+    return GW_OK;
+}
+
+struct part_ctx_dec {
+    struct dec_ctx d;
+    struct ts_cache *tc;
+};
+
+/* One block from gw_store_block_parts_get: a whole block as dec_block_cb
+ * does, a value part with its column's timestamps from the cache. */
+static int dec_part_cb(void *ud, const struct gw_store_block_part *bp)
+{
+    struct part_ctx_dec *c = ud;
+    if (!bp->col) return dec_block_cb(&c->d, bp->window_start, bp->block, bp->len);
+    uint32_t n;
+    int64_t mi, ma;
+    int rc = block_overlaps(bp->col, bp->col_len, c->d.mint, c->d.maxt, &n, &mi, &ma);
+    if (rc <= 0) return rc;
+    const int64_t *ts;
+    if ((rc = ts_cache_get(c->tc, bp->col, bp->col_len, n, &ts))) return rc;
+    struct sample_vec *o = c->d.out;
+    if ((rc = sv_reserve(o, n))) return rc;
+    double *v = o->v + o->n;
+    if ((rc = gw_block_values_decode(bp->val, bp->val_len, n, v))) return rc;
+    size_t lo = 0, hi = n;
+    if (mi < c->d.mint)
+        while (lo < hi && ts[lo] < c->d.mint) lo++;
+    if (ma > c->d.maxt)
+        while (hi > lo && ts[hi - 1] > c->d.maxt) hi--;
+    if (hi > lo) {
+        memcpy(o->t + o->n, ts + lo, (hi - lo) * sizeof *ts);
+        if (lo > 0) memmove(v, v + lo, (hi - lo) * sizeof *v);
     }
     o->n += hi - lo;
     return GW_OK;
@@ -482,12 +613,12 @@ static int add_head(struct sel *s, const struct gw_db_select *q, struct rdr *r)
 
 /* Samples of s in [q->mint, q->maxt] into r->res (valid until the next
  * read into r). */
-static int read_series(struct gw_store_txn *t, struct sel *s, const struct gw_db_select *q, int64_t lo,
-                       struct rdr *r)
+static int read_series(struct gw_store_txn *t, struct ts_cache *tc, struct sel *s, const struct gw_db_select *q,
+                       int64_t lo, struct rdr *r)
 {
     r->stored.n = 0;
-    struct dec_ctx dc = {.out = &r->stored, .mint = q->mint, .maxt = q->maxt};
-    int rc = gw_store_blocks_get(t, s->node_id, s->gpu, s->sid, lo, q->maxt, dec_block_cb, &dc);
+    struct part_ctx_dec dc = {.d = {.out = &r->stored, .mint = q->mint, .maxt = q->maxt}, .tc = tc};
+    int rc = gw_store_block_parts_get(t, s->node_id, s->gpu, s->sid, lo, q->maxt, dec_part_cb, &dc);
     if (rc && rc != 1) return rc;
     return add_head(s, q, r);
 }
@@ -669,9 +800,9 @@ static int par_take(struct par *p, size_t *i)
     return 1;
 }
 
-static void par_decode(struct par *p, struct gw_store_txn *t, size_t i)
+static void par_decode(struct par *p, struct gw_store_txn *t, struct ts_cache *tc, size_t i)
 {
-    int rc = read_series(t, &p->sels[i], p->q, p->lo, &p->slots[i % PAR_SLOTS]);
+    int rc = read_series(t, tc, &p->sels[i], p->q, p->lo, &p->slots[i % PAR_SLOTS]);
     pthread_mutex_lock(&p->mu);
     p->rcs[i] = rc;
     p->ready[i] = 1;
@@ -684,12 +815,13 @@ static void *par_helper(void *arg)
     struct par *p = arg;
     struct gw_store_txn *t = NULL;
     if (gw_store_read_begin(p->db->store, &t, NULL) != GW_OK) return NULL;
+    struct ts_cache tc = {0};
     pthread_mutex_lock(&p->mu);
     for (;;) {
         size_t i;
         if (par_take(p, &i)) {
             pthread_mutex_unlock(&p->mu);
-            par_decode(p, t, i);
+            par_decode(p, t, &tc, i);
             pthread_mutex_lock(&p->mu);
             continue;
         }
@@ -697,6 +829,7 @@ static void *par_helper(void *arg)
         pthread_cond_wait(&p->cv, &p->mu);
     }
     pthread_mutex_unlock(&p->mu);
+    ts_cache_free(&tc);
     gw_store_read_end(t);
     return NULL;
 }
@@ -754,13 +887,14 @@ static int select_parallel(struct gw_db *db, const struct gw_db_select *q, struc
         started++;
     }
     int rc = GW_OK;
+    struct ts_cache tc = {0};
     for (size_t i = 0; i < n && rc == GW_OK; i++) {
         pthread_mutex_lock(&p->mu);
         while (!p->ready[i]) {
             size_t j;
             if (par_take(p, &j)) {
                 pthread_mutex_unlock(&p->mu);
-                par_decode(p, *t, j);
+                par_decode(p, *t, &tc, j);
                 pthread_mutex_lock(&p->mu);
             } else {
                 pthread_cond_wait(&p->cv, &p->mu);
@@ -789,6 +923,7 @@ static int select_parallel(struct gw_db *db, const struct gw_db_select *q, struc
     p->stop = 1;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
+    ts_cache_free(&tc);
     gw_store_read_end(*t);
     *t = NULL;
     for (size_t k = 0; k < started; k++) pthread_join(th[k], NULL);
@@ -825,13 +960,14 @@ int gw_db_select(struct gw_db *db, const struct gw_db_select *q, gw_db_series_cb
     }
     struct rdr r;
     memset(&r, 0, sizeof r);
+    struct ts_cache tc = {0};
     for (size_t i = 0; i < n; i++) {
         struct sel *s = &sels[i];
         if (!q->with_samples) {
             if (q->only_with_data && !has_data(db, t, s, q->mint, q->maxt)) continue;
             rc = cb(ud, s->sid, s->labels, s->labels_len, NULL, NULL, 0);
         } else {
-            rc = q->max_samples ? read_series(t, s, q, lo, &r) : read_series_split(t, s, q, lo, &r);
+            rc = q->max_samples ? read_series(t, &tc, s, q, lo, &r) : read_series_split(t, s, q, lo, &r);
             if (rc) {
                 rc = select_error(err, s, rc);
                 break;
@@ -854,6 +990,7 @@ int gw_db_select(struct gw_db *db, const struct gw_db_select *q, gw_db_series_cb
         if (rc) break;
     }
     rdr_free(&r);
+    ts_cache_free(&tc);
     free_sels(sels, n);
     gw_store_read_end(t);
     return rc;

@@ -407,12 +407,14 @@ void gw_store_blob_col(const struct gw_store_blob *b, uint32_t c, const uint8_t 
     *len = end - start;
 }
 
-int gw_store_blob_resolve(const struct gw_store_blob *b, uint32_t i, struct gw_buf *scratch, const uint8_t **p,
-                          size_t *len)
+int gw_store_blob_split(const struct gw_store_blob *b, uint32_t i, const uint8_t **p, size_t *len,
+                        const uint8_t **col, size_t *col_len)
 {
     const uint8_t *e;
     size_t elen;
     gw_store_blob_block(b, i, &e, &elen);
+    *col = NULL;
+    *col_len = 0;
     if (!b->v2) {
         *p = e;
         *len = elen;
@@ -422,16 +424,28 @@ int gw_store_blob_resolve(const struct gw_store_blob *b, uint32_t i, struct gw_b
     size_t k = gw_uvarint_get(e, elen, &ref);
     if (k == 0 || ref > b->ncols)
         return GW_ECORRUPT;
-    if (ref == 0) {
-        *p = e + k;
-        *len = elen - k;
+    *p = e + k;
+    *len = elen - k;
+    if (ref > 0)
+        gw_store_blob_col(b, (uint32_t)(ref - 1), col, col_len);
+    return GW_OK;
+}
+
+int gw_store_blob_resolve(const struct gw_store_blob *b, uint32_t i, struct gw_buf *scratch, const uint8_t **p,
+                          size_t *len)
+{
+    const uint8_t *e, *col;
+    size_t elen, clen;
+    int src = gw_store_blob_split(b, i, &e, &elen, &col, &clen);
+    if (src != GW_OK)
+        return src;
+    if (!col) {
+        *p = e;
+        *len = elen;
         return GW_OK;
     }
-    const uint8_t *col;
-    size_t clen;
-    gw_store_blob_col(b, (uint32_t)(ref - 1), &col, &clen);
     gw_buf_reset(scratch);
-    int rc = gw_block_join(col, clen, e + k, elen - k, scratch);
+    int rc = gw_block_join(col, clen, e, elen, scratch);
     if (rc != GW_OK)
         return rc == GW_ENOMEM ? rc : GW_ECORRUPT;
     *p = scratch->data;

@@ -2243,11 +2243,12 @@ int gw_store_blob_put_cols(struct gw_store_txn *t, uint32_t node_id, int64_t win
     return blob_put(t, node_id, window_start, cols ? cols : &none, cols ? ncols : 0, entries, n);
 }
 
-/* Shared by blocks_get and blocks_any: cb == NULL means "stop at the
- * first block and return 1". Blobs are visited in key order (day, window
- * start, seq), the blocks of a blob in directory order. */
+/* Shared by blocks_get, block_parts_get and blocks_any: cb == NULL and
+ * pcb == NULL means "stop at the first block and return 1". Blobs are
+ * visited in key order (day, window start, seq), the blocks of a blob in
+ * directory order. */
 static int blocks_scan(struct gw_store_txn *t, uint32_t node_id, uint64_t sid, int64_t mint_lo, int64_t maxt,
-                       gw_store_block_cb cb, void *ud)
+                       gw_store_block_cb cb, gw_store_part_cb pcb, void *ud)
 {
     if (!t || !t->txn)
         return GW_EINVAL;
@@ -2283,17 +2284,34 @@ static int blocks_scan(struct gw_store_txn *t, uint32_t node_id, uint64_t sid, i
             for (uint32_t j = gw_store_blob_lower(&b, (uint32_t)sid); j < b.n && gw_store_blob_sid(&b, j) == sid;
                  j++) {
                 found = 1;
-                if (!cb) {
+                if (!cb && !pcb) {
                     done = 1;
                     break;
                 }
                 const uint8_t *p;
                 size_t len;
-                if ((rc = blob_entry(t, &b, j, &p, &len)) != GW_OK) {
-                    done = 1;
-                    break;
+                int crc;
+                if (pcb) {
+                    struct gw_store_block_part bp = {.window_start = ws};
+                    if ((rc = gw_store_blob_split(&b, j, &p, &len, &bp.col, &bp.col_len)) != GW_OK) {
+                        done = 1;
+                        break;
+                    }
+                    if (bp.col) {
+                        bp.val = p;
+                        bp.val_len = len;
+                    } else {
+                        bp.block = p;
+                        bp.len = len;
+                    }
+                    crc = pcb(ud, &bp);
+                } else {
+                    if ((rc = blob_entry(t, &b, j, &p, &len)) != GW_OK) {
+                        done = 1;
+                        break;
+                    }
+                    crc = cb(ud, ws, p, len);
                 }
-                int crc = cb(ud, ws, p, len);
                 if (crc != 0) {
                     rc = crc < 0 ? crc : GW_OK;
                     done = 1;
@@ -2309,7 +2327,7 @@ static int blocks_scan(struct gw_store_txn *t, uint32_t node_id, uint64_t sid, i
     free(pv.v);
     if (rc != GW_OK)
         return rc;
-    return cb ? GW_OK : found;
+    return cb || pcb ? GW_OK : found;
 }
 
 /* Walks node_id's blobs from the newest partition and window backwards and
@@ -2382,14 +2400,23 @@ int gw_store_blocks_get(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, 
     (void)gpu;
     if (!cb)
         return GW_EINVAL;
-    return blocks_scan(t, node_id, sid, mint_lo, maxt, cb, ud);
+    return blocks_scan(t, node_id, sid, mint_lo, maxt, cb, NULL, ud);
+}
+
+int gw_store_block_parts_get(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
+                             int64_t mint_lo, int64_t maxt, gw_store_part_cb cb, void *ud)
+{
+    (void)gpu;
+    if (!cb)
+        return GW_EINVAL;
+    return blocks_scan(t, node_id, sid, mint_lo, maxt, NULL, cb, ud);
 }
 
 int gw_store_blocks_any(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid, int64_t mint_lo,
                         int64_t maxt)
 {
     (void)gpu;
-    return blocks_scan(t, node_id, sid, mint_lo, maxt, NULL, NULL);
+    return blocks_scan(t, node_id, sid, mint_lo, maxt, NULL, NULL, NULL);
 }
 
 int gw_store_partition_blocks_each(struct gw_store_txn *t, int64_t day, gw_store_any_block_cb cb, void *ud)

@@ -118,6 +118,10 @@ void gw_store_blob_col(const struct gw_store_blob *b, uint32_t c, const uint8_t 
  * GW_ECORRUPT, GW_ENOMEM. */
 int gw_store_blob_resolve(const struct gw_store_blob *b, uint32_t i, struct gw_buf *scratch, const uint8_t **p,
                           size_t *len);
+/* Entry i unjoined: *col = NULL and the whole block in *p, or the
+ * timestamp column in *col and the value part in *p. GW_OK, GW_ECORRUPT. */
+int gw_store_blob_split(const struct gw_store_blob *b, uint32_t i, const uint8_t **p, size_t *len,
+                        const uint8_t **col, size_t *col_len);
 
 /* Partition database names "p%08lld". parse returns 1 and sets *day when
  * name (not NUL-terminated) is exactly a canonical partition name. */
