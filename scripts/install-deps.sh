@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config
       libprotobuf-c-dev protobuf-c-compiler libsnappy-dev libmicrohttpd-dev
       liblmdb-dev lmdb-utils libcmocka-dev libxxhash-dev libzstd-dev libpcre2-dev
-      prometheus prometheus-node-exporter victoria-metrics curl python3)
+      prometheus prometheus-node-exporter victoria-metrics curl python3
+      prometheus-alertmanager)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -22,6 +23,6 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
 # The Debian packages may start system services; tests start their own peers.
-for svc in prometheus prometheus-node-exporter victoria-metrics; do
+for svc in prometheus prometheus-node-exporter victoria-metrics prometheus-alertmanager; do
   (command -v systemctl >/dev/null && systemctl stop "$svc" 2>/dev/null) || true
 done

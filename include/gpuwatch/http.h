@@ -1,6 +1,7 @@
 /* gpuwatch/http.h - the HTTP server (libmicrohttpd; the only includer of
  * microhttpd.h): remote write/read, the Prometheus HTTP API (PromQL
- * queries through the engine of promql.h), health and self-metrics.
+ * queries through the engine of promql.h), alerts and rules (alert.h),
+ * health and self-metrics.
  * Routes and status mapping: src/http/routes.c. */
 #ifndef GW_HTTP_H
 #define GW_HTTP_H
@@ -10,6 +11,8 @@
 #include "gpuwatch/buf.h"
 #include "gpuwatch/db.h"
 #include "gpuwatch/err.h"
+
+struct gw_alerts;
 
 struct gw_http_opts {
     const char *listen;          /* "host:port", "[v6]:port" or ":port"; default 127.0.0.1:9201 */
@@ -22,6 +25,11 @@ struct gw_http_opts {
     int64_t lookback_ms;         /* --query.lookback-delta; default 5 min; lookback_delta overrides */
     int64_t query_timeout_ms;    /* --query.timeout; default 2 min; a smaller timeout= wins */
     uint64_t query_max_samples;  /* --query.max-samples; default 50,000,000 */
+    /* Source of /api/v1/alerts and /api/v1/rules and of the gpuwatch_alerts_*
+     * lines of /metrics (borrowed, must outlive the server); NULL: empty
+     * alert and rule lists. On a started server it is set with
+     * gw_http_set_alerts(). */
+    struct gw_alerts *alerts;
 };
 void gw_http_opts_default(struct gw_http_opts *o);
 
@@ -40,6 +48,9 @@ void gw_http_stop(struct gw_http *h);
  * query_timeout_ms, query_max_samples; 0 = default) on a started server,
  * for the queries that start afterwards (safe while requests run). */
 void gw_http_set_query_opts(struct gw_http *h, const struct gw_http_opts *o);
+
+/* Sets the alert table the server reports (NULL: none); safe while requests run. */
+void gw_http_set_alerts(struct gw_http *h, struct gw_alerts *alerts);
 
 /* Answers one query exactly as GET /api/v1/query (range = 0) or
  * /api/v1/query_range (range = 1) would, without a server: params is the

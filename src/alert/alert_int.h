@@ -83,7 +83,7 @@ struct gw_alerts {
     uint64_t raises;
     uint64_t samples_buffered;       /* front samples waiting for a drain */
     uint64_t samples_dropped;        /* over max_buffered_samples */
-    int64_t last_advance_wall;       /* wall clock of the last advance that moved data time */
+    int64_t synced_now;              /* data time written to the log by the last sync */
 
     struct al_rule *rules;
     size_t n_rules, cap_rules;

@@ -822,7 +822,7 @@ int gw_alerts_open(struct gw_alerts **out, const struct gw_alerts_opts *o, struc
         if (o->max_active > 0) a->opts.max_active = o->max_active;
         if (o->max_buffered_samples > 0) a->opts.max_buffered_samples = o->max_buffered_samples;
     }
-    a->now = INT64_MIN;
+    a->now = a->synced_now = INT64_MIN;
     a->next_due = INT64_MAX;
     a->next_id = 1;
     a->n_buckets = 64;
@@ -847,7 +847,7 @@ int gw_alerts_open(struct gw_alerts **out, const struct gw_alerts_opts *o, struc
         int rc = gw_alert_log_open(a, a->log_dir, &a->log, &next_id, &now, err);
         if (rc == GW_OK) {
             if (next_id > a->next_id) a->next_id = next_id;
-            a->now = now;
+            a->now = a->synced_now = now;
         }
         pthread_mutex_unlock(&a->mu);
         if (rc != GW_OK) {
@@ -893,9 +893,11 @@ int gw_alerts_sync(struct gw_alerts *a, struct gw_error *err)
             }
     uint64_t next_id = a->next_id;
     int64_t now = a->now;
+    int skip = k == 0 && now == a->synced_now;
     pthread_mutex_unlock(&a->mu);
-    int rc = gw_alert_log_write(a->log, v, k, next_id, now, err);
+    int rc = skip ? GW_OK : gw_alert_log_write(a->log, v, k, next_id, now, err);
     pthread_mutex_lock(&a->mu);
+    if (rc == GW_OK) a->synced_now = now;
     if (rc != GW_OK)   /* write them again next time */
         for (int l = 0; l < 2; l++)
             for (struct al_entry *e = lists[l]->head; e; e = e->next)

@@ -8,6 +8,7 @@
  *   /api/v1/query, /api/v1/query_range, /api/v1/series, /api/v1/labels,
  *   /api/v1/query_exemplars GET|POST (form bodies merged with the URL),
  *   /api/v1/format_query GET|POST,
+ *   /api/v1/alerts, /api/v1/rules GET|POST (api_alerts.c; counted under route "other"),
  *   /api/v1/label/<name>/values, /api/v1/metadata, /api/v1/status/buildinfo GET,
  *   /-/ready, /-/healthy, /metrics GET.
  * Unknown /api/ paths answer a JSON 404, other unknown paths plain text.
@@ -17,8 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "gpuwatch/alert.h"
 #include "gpuwatch/log.h"
 #include "http/http_int.h"
+
+/* api_alerts.c */
+void gw_api_alerts(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_rules(struct gw_http_req *rq, struct gw_http_resp *rs);
 
 const int gw_http_counted_codes[GW_HTTP_N_CODES] = {200, 204, 400, 404, 405, 406, 413, 415,
                                                     422, 429, 500, 503, 499, 0};
@@ -247,6 +253,33 @@ static void h_metrics(struct gw_http_req *rq, struct gw_http_resp *rs)
                                   "# TYPE gpuwatch_db_max_time_ms gauge\ngpuwatch_db_max_time_ms %lld\n",
                                (long long)st.mint, (long long)st.maxt);
     }
+    struct gw_alerts *al = __atomic_load_n(&h->opts.alerts, __ATOMIC_ACQUIRE);
+    if (rc == GW_OK && al != NULL) {
+        struct gw_alerts_stats as;
+        struct gw_notifier_stats ns;
+        gw_alerts_stats(al, &as);
+        gw_alerts_notifier_stats(al, &ns);
+        rc = gw_buf_printf(b, "# HELP gpuwatch_alerts_active Alerts raised by the detectors, by state.\n"
+                              "# TYPE gpuwatch_alerts_active gauge\n"
+                              "gpuwatch_alerts_active{state=\"pending\"} %llu\n"
+                              "gpuwatch_alerts_active{state=\"firing\"} %llu\n"
+                              "# HELP gpuwatch_alerts_resolved_kept Resolved alerts still reported (15 min).\n"
+                              "# TYPE gpuwatch_alerts_resolved_kept gauge\ngpuwatch_alerts_resolved_kept %llu\n"
+                              "# HELP gpuwatch_alerts_raises_total Raises by the detectors.\n"
+                              "# TYPE gpuwatch_alerts_raises_total counter\ngpuwatch_alerts_raises_total %llu\n"
+                              "# HELP gpuwatch_alerts_dropped_total Raises ignored (out of memory, active alert cap).\n"
+                              "# TYPE gpuwatch_alerts_dropped_total counter\ngpuwatch_alerts_dropped_total %llu\n"
+                              "# HELP gpuwatch_alerts_notifications_sent_total Alerts delivered to Alertmanager.\n"
+                              "# TYPE gpuwatch_alerts_notifications_sent_total counter\n"
+                              "gpuwatch_alerts_notifications_sent_total %llu\n"
+                              "# HELP gpuwatch_alerts_notifications_errors_total Failed POSTs to Alertmanager.\n"
+                              "# TYPE gpuwatch_alerts_notifications_errors_total counter\n"
+                              "gpuwatch_alerts_notifications_errors_total %llu\n",
+                           (unsigned long long)as.pending, (unsigned long long)as.firing,
+                           (unsigned long long)as.resolved_kept, (unsigned long long)as.raises,
+                           (unsigned long long)as.dropped, (unsigned long long)ns.sent,
+                           (unsigned long long)ns.errors);
+    }
     if (rc != GW_OK) {
         gw_resp_text(rs, 500, "cannot render metrics: %s", gw_strerror(rc));
         return;
@@ -276,6 +309,8 @@ static const struct gw_route routes[] = {
      gw_api_admin_retention},
     {GW_R_ADMIN_FLUSH, "admin_flush", "/api/v1/admin/flush", GW_M_POST, "POST", 1, 1, NULL, gw_api_admin_flush},
     {GW_R_FORMAT_QUERY, "format_query", "/api/v1/format_query", GP, "GET, POST", 1, 1, NULL, gw_api_format_query},
+    {GW_R_NOT_FOUND, "alerts", "/api/v1/alerts", GP, "GET, POST", 1, 1, NULL, gw_api_alerts},
+    {GW_R_NOT_FOUND, "rules", "/api/v1/rules", GP, "GET, POST", 1, 1, NULL, gw_api_rules},
 };
 static const struct gw_route label_values_route = {
     GW_R_LABEL_VALUES, "label_values", "/api/v1/label/", G, "GET", 1, 0, NULL, gw_api_label_values};
