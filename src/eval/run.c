@@ -14,8 +14,9 @@
  *   -> every alert that fired, as its latest state (gw_alerts_on_change
  *      keeps one record per alert id), mapped from hostname to the
  *      timeline's node index, scored by gw_eval_score.
- * The alert engine runs without log or notifier; its ALERTS samples are
- * drained and discarded every DRAIN_SCRAPES scrapes.
+ * The alert engine runs without log or notifier and with its ALERTS
+ * samples turned off (nothing stores them here); whatever it buffers is
+ * still drained and discarded every DRAIN_SCRAPES scrapes.
  *
  * Cost accounting: wall time of the whole run, and the thread CPU time
  * (CLOCK_THREAD_CPUTIME_ID) spent inside detector calls, read once per
@@ -195,6 +196,7 @@ int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc,
     gw_alerts_opts_default(&ao);
     ao.log_dir = NULL;
     ao.max_active = 1000000;
+    ao.samples_interval_ms = -1;   /* no ALERTS series: nothing stores them here */
     if ((rc = gw_alerts_open(&al, &ao, err)) != GW_OK)
         goto out;
     gw_alerts_on_change(al, on_change, &col);
