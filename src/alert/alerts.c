@@ -767,7 +767,9 @@ int gw_alerts_drain_samples(struct gw_alerts *a, gw_alerts_samples_cb cb, void *
     int rc = GW_OK;
     pthread_mutex_lock(&a->drain_mu);
     pthread_mutex_lock(&a->mu);
-    struct al_list *lists[2] = {&a->active, &a->resolved};
+    /* Resolved alerts first: a new alert with the identity of a resolved one
+     * continues the same ALERTS series after the old one's stale marker. */
+    struct al_list *lists[2] = {&a->resolved, &a->active};
     for (int l = 0; l < 2 && rc == GW_OK; l++)
         for (struct al_entry *e = lists[l]->head; e && rc == GW_OK; e = e->next)
             for (int i = 0; i < 2; i++) {
