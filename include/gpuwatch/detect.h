@@ -25,9 +25,10 @@
  * scrape interval, learnt from the data) and a bucket is evaluated once
  * data time passes its end by a grace period.
  *
- * Thread-safety: one engine is fed by one thread at a time (ingest calls it
- * under the database's append lock). gw_det_snapshot_*() may run from
- * another thread: they take the engine's lock. */
+ * Thread-safety: every function takes the engine's mutex, so the engine
+ * may be fed from any thread and snapshotted from another; per-series time
+ * order is the caller's job (ingest feeds it under the database's append
+ * lock, in the order samples are accepted). */
 #ifndef GW_DETECT_H
 #define GW_DETECT_H
 
@@ -78,7 +79,7 @@ struct gw_det_config {
     double vanish_intervals;        /* a GPU missing this many intervals while its exporter answers (2.5) */
     uint32_t sentinel_scrapes;      /* sentinel values on this many consecutive scrapes (2) */
     int64_t exporter_down_ms;       /* an exporter not answering this long (5 min) */
-    double silent_intervals;        /* a node sending nothing for this many intervals (5) */
+    double silent_intervals;        /* a node sending nothing for this many intervals (6) */
     /* D6 */
     uint32_t throttle_hits;         /* scrapes with throttle reasons (>= 0x8) and clock loss ... (3) */
     uint32_t throttle_of;           /* ... of the last N (4) */

@@ -1,0 +1,214 @@
+/* config.c - the detector configuration file.
+ *
+ * Format: one "key = value" per line; '#' starts a comment; blank lines
+ * ignored. Values: numbers ("0.4", "1e15"), durations with a unit
+ * ("90s", "5m", "72h", "7d", "500ms"), on/off for d1..d6. Unknown keys and
+ * bad values are errors naming the file, line and key. Example:
+ *
+ *   # fewer, later memory warnings
+ *   remap_count = 3
+ *   remap_window = 48h
+ *   d4 = off
+ *
+ * gw_det_config_write() prints every key with its current value and its
+ * meaning: `gpuwatch serve --print-detector-config` shows the defaults. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gpuwatch/codec.h"
+#include "gpuwatch/detect.h"
+
+enum kind { K_BOOL, K_DUR, K_DBL, K_U32 };
+
+struct key {
+    const char *name;
+    enum kind kind;
+    size_t off;
+    const char *doc;
+};
+
+#define F(f) offsetof(struct gw_det_config, f)
+static const struct key k_keys[] = {
+    {"d1", K_BOOL, F(enable[1]), "D1 XID onsets"},
+    {"d2", K_BOOL, F(enable[2]), "D2 memory degradation"},
+    {"d3", K_BOOL, F(enable[3]), "D3 interconnect error rates"},
+    {"d4", K_BOOL, F(enable[4]), "D4 multi-signal collapse against peers"},
+    {"d5", K_BOOL, F(enable[5]), "D5 telemetry structure (vanished GPU, sentinels, silent node)"},
+    {"d6", K_BOOL, F(enable[6]), "D6 throttling and temperature"},
+    {"interval", K_DUR, F(interval_ms), "scrape interval; 0 = learn it from the data"},
+    {"grace", K_DUR, F(grace_ms), "an interval is evaluated this long after its end; 0 = one interval"},
+    {"sentinel_min", K_DBL, F(sentinel_min), "values at or above this are the exporter's sentinels"},
+    {"xid_hold", K_DUR, F(xid_hold_ms), "an XID alert stays active this long after its newest onset"},
+    {"collective_window", K_DUR, F(collective_window_ms), "application XIDs of one code within this window ..."},
+    {"collective_nodes", K_U32, F(collective_nodes), "... on at least this many nodes are one job-level abort"},
+    {"repeat_bursts", K_U32, F(repeat_bursts), "application-XID bursts on one GPU within repeat_window: hardware suspect"},
+    {"repeat_window", K_DUR, F(repeat_window_ms), "window of repeat_bursts"},
+    {"burst_gap", K_DUR, F(burst_gap_ms), "onsets of one XID on one GPU closer than this are one burst"},
+    {"remap_count", K_U32, F(remap_count), "correctable remapped rows added within remap_window: warning"},
+    {"remap_window", K_DUR, F(remap_window_ms), "window of remap_count"},
+    {"sbe_count", K_U32, F(sbe_count), "scrapes with new single-bit ECC errors within sbe_window: warning"},
+    {"sbe_window", K_DUR, F(sbe_window_ms), "window of sbe_count"},
+    {"pending_for", K_DUR, F(pending_for_ms), "a pending row remap this long: warning"},
+    {"memory_hold", K_DUR, F(memory_hold_ms), "memory trend alerts stay active this long after the newest sign"},
+    {"link_hits", K_U32, F(link_hits), "scrapes with new link errors ..."},
+    {"link_of", K_U32, F(link_of), "... of the last this many scrapes (1-8): warning"},
+    {"link_burst", K_DBL, F(link_burst), "or this many new link errors in one scrape"},
+    {"link_hold", K_DUR, F(link_hold_ms), "link alerts stay active this long after the newest hit"},
+    {"frozen_util", K_DBL, F(frozen_util), "frozen GPU: utilisation (%) at least this ..."},
+    {"frozen_power_ratio", K_DBL, F(frozen_power_ratio), "... and power below this share of the busy GPUs' median ..."},
+    {"frozen_clock_ratio", K_DBL, F(frozen_clock_ratio), "... and SM clock below this share of their median ..."},
+    {"frozen_buckets", K_U32, F(frozen_buckets), "... for this many evaluations"},
+    {"collapse_ratio", K_DBL, F(collapse_ratio), "busy node's interrupts and runnable processes below this share of the busy nodes' medians ..."},
+    {"collapse_buckets", K_U32, F(collapse_buckets), "... for this many evaluations"},
+    {"mask_fraction", K_DBL, F(mask_fraction), "this share of nodes changing busy state at once is a job start/stop ..."},
+    {"mask_duration", K_DUR, F(mask_ms), "... and masks node collapse checks this long"},
+    {"min_peers", K_U32, F(min_peers), "peer medians need at least this many members"},
+    {"vanish_intervals", K_DBL, F(vanish_intervals), "a GPU silent this many intervals while its exporter answers has vanished"},
+    {"sentinel_scrapes", K_U32, F(sentinel_scrapes), "sentinel values on this many consecutive evaluations"},
+    {"exporter_down", K_DUR, F(exporter_down_ms), "one exporter not answering this long: warning"},
+    {"silent_intervals", K_DBL, F(silent_intervals), "no exporter of a node answering this many intervals: node silent"},
+    {"throttle_hits", K_U32, F(throttle_hits), "throttle reasons with clock loss on this many ..."},
+    {"throttle_of", K_U32, F(throttle_of), "... of the last this many evaluations (1-8): warning"},
+    {"throttle_clock_loss", K_DBL, F(throttle_clock_loss), "SM clock this share below the busy GPUs' median counts as loss"},
+    {"throttle_long", K_DUR, F(throttle_long_ms), "throttle reasons alone for this long: warning"},
+    {"temp_warn", K_DBL, F(temp_warn), "die temperature (C) warning band ..."},
+    {"temp_warn_for", K_DUR, F(temp_warn_ms), "... held this long (also for the HBM band)"},
+    {"temp_crit", K_DBL, F(temp_crit), "die temperature (C) critical band ..."},
+    {"temp_crit_for", K_DUR, F(temp_crit_ms), "... held this long"},
+    {"hbm_temp_warn", K_DBL, F(hbm_temp_warn), "HBM temperature (C) warning band"},
+    {"slow_hold", K_DUR, F(slow_hold_ms), "throttle and temperature alerts stay active this long"},
+};
+#undef F
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n')) s[--n] = 0;
+    return s;
+}
+
+static int set_value(struct gw_det_config *c, const struct key *k, const char *v)
+{
+    char *base = (char *)c + k->off;
+    char *end;
+    switch (k->kind) {
+    case K_BOOL:
+        if (!strcmp(v, "on") || !strcmp(v, "true") || !strcmp(v, "1")) *(int *)base = 1;
+        else if (!strcmp(v, "off") || !strcmp(v, "false") || !strcmp(v, "0")) *(int *)base = 0;
+        else return -1;
+        return 0;
+    case K_DUR: {
+        int64_t ms;
+        if (!strcmp(v, "0")) ms = 0;
+        else if (gw_parse_duration_ms(v, &ms) != GW_OK || ms < 0) return -1;
+        *(int64_t *)base = ms;
+        return 0;
+    }
+    case K_DBL: {
+        errno = 0;
+        double x = strtod(v, &end);
+        if (errno || end == v || *end || x != x || x < 0) return -1;
+        *(double *)base = x;
+        return 0;
+    }
+    case K_U32: {
+        errno = 0;
+        long x = strtol(v, &end, 10);
+        if (errno || end == v || *end || x < 1 || x > 1000000) return -1;
+        *(uint32_t *)base = (uint32_t)x;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+static const char *kind_hint(enum kind k)
+{
+    switch (k) {
+    case K_BOOL: return "on or off";
+    case K_DUR: return "a duration like 90s, 5m, 72h or 7d";
+    case K_DBL: return "a non-negative number";
+    default: return "an integer from 1 to 1000000";
+    }
+}
+
+int gw_det_config_load(struct gw_det_config *c, const char *path, struct gw_error *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        char eb[128];
+        const char *m = strerror_r(errno, eb, sizeof eb);
+        return gw_error_set(err, GW_EIO, "cannot read detector config %s: %s", path, m);
+    }
+    struct gw_det_config tmp = *c;
+    char line[1024];
+    unsigned ln = 0;
+    int rc = GW_OK;
+    while (fgets(line, sizeof line, f)) {
+        ln++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            rc = gw_error_set(err, GW_EINVAL, "%s:%u: line too long", path, ln);
+            break;
+        }
+        char *hash = strchr(line, '#');
+        if (hash) *hash = 0;
+        char *s = trim(line);
+        if (!*s) continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            rc = gw_error_set(err, GW_EINVAL, "%s:%u: expected \"key = value\", got \"%.60s\"", path, ln, s);
+            break;
+        }
+        *eq = 0;
+        char *key = trim(s), *val = trim(eq + 1);
+        const struct key *k = NULL;
+        for (size_t i = 0; i < sizeof k_keys / sizeof k_keys[0]; i++)
+            if (!strcmp(k_keys[i].name, key)) k = &k_keys[i];
+        if (!k) {
+            rc = gw_error_set(err, GW_EINVAL, "%s:%u: unknown key \"%.60s\"", path, ln, key);
+            break;
+        }
+        if (set_value(&tmp, k, val)) {
+            rc = gw_error_set(err, GW_EINVAL, "%s:%u: bad value \"%.60s\" for %s: expected %s", path, ln, val, key,
+                              kind_hint(k->kind));
+            break;
+        }
+    }
+    if (rc == GW_OK && ferror(f)) rc = gw_error_set(err, GW_EIO, "cannot read detector config %s", path);
+    fclose(f);
+    if (rc == GW_OK && (tmp.link_of < 1 || tmp.link_of > 8 || tmp.throttle_of < 1 || tmp.throttle_of > 8))
+        rc = gw_error_set(err, GW_EINVAL, "%s: link_of and throttle_of must be 1 to 8", path);
+    if (rc == GW_OK) *c = tmp;
+    return rc;
+}
+
+static void print_dur(FILE *f, int64_t ms)
+{
+    if (ms == 0) fputs("0", f);
+    else if (ms % 86400000 == 0) fprintf(f, "%lldd", (long long)(ms / 86400000));
+    else if (ms % 3600000 == 0) fprintf(f, "%lldh", (long long)(ms / 3600000));
+    else if (ms % 60000 == 0) fprintf(f, "%lldm", (long long)(ms / 60000));
+    else if (ms % 1000 == 0) fprintf(f, "%llds", (long long)(ms / 1000));
+    else fprintf(f, "%lldms", (long long)ms);
+}
+
+int gw_det_config_write(const struct gw_det_config *c, FILE *f)
+{
+    fputs("# gpuwatch detector configuration (gpuwatch serve --detector-config FILE)\n", f);
+    for (size_t i = 0; i < sizeof k_keys / sizeof k_keys[0]; i++) {
+        const struct key *k = &k_keys[i];
+        const char *base = (const char *)c + k->off;
+        fprintf(f, "# %s\n%s = ", k->doc, k->name);
+        switch (k->kind) {
+        case K_BOOL: fputs(*(const int *)base ? "on" : "off", f); break;
+        case K_DUR: print_dur(f, *(const int64_t *)base); break;
+        case K_DBL: fprintf(f, "%.10g", *(const double *)base); break;
+        case K_U32: fprintf(f, "%u", *(const uint32_t *)base); break;
+        }
+        fputc('\n', f);
+    }
+    return ferror(f) ? GW_EIO : GW_OK;
+}

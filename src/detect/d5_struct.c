@@ -1,0 +1,128 @@
+/* d5_struct.c - D5: telemetry structure, the "quiet failures".
+ *
+ * Per node and evaluation:
+ *  - GpuVanished: the DCGM exporter answers (its `up` is 1, or - when `up`
+ *    is not forwarded - other GPUs of the node reported within 1.5
+ *    intervals) but a GPU that reported before has sent nothing for
+ *    vanish_intervals (fell off the bus, XID 79 often never reaches the
+ *    metrics); all GPUs gone at once is one node-level alert;
+ *  - GpuSentinelValues: two or more of util/power/SM clock/die temperature
+ *    at the exporter's sentinel values (>= sentinel_min) on
+ *    sentinel_scrapes consecutive evaluations;
+ *  - DcgmExporterDown / NodeExporterDown: one exporter of a node not
+ *    answering for exporter_down while the other one does;
+ *  - NodeSilent: neither exporter answering for silent_intervals.
+ * A target "answers" at its newest `up` == 1 sample or data sample.
+ * Brief scrape gaps and exporter restarts (tens of seconds) stay below
+ * every threshold. */
+#include <stdio.h>
+#include "detect_int.h"
+
+void det_d5_rules(struct gw_alerts *a, const struct gw_det_config *c)
+{
+    (void)c;
+    struct gw_alert_rule r[] = {
+        {"GpuVanished", "D5", "a GPU's DCGM series stop while its exporter keeps answering", GW_SEV_CRITICAL, 0, 0},
+        {"GpuSentinelValues", "D5", "DCGM fields of a GPU at the exporter's sentinel values", GW_SEV_CRITICAL, 0, 0},
+        {"DcgmExporterDown", "D5", "the DCGM exporter of a node not answering while node_exporter does",
+         GW_SEV_WARNING, 0, 0},
+        {"NodeExporterDown", "D5", "node_exporter of a node not answering while the DCGM exporter does",
+         GW_SEV_WARNING, 0, 0},
+        {"NodeSilent", "D5", "neither exporter of a node answering", GW_SEV_CRITICAL, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) gw_alerts_add_rule(a, &r[i]);
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+static void raise5(struct gw_det *d, const char *name, enum gw_severity sev, const struct det_node *n, int gpu,
+                   const char *cls, const char *action, const char *summary, const char *ev, int64_t t)
+{
+    struct gw_alert_spec a = {
+        .alertname = name, .severity = sev, .hostname = n->name, .gpu = gpu, .detector = "D5", .cls = cls,
+        .action = action, .summary = summary, .evidence = ev, .score = 0.9, .hold_ms = 3 * det_interval(d),
+    };
+    det_raise(d, &a, t, 5);
+}
+
+void det_d5_eval(struct gw_det *d, int64_t t)
+{
+    int64_t iv = det_interval(d);
+    char summary[256], ev[384], when[32];
+    for (uint32_t i = 0; i < d->n_nodes; i++) {
+        struct det_node *n = &d->nodes[i];
+        if (n->first_seen == INT64_MIN) continue;
+        int64_t ok_dcgm = max64(n->up_ok_t[0], n->last_dcgm), ok_node = max64(n->up_ok_t[1], n->last_node);
+        int has_dcgm = ok_dcgm != INT64_MIN, has_node = ok_node != INT64_MIN;
+        int64_t down_dcgm = has_dcgm ? t - ok_dcgm : 0, down_node = has_node ? t - ok_node : 0;
+        int64_t silent_ms = (int64_t)(d->c.silent_intervals * (double)iv);
+        /* node silent */
+        if ((!has_dcgm || down_dcgm >= silent_ms) && (!has_node || down_node >= silent_ms) && (has_dcgm || has_node)) {
+            int64_t last = max64(ok_dcgm, ok_node);
+            det_fmt_time(last, when, sizeof when);
+            snprintf(summary, sizeof summary, "%s is silent: no exporter answers", n->name);
+            snprintf(ev, sizeof ev, "no data from the node's exporters since %s (%lld s)", when,
+                     (long long)((t - last) / 1000));
+            raise5(d, "NodeSilent", GW_SEV_CRITICAL, n, -1, "other_hw", "reboot_node", summary, ev, t);
+            continue;
+        }
+        /* one exporter down */
+        if (has_dcgm && has_node && down_dcgm >= d->c.exporter_down_ms && down_node < 2 * iv) {
+            det_fmt_time(ok_dcgm, when, sizeof when);
+            snprintf(summary, sizeof summary, "the DCGM exporter on %s does not answer", n->name);
+            snprintf(ev, sizeof ev, "no DCGM data or up == 1 since %s while node_exporter answers", when);
+            raise5(d, "DcgmExporterDown", GW_SEV_WARNING, n, -1, "telemetry", "none", summary, ev, t);
+        }
+        if (has_dcgm && has_node && down_node >= d->c.exporter_down_ms && down_dcgm < 2 * iv) {
+            det_fmt_time(ok_node, when, sizeof when);
+            snprintf(summary, sizeof summary, "node_exporter on %s does not answer", n->name);
+            snprintf(ev, sizeof ev, "no node_exporter data or up == 1 since %s while the DCGM exporter answers", when);
+            raise5(d, "NodeExporterDown", GW_SEV_WARNING, n, -1, "telemetry", "none", summary, ev, t);
+        }
+        /* GPUs: vanished, sentinels */
+        int up_fresh = n->up_t[0] != INT64_MIN && t - n->up_t[0] <= iv + iv / 2;
+        int answering = up_fresh ? n->up_v[0] == 1 : (n->last_dcgm != INT64_MIN && t - n->last_dcgm <= iv + iv / 2);
+        int64_t vanish_ms = (int64_t)(d->c.vanish_intervals * (double)iv);
+        unsigned known = 0, missing = 0;
+        int64_t oldest_seen = INT64_MAX;
+        for (unsigned g = 0; g < n->gpu_count; g++) {
+            struct det_gpu *x = &n->gpus[g];
+            if (x->first_seen == INT64_MIN) continue;
+            known++;
+            if (answering && t - x->last_seen >= vanish_ms) {
+                missing++;
+                if (x->last_seen < oldest_seen) oldest_seen = x->last_seen;
+            }
+            const struct det_val *f[4] = {&x->util, &x->power, &x->clock, &x->temp};
+            unsigned sent = 0;
+            for (int k = 0; k < 4; k++) sent += det_fresh(f[k], t, iv) && f[k]->v >= d->c.sentinel_min;
+            x->sentinel_streak = sent >= 2 ? (uint8_t)(x->sentinel_streak < 255 ? x->sentinel_streak + 1 : 255) : 0;
+            if (x->sentinel_streak >= d->c.sentinel_scrapes) {
+                snprintf(summary, sizeof summary, "%s GPU %u returns sentinel values: the GPU is unreachable", n->name, g);
+                snprintf(ev, sizeof ev, "%u of util/power/clock/temperature at sentinel values (>= %.3g) for %u evaluations",
+                         sent, d->c.sentinel_min, x->sentinel_streak);
+                raise5(d, "GpuSentinelValues", GW_SEV_CRITICAL, n, (int)g, "fell_off_bus", "reboot_node", summary, ev, t);
+            }
+        }
+        if (!missing) continue;
+        if (missing == known && known > 1) {
+            det_fmt_time(oldest_seen, when, sizeof when);
+            snprintf(summary, sizeof summary, "all %u GPUs of %s vanished while its DCGM exporter answers", known, n->name);
+            snprintf(ev, sizeof ev, "no GPU series since %s; the exporter's up is %s", when, up_fresh ? "1" : "not forwarded");
+            raise5(d, "GpuVanished", GW_SEV_CRITICAL, n, -1, "fell_off_bus", "reboot_node", summary, ev, t);
+            continue;
+        }
+        for (unsigned g = 0; g < n->gpu_count; g++) {
+            struct det_gpu *x = &n->gpus[g];
+            if (x->first_seen == INT64_MIN || t - x->last_seen < vanish_ms) continue;
+            det_fmt_time(x->last_seen, when, sizeof when);
+            snprintf(summary, sizeof summary, "%s GPU %u vanished (fell off the bus?)", n->name, g);
+            snprintf(ev, sizeof ev, "GPU %u's series stopped at %s; %u other GPUs and the exporter keep reporting", g, when,
+                     known - missing);
+            raise5(d, "GpuVanished", GW_SEV_CRITICAL, n, (int)g, "fell_off_bus", "reboot_node", summary, ev, t);
+        }
+    }
+}

@@ -1,0 +1,185 @@
+/* snapshot.c - the detector engine's state on disk, so a restart neither
+ * loses nor repeats what the detectors know.
+ *
+ * File layout (host byte order; written and read by the same build - the
+ * structure sizes in the header must match, else the file is refused):
+ *   0   8  magic "GWDETS1\0"
+ *   8   4  sizeof(struct det_series)     12  4  sizeof(struct det_node)
+ *   16  4  sizeof(struct det_xid_onset)  20  4  n_series
+ *   24  4  n_nodes                       28  4  xr_n (collective ring entries)
+ *   32  8  now        40  8  next_eval   48  8  mask_until
+ *   56  8  interval_est (double)  64  8  ref_power  72  8  ref_clock
+ *   80  ... n_series x det_series, n_nodes x det_node, xr_n x det_xid_onset (oldest first)
+ *   end 8  XXH3-64 of every byte before it
+ * Example: 1,000 series and 10 nodes of this build give a file of
+ * 80 + 1000 x sizeof(det_series) + 10 x sizeof(det_node) + 8 bytes.
+ * Written to PATH.tmp, fsynced, renamed over PATH. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include "detect_int.h"
+#include "gpuwatch/buf.h"
+
+#define HDR 80
+
+static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+
+int gw_det_snapshot_save(struct gw_det *d, const char *path, struct gw_error *err)
+{
+    pthread_mutex_lock(&d->mu);
+    size_t n = HDR + (size_t)d->n_series * sizeof(struct det_series) + (size_t)d->n_nodes * sizeof(struct det_node) +
+               (size_t)d->xr_n * sizeof(struct det_xid_onset) + 8;
+    uint8_t *b = malloc(n);
+    if (!b) {
+        pthread_mutex_unlock(&d->mu);
+        return gw_error_set(err, GW_ENOMEM, "out of memory writing the detector snapshot");
+    }
+    memset(b, 0, HDR);
+    memcpy(b, "GWDETS1", 8);
+    put32(b + 8, sizeof(struct det_series));
+    put32(b + 12, sizeof(struct det_node));
+    put32(b + 16, sizeof(struct det_xid_onset));
+    put32(b + 20, d->n_series);
+    put32(b + 24, d->n_nodes);
+    put32(b + 28, d->xr_n);
+    put64(b + 32, (uint64_t)d->now);
+    put64(b + 40, (uint64_t)d->next_eval);
+    put64(b + 48, (uint64_t)d->mask_until);
+    memcpy(b + 56, &d->interval_est, 8);
+    memcpy(b + 64, &d->ref_power, 8);
+    memcpy(b + 72, &d->ref_clock, 8);
+    size_t off = HDR;
+    if (d->n_series) memcpy(b + off, d->series, (size_t)d->n_series * sizeof(struct det_series));
+    off += (size_t)d->n_series * sizeof(struct det_series);
+    if (d->n_nodes) memcpy(b + off, d->nodes, (size_t)d->n_nodes * sizeof(struct det_node));
+    off += (size_t)d->n_nodes * sizeof(struct det_node);
+    for (uint32_t i = 0; i < d->xr_n; i++) {
+        memcpy(b + off, &d->xr[(d->xr_head + i) % DET_XID_RING], sizeof(struct det_xid_onset));
+        off += sizeof(struct det_xid_onset);
+    }
+    pthread_mutex_unlock(&d->mu);
+    put64(b + off, XXH3_64bits(b, off));
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
+        free(b);
+        return gw_error_set(err, GW_EINVAL, "snapshot path too long");
+    }
+    FILE *f = fopen(tmp, "wb");
+    int rc = GW_OK;
+    if (!f || fwrite(b, 1, n, f) != n || fflush(f) != 0 || fsync(fileno(f)) != 0) {
+        char eb[128];
+        const char *m = strerror_r(errno, eb, sizeof eb);
+        rc = gw_error_set(err, GW_EIO, "cannot write %s: %s", tmp, m);
+    }
+    if (f && fclose(f) != 0 && rc == GW_OK) rc = gw_error_set(err, GW_EIO, "cannot close %s", tmp);
+    if (rc == GW_OK && rename(tmp, path) != 0) {
+        char eb[128];
+        const char *m = strerror_r(errno, eb, sizeof eb);
+        rc = gw_error_set(err, GW_EIO, "cannot rename %s: %s", tmp, m);
+    }
+    if (rc != GW_OK) unlink(tmp);
+    free(b);
+    return rc;
+}
+
+int gw_det_snapshot_load(struct gw_det *d, const char *path, struct gw_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        char eb[128];
+        const char *m = strerror_r(errno, eb, sizeof eb);
+        return gw_error_set(err, errno == ENOENT ? GW_ENOTFOUND : GW_EIO, "cannot read %s: %s", path, m);
+    }
+    struct gw_buf buf;
+    gw_buf_init(&buf, 0);
+    uint8_t chunk[65536];
+    size_t got;
+    int rc = GW_OK;
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
+        if ((rc = gw_buf_append(&buf, chunk, got))) break;
+    fclose(f);
+    if (rc) {
+        gw_buf_free(&buf);
+        return gw_error_set(err, rc, "out of memory reading %s", path);
+    }
+    const uint8_t *b = buf.data;
+    size_t n = buf.len;
+    if (n < HDR + 8 || memcmp(b, "GWDETS1", 8) != 0 || get32(b + 8) != sizeof(struct det_series) ||
+        get32(b + 12) != sizeof(struct det_node) || get32(b + 16) != sizeof(struct det_xid_onset)) {
+        gw_buf_free(&buf);
+        return gw_error_set(err, GW_ECORRUPT, "%s is not a detector snapshot of this version", path);
+    }
+    uint32_t ns = get32(b + 20), nn = get32(b + 24), nx = get32(b + 28);
+    uint64_t want = HDR + (uint64_t)ns * sizeof(struct det_series) + (uint64_t)nn * sizeof(struct det_node) +
+                    (uint64_t)nx * sizeof(struct det_xid_onset) + 8;
+    if (nx > DET_XID_RING || want != n || get64(b + n - 8) != XXH3_64bits(b, n - 8)) {
+        gw_buf_free(&buf);
+        return gw_error_set(err, GW_ECORRUPT, "%s: detector snapshot damaged (size or checksum)", path);
+    }
+    struct det_series *series = ns ? malloc((size_t)ns * sizeof *series) : NULL;
+    struct det_node *nodes = nn ? malloc((size_t)nn * sizeof *nodes) : NULL;
+    if ((ns && !series) || (nn && !nodes)) {
+        free(series);
+        free(nodes);
+        gw_buf_free(&buf);
+        return gw_error_set(err, GW_ENOMEM, "out of memory loading %s", path);
+    }
+    size_t off = HDR;
+    if (ns) memcpy(series, b + off, (size_t)ns * sizeof *series);
+    off += (size_t)ns * sizeof *series;
+    if (nn) memcpy(nodes, b + off, (size_t)nn * sizeof *nodes);
+    off += (size_t)nn * sizeof *nodes;
+    /* indices inside must stay in range: a damaged file must not reach the engine */
+    for (uint32_t i = 0; i < ns; i++)
+        if (series[i].node >= nn || series[i].role >= R_COUNT_ || series[i].gpu >= DET_MAX_GPUS || series[i].gpu < -1 ||
+            series[i].n_inc > DET_HIST || series[i].inc_head >= DET_HIST)
+            rc = GW_ECORRUPT;
+    for (uint32_t i = 0; i < nn; i++) {
+        nodes[i].name[DET_NODE_NAME - 1] = 0;
+        if (nodes[i].gpu_count > DET_MAX_GPUS) rc = GW_ECORRUPT;
+        for (int g = 0; g < DET_MAX_GPUS; g++)
+            if (nodes[i].gpus[g].app_burst_n > DET_HIST || nodes[i].gpus[g].app_burst_head >= DET_HIST) rc = GW_ECORRUPT;
+    }
+    if (rc) {
+        free(series);
+        free(nodes);
+        gw_buf_free(&buf);
+        return gw_error_set(err, GW_ECORRUPT, "%s: detector snapshot holds out-of-range state", path);
+    }
+    pthread_mutex_lock(&d->mu);
+    free(d->series);
+    free(d->nodes);
+    free(d->sid_slots);
+    free(d->node_slots);
+    d->sid_slots = NULL;
+    d->node_slots = NULL;
+    d->mask_sid = d->mask_node = 0;
+    d->series = series;
+    d->n_series = d->cap_series = ns;
+    d->nodes = nodes;
+    d->n_nodes = d->cap_nodes = nn;
+    d->now = (int64_t)get64(b + 32);
+    d->next_eval = (int64_t)get64(b + 40);
+    d->mask_until = (int64_t)get64(b + 48);
+    memcpy(&d->interval_est, b + 56, 8);
+    memcpy(&d->ref_power, b + 64, 8);
+    memcpy(&d->ref_clock, b + 72, 8);
+    d->xr_head = 0;
+    d->xr_n = nx;
+    for (uint32_t i = 0; i < nx; i++) {
+        memcpy(&d->xr[i], b + off, sizeof d->xr[i]);
+        if (d->xr[i].node >= nn || d->xr[i].gpu < 0 || d->xr[i].gpu >= DET_MAX_GPUS) d->xr[i].decided = 1;
+        off += sizeof d->xr[i];
+    }
+    rc = det_rebuild_tables(d);
+    pthread_mutex_unlock(&d->mu);
+    gw_buf_free(&buf);
+    if (rc) return gw_error_set(err, rc, "out of memory loading %s", path);
+    return GW_OK;
+}

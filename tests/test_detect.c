@@ -1,0 +1,753 @@
+/* test_detect.c - the detectors D1-D6 on crafted series: each fires on its
+ * signature and stays quiet on the baits (checkpoint-like load changes, job
+ * start/stop, collective XID bursts, benign clock bits, idle spare nodes,
+ * exporter restarts, single stray error ticks, brief scrape gaps, a hot
+ * inlet); the config file; the snapshot across a restart.
+ *
+ * A small fake fleet (8 nodes x 8 GPUs, 30 s scrapes, dcgm-exporter and
+ * node_exporter series with their real names and labels) is generated
+ * step by step; a hook per test changes values, drops series or adds
+ * events. Alerts are read back from the alert table (alert.h). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gpuwatch/alert.h"
+#include "gpuwatch/detect.h"
+#include "gpuwatch/labels.h"
+
+#define T0 1764000000000LL
+#define IV 30000LL
+#define MIN 60000LL
+#define NODES 8
+#define GPUS 8
+
+/* ------------------------------------------------------------ fake fleet */
+
+struct fleet {
+    struct gw_alerts *al;
+    struct gw_det *d;
+    uint64_t next_id;
+    /* series ids by (metric slot, node, gpu) */
+    uint32_t h[64][NODES][GPUS + 1];
+    int64_t t;
+};
+
+enum {
+    M_UTIL, M_POWER, M_CLOCK, M_TEMP, M_MEMTEMP, M_REASONS, M_SBE, M_CORR, M_UNCORR, M_PENDING, M_FLIT, M_PCIE,
+    M_INTR, M_PROCS, M_UP_DCGM, M_UP_NODE, M_IB, M_COUNT
+};
+static const char *k_metric[M_COUNT] = {
+    "DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_GPU_TEMP",
+    "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL",
+    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+    "DCGM_FI_DEV_ROW_REMAP_PENDING", "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "node_intr_total", "node_procs_running", "up", "up",
+    "node_infiniband_symbol_error_total",
+};
+
+static uint32_t reg(struct fleet *f, const char *metric, int node, int gpu, const char *extra_name,
+                    const char *extra_value, int dcgm_job)
+{
+    char host[16], inst[32], gpus[8];
+    snprintf(host, sizeof host, "gpu%03d", node + 1);
+    snprintf(inst, sizeof inst, "%s:%s", host, dcgm_job ? "9400" : "9100");
+    snprintf(gpus, sizeof gpus, "%d", gpu);
+    struct gw_label ls[8];
+    size_t n = 0;
+#define L(nm, v) ls[n++] = (struct gw_label){nm, (uint32_t)strlen(nm), v, (uint32_t)strlen(v)}
+    L("__name__", metric);
+    if (extra_name) L(extra_name, extra_value);
+    if (gpu >= 0) L("gpu", gpus);
+    if (gpu >= 0) L("hostname", host);
+    L("instance", inst);
+    L("job", dcgm_job ? "dcgm" : "node");
+    if (!strncmp(metric, "node_infiniband", 15)) L("port", "1");
+#undef L
+    /* sort by name */
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && strcmp(ls[j - 1].name, ls[j].name) > 0; j--) {
+            struct gw_label x = ls[j];
+            ls[j] = ls[j - 1];
+            ls[j - 1] = x;
+        }
+    uint8_t buf[512];
+    size_t len = gw_labels_encode(ls, n, buf);
+    return gw_det_series(f->d, f->next_id++, buf, len);
+}
+
+static void fleet_open(struct fleet *f, const struct gw_det_config *c)
+{
+    memset(f, 0, sizeof *f);
+    struct gw_alerts_opts ao;
+    gw_alerts_opts_default(&ao);
+    struct gw_error err = {0};
+    assert_int_equal(gw_alerts_open(&f->al, &ao, &err), GW_OK);
+    assert_int_equal(gw_det_new(&f->d, c, f->al, &err), GW_OK);
+    f->next_id = 1;
+    for (int m = 0; m < M_COUNT; m++)
+        for (int n = 0; n < NODES; n++) {
+            if (m == M_INTR || m == M_PROCS || m == M_UP_NODE || m == M_IB) {
+                f->h[m][n][GPUS] = reg(f, k_metric[m], n, -1, NULL, NULL, 0);
+                assert_true(f->h[m][n][GPUS] != 0);
+            } else if (m == M_UP_DCGM) {
+                f->h[m][n][GPUS] = reg(f, k_metric[m], n, -1, NULL, NULL, 1);
+            } else {
+                for (int g = 0; g < GPUS; g++) {
+                    f->h[m][n][g] = reg(f, k_metric[m], n, g, NULL, NULL, 1);
+                    assert_true(f->h[m][n][g] != 0);
+                }
+            }
+        }
+    f->t = T0;
+}
+
+static void fleet_close(struct fleet *f)
+{
+    gw_det_free(f->d);
+    gw_alerts_close(f->al);
+}
+
+/* Values of one scrape; a hook edits them. */
+struct scrape {
+    double v[M_COUNT][NODES][GPUS + 1];
+    uint8_t skip[M_COUNT][NODES][GPUS + 1];   /* 1: not sent */
+};
+
+typedef void (*hook_fn)(struct scrape *s, int64_t t, int step, void *ud);
+
+/* counters keep running totals */
+static double g_cnt[M_COUNT][NODES][GPUS + 1];
+
+static void fleet_defaults(struct scrape *s, int64_t t, int busy)
+{
+    memset(s, 0, sizeof *s);
+    for (int n = 0; n < NODES; n++) {
+        for (int g = 0; g < GPUS; g++) {
+            unsigned jit = (unsigned)((t / IV + (uint64_t)n * 7 + (uint64_t)g * 3) % 5);
+            s->v[M_UTIL][n][g] = busy ? 96 + jit : 0;
+            s->v[M_POWER][n][g] = busy ? 800 + 20.0 * jit : 140 + jit;
+            s->v[M_CLOCK][n][g] = busy ? 1950 - 5.0 * jit : 345;
+            s->v[M_TEMP][n][g] = busy ? 65 + jit : 33 + jit % 2;
+            s->v[M_MEMTEMP][n][g] = busy ? 61 + jit : 30;
+            s->v[M_REASONS][n][g] = busy ? 0 : 1;
+            s->v[M_SBE][n][g] = g_cnt[M_SBE][n][g];
+            s->v[M_CORR][n][g] = g_cnt[M_CORR][n][g];
+            s->v[M_UNCORR][n][g] = g_cnt[M_UNCORR][n][g];
+            s->v[M_PENDING][n][g] = 0;
+            s->v[M_FLIT][n][g] = g_cnt[M_FLIT][n][g];
+            s->v[M_PCIE][n][g] = g_cnt[M_PCIE][n][g];
+        }
+        g_cnt[M_INTR][n][GPUS] += busy ? 300000 : 75000;
+        s->v[M_INTR][n][GPUS] = g_cnt[M_INTR][n][GPUS];
+        s->v[M_PROCS][n][GPUS] = busy ? 40 + n : 2;
+        s->v[M_UP_DCGM][n][GPUS] = 1;
+        s->v[M_UP_NODE][n][GPUS] = 1;
+        s->v[M_IB][n][GPUS] = g_cnt[M_IB][n][GPUS];
+    }
+}
+
+/* Adds inc to a counter from now on. */
+static void bump(struct scrape *s, int m, int n, int g, double inc)
+{
+    g_cnt[m][n][g] += inc;
+    s->v[m][n][g] = g_cnt[m][n][g];
+}
+
+static void run(struct fleet *f, int steps, int busy, hook_fn hook, void *ud)
+{
+    static struct scrape s;
+    for (int i = 0; i < steps; i++) {
+        f->t += IV;
+        fleet_defaults(&s, f->t, busy);
+        if (hook) hook(&s, f->t, i, ud);
+        for (int n = 0; n < NODES; n++)
+            for (int m = 0; m < M_COUNT; m++)
+                for (int g = 0; g <= GPUS; g++) {
+                    if (!f->h[m][n][g] || s.skip[m][n][g]) continue;
+                    /* per-target jitter: 0-2 s */
+                    int64_t ts = f->t + (m == M_INTR || m == M_PROCS || m == M_UP_NODE || m == M_IB ? 700 : 1300) + n * 10;
+                    gw_det_sample(f->d, f->h[m][n][g], ts, s.v[m][n][g]);
+                }
+        gw_det_advance(f->d, f->t + 2000);
+    }
+}
+
+static void reset_counters(void)
+{
+    memset(g_cnt, 0, sizeof g_cnt);
+}
+
+/* ------------------------------------------------------------ alert checks */
+
+struct find {
+    const char *name;
+    const char *host;      /* NULL any */
+    int gpu;               /* -2 any */
+    int count;
+    enum gw_severity sev;
+    char detector[8], action[32], cls[32], evidence[GW_ALERT_TEXT_MAX];
+    enum gw_alert_state state;
+};
+
+static int find_cb(void *ud, const struct gw_alert *a)
+{
+    struct find *f = ud;
+    if (f->name && strcmp(a->alertname, f->name)) return 0;
+    if (f->host && strcmp(a->hostname, f->host)) return 0;
+    if (f->gpu != -2 && a->gpu != f->gpu) return 0;
+    f->count++;
+    f->sev = a->severity;
+    f->state = a->state;
+    snprintf(f->detector, sizeof f->detector, "%s", a->detector);
+    snprintf(f->action, sizeof f->action, "%s", a->action);
+    snprintf(f->cls, sizeof f->cls, "%s", a->cls);
+    snprintf(f->evidence, sizeof f->evidence, "%s", a->evidence);
+    return 0;
+}
+
+static struct find alerts_of(struct fleet *f, const char *name, const char *host, int gpu)
+{
+    struct find x = {.name = name, .host = host, .gpu = gpu};
+    gw_alerts_foreach(f->al, find_cb, &x);
+    return x;
+}
+
+/* warning or critical alerts of any kind (printed, to see what fired) */
+static int non_info_cb(void *ud, const struct gw_alert *a)
+{
+    int *n = ud;
+    if (a->severity != GW_SEV_INFO) {
+        (*n)++;
+        fprintf(stderr, "  alert: %s %s gpu=%d %s: %s\n", a->alertname, a->hostname, a->gpu, a->detector, a->evidence);
+    }
+    return 0;
+}
+
+static int count_non_info(struct fleet *f)
+{
+    int n = 0;
+    gw_alerts_foreach(f->al, non_info_cb, &n);
+    return n;
+}
+
+/* XID series are created on the fly */
+static void xid(struct fleet *f, int node, int gpu, int code, int64_t t)
+{
+    char c[16];
+    snprintf(c, sizeof c, "%d", code);
+    uint32_t h = reg(f, "DCGM_FI_DEV_XID_ERRORS", node, gpu, "err_code", c, 1);
+    assert_true(h != 0);
+    gw_det_sample(f->d, h, t, code);
+}
+
+/* ------------------------------------------------------------ baits: quiet */
+
+static void hook_baits(struct scrape *s, int64_t t, int step, void *ud)
+{
+    (void)t;
+    (void)ud;
+    /* benign clock bits on node 1 GPU 2 throughout */
+    s->v[M_REASONS][1][2] = (double)(0x1 | 0x4);
+    /* stray single ticks */
+    if (step == 10) bump(s, M_SBE, 2, 3, 1);
+    if (step == 20) bump(s, M_FLIT, 3, 1, 1);
+    if (step == 30) bump(s, M_PCIE, 4, 5, 1);
+    if (step == 40) bump(s, M_IB, 5, GPUS, 1);
+    if (step == 45) bump(s, M_CORR, 6, 6, 1);
+    /* hot inlet on node 6: +5 C for an hour */
+    if (step >= 50 && step < 170)
+        for (int g = 0; g < GPUS; g++) s->v[M_TEMP][6][g] += 5;
+    /* brief scrape gap: node 2 sends nothing for 2 scrapes */
+    if (step == 60 || step == 61)
+        for (int m = 0; m < M_COUNT; m++)
+            for (int g = 0; g <= GPUS; g++) s->skip[m][2][g] = 1;
+    /* exporter restart on node 3: DCGM down 60 s (up 0, no series), counters back to 0 */
+    if (step == 80 || step == 81) {
+        for (int m = 0; m < M_COUNT; m++)
+            for (int g = 0; g < GPUS; g++) s->skip[m][3][g] = 1;
+        s->v[M_UP_DCGM][3][GPUS] = 0;
+    }
+    if (step == 82)
+        for (int g = 0; g < GPUS; g++) {
+            g_cnt[M_SBE][3][g] = g_cnt[M_FLIT][3][g] = g_cnt[M_PCIE][3][g] = 0;
+            s->v[M_SBE][3][g] = s->v[M_FLIT][3][g] = s->v[M_PCIE][3][g] = 0;
+        }
+    /* a checkpoint save: util down to ~50 % on every node for 4 minutes, power down */
+    if (step >= 100 && step < 108)
+        for (int n = 0; n < NODES; n++)
+            for (int g = 0; g < GPUS; g++) {
+                s->v[M_UTIL][n][g] = 50;
+                s->v[M_POWER][n][g] = 500;
+            }
+}
+
+static void test_detect_baits_stay_quiet(void **state)
+{
+    (void)state;
+    reset_counters();
+    struct fleet f;
+    fleet_open(&f, NULL);
+    run(&f, 20, 0, NULL, NULL);             /* idle fleet (spares, between jobs) */
+    run(&f, 200, 1, hook_baits, NULL);      /* job starts, baits while training */
+    run(&f, 40, 0, NULL, NULL);             /* job stops everywhere at once */
+    /* collective abort: XID 43 on 6 nodes within 20 s */
+    for (int n = 0; n < 6; n++) xid(&f, n, n % GPUS, 43, f.t + 1000 + n * 3000);
+    run(&f, 10, 0, NULL, NULL);
+    assert_int_equal(count_non_info(&f), 0);
+    struct find c = alerts_of(&f, "GpuCollectiveXidBurst", NULL, -2);
+    assert_int_equal(c.count, 1);
+    assert_int_equal(c.sev, GW_SEV_INFO);
+    /* no per-GPU alert for the collective onsets */
+    assert_int_equal(alerts_of(&f, "GpuXidError", NULL, -2).count, 0);
+    fleet_close(&f);
+}
+
+/* ------------------------------------------------------------ D1 */
+
+static void test_detect_d1_xid_onsets(void **state)
+{
+    (void)state;
+    reset_counters();
+    struct fleet f;
+    fleet_open(&f, NULL);
+    /* a latched XID seen at the first sight of a GPU is a level, not an onset */
+    xid(&f, 7, 0, 79, f.t + 1300);
+    run(&f, 10, 1, NULL, NULL);
+    assert_int_equal(alerts_of(&f, "GpuXidError", NULL, -2).count, 0);
+    /* a new XID on a known GPU: hardware, at once */
+    xid(&f, 2, 5, 149, f.t + 1300);
+    run(&f, 1, 1, NULL, NULL);
+    struct find a = alerts_of(&f, "GpuXidError", "gpu003", 5);
+    assert_int_equal(a.count, 1);
+    assert_int_equal(a.sev, GW_SEV_CRITICAL);
+    assert_string_equal(a.action, "reset_gpu");
+    assert_string_equal(a.cls, "nvlink");
+    assert_string_equal(a.detector, "D1");
+    assert_non_null(strstr(a.evidence, "149"));
+    /* the latched value repeating is no new onset */
+    run(&f, 5, 1, NULL, NULL);
+    assert_int_equal(alerts_of(&f, "GpuXidError", NULL, -2).count, 1);
+    /* an application XID on one node: info, restart_app */
+    xid(&f, 4, 1, 31, f.t + 1300);
+    run(&f, 4, 1, NULL, NULL);
+    a = alerts_of(&f, "GpuXidError", "gpu005", 1);
+    assert_int_equal(a.count, 1);
+    assert_int_equal(a.sev, GW_SEV_INFO);
+    assert_string_equal(a.action, "restart_app");
+    /* XID 79: reboot the node */
+    xid(&f, 5, 2, 79, f.t + 1300);
+    run(&f, 1, 1, NULL, NULL);
+    a = alerts_of(&f, "GpuXidError", "gpu006", 2);
+    assert_int_equal(a.count, 1);
+    assert_string_equal(a.action, "reboot_node");
+    fleet_close(&f);
+}
+
+static void test_detect_d1_repeats_escalate(void **state)
+{
+    (void)state;
+    reset_counters();
+    struct fleet f;
+    fleet_open(&f, NULL);
+    run(&f, 5, 1, NULL, NULL);
+    /* XID 13 and 31 alternating on one GPU, a burst every hour */
+    for (int i = 0; i < 5; i++) {
+        xid(&f, 1, 3, i % 2 ? 13 : 31, f.t + 1300);
+        run(&f, 120, 1, NULL, NULL);
+        assert_int_equal(alerts_of(&f, "GpuXidRepeated", NULL, -2).count, i >= 4 ? 1 : 0);
+    }
+    struct find a = alerts_of(&f, "GpuXidRepeated", "gpu002", 3);
+    assert_int_equal(a.sev, GW_SEV_WARNING);
+    fleet_close(&f);
+}
+
+/* ------------------------------------------------------------ D2 */
+
+struct memhook {
+    int uncorr_at, sbe_every, sbe_from, sbe_n, corr_at1, corr_at2, pending_from;
+};
+
+static void hook_mem(struct scrape *s, int64_t t, int step, void *ud)
+{
+    (void)t;
+    struct memhook *h = ud;
+    if (step == h->uncorr_at) bump(s, M_UNCORR, 0, 1, 2);
+    if (h->sbe_every && step >= h->sbe_from && (step - h->sbe_from) % h->sbe_every == 0 &&
+        (step - h->sbe_from) / h->sbe_every < h->sbe_n)
+        bump(s, M_SBE, 1, 2, 3);
+    if (step == h->corr_at1 || step == h->corr_at2) bump(s, M_CORR, 2, 7, 1);
+    if (h->pending_from >= 0 && step >= h->pending_from) s->v[M_PENDING][3][4] = 1;
+}
+
+static void test_detect_d2_memory(void **state)
+{
+    (void)state;
+    reset_counters();
+    struct fleet f;
+    fleet_open(&f, NULL);
+    struct memhook h = {.uncorr_at = 5, .sbe_every = 100, .sbe_from = 10, .sbe_n = 2, .corr_at1 = 20,
+                        .corr_at2 = -1, .pending_from = -1};
+    run(&f, 300, 1, hook_mem, &h);
+    struct find a = alerts_of(&f, "GpuMemoryUncorrectable", "gpu001", 1);
+    assert_int_equal(a.count, 1);
+    assert_int_equal(a.sev, GW_SEV_CRITICAL);
+    /* two SBE increments and one correctable remap: below the trend bounds */
+    assert_int_equal(alerts_of(&f, "GpuSbeRising", NULL, -2).count, 0);
+    assert_int_equal(alerts_of(&f, "GpuRemappedRowsRising", NULL, -2).count, 0);
+    /* the third SBE increment within 24 h and a second remap within 72 h: trends */
+    h = (struct memhook){.uncorr_at = -1, .sbe_every = 100, .sbe_from = 0, .sbe_n = 1, .corr_at1 = 600,
+                         .corr_at2 = -1, .pending_from = 700};
+    run(&f, 710, 1, hook_mem, &h);
+    a = alerts_of(&f, "GpuSbeRising", "gpu002", 2);
+    assert_int_equal(a.count, 1);
+    assert_string_equal(a.detector, "D2");
+    a = alerts_of(&f, "GpuRemappedRowsRising", "gpu003", 7);
+    assert_int_equal(a.count, 1);
+    assert_int_equal(a.sev, GW_SEV_WARNING);
+    /* pending remap: pending first, firing after pending_for (60 s) */
+    a = alerts_of(&f, "GpuRowRemapPending", "gpu004", 4);
+    assert_int_equal(a.count, 1);
+    assert_int_equal(a.state, GW_ALERT_FIRING);
+    fleet_close(&f);
+}
+
+/* ------------------------------------------------------------ D3 */
+
+static void hook_link(struct scrape *s, int64_t t, int step, void *ud)
+{
+    (void)t;
+    (void)ud;
+    /* NVLink CRC ramp on node 0 GPU 6 from step 30: errors every other scrape, growing */
+    if (step >= 30 && step % 2 == 0) bump(s, M_FLIT, 0, 6, 1 + (step - 30) / 4);
+    /* PCIe replay burst on node 1 GPU 0 */
+    if (step >= 50 && step < 54) bump(s, M_PCIE, 1, 0, 20);
+    /* stray ticks elsewhere, 10 scrapes apart */
+    if (step == 10 || step == 20) bump(s, M_FLIT, 2, 2, 1);
+}
+
+static void test_detect_d3_link_errors(void **state)
+{
+    (void)state;
+    reset_counters();
+    struct fleet f;
+    fleet_open(&f, NULL);
+    run(&f, 29, 1, hook_link, NULL);
+    assert_int_equal(count_non_info(&f), 0);   /* two stray ticks 10 scrapes apart */
+    run(&f, 40, 1, hook_link, NULL);
+    struct find a = alerts_of(&f, "GpuNvlinkErrors", "gpu001", 6);
+    assert_int_equal(a.count, 1);
+    assert_string_equal(a.action, "reset_gpu");
+    assert_non_null(strstr(a.evidence, "NVLINK_CRC_FLIT"));
+    a = alerts_of(&f, "GpuPcieReplays", "gpu002", 0);
+    assert_int_equal(a.count, 1);
+    assert_int_equal(alerts_of(&f, "GpuNvlinkErrors", "gpu003", -2).count, 0);
+    fleet_close(&f);
+}
+
+/* ------------------------------------------------------------ D4 */
+
+static void hook_frozen(struct scrape *s, int64_t t, int step, void *ud)
+{
+    (void)t;
+    (void)ud;
+    if (step >= 10) {   /* node 4 GPU 1: util stuck, power and clock idle */
+        s->v[M_UTIL][4][1] = 100;
+        s->v[M_POWER][4][1] = 130;
+        s->v[M_CLOCK][4][1] = 345;
+    }
+}
+
+static void test_detect_d4_frozen_gpu(void **state)
+{
+    (void)state;
+    reset_counters();
+    struct fleet f;
+    fleet_open(&f, NULL);
+    run(&f, 11, 1, hook_frozen, NULL);
+    assert_int_equal(alerts_of(&f, "GpuFrozen", NULL, -2).count, 0);   /* one evaluation is not enough */
+    run(&f, 4, 1, hook_frozen, NULL);
+    struct find a = alerts_of(&f, "GpuFrozen", "gpu005", 1);
+    assert_int_equal(a.count, 1);
+    assert_int_equal(a.sev, GW_SEV_CRITICAL);
+    assert_string_equal(a.detector, "D4");
+    assert_string_equal(a.cls, "gsp");
+    fleet_close(&f);
+}
+
+static void hook_collapse(struct scrape *s, int64_t t, int step, void *ud)
+{
+    (void)t;
+    (void)ud;
+    if (step >= 20) {   /* node 6: GPUs still report busy, the OS has stopped */
+        g_cnt[M_INTR][6][GPUS] -= 300000 - 60000;
+        s->v[M_INTR][6][GPUS] = g_cnt[M_INTR][6][GPUS];
+        s->v[M_PROCS][6][GPUS] = 0;
+    }
+}
+
+static void test_detect_d4_node_collapse(void **state)
+{
+    (void)state;
+    reset_counters();
+    struct fleet f;
+    fleet_open(&f, NULL);
+    run(&f, 30, 1, hook_collapse, NULL);
+    struct find a = alerts_of(&f, "NodeActivityCollapse", "gpu007", -1);
+    assert_int_equal(a.count, 1);
+    assert_non_null(strstr(a.evidence, "interrupts"));
+    fleet_close(&f);
+}
+
+/* ------------------------------------------------------------ D5 */
+
+struct vanish {
+    int node, gpu, from, to, silent_node, silent_from, sentinel_node;
+};
+
+static void hook_vanish(struct scrape *s, int64_t t, int step, void *ud)
+{
+    (void)t;
+    struct vanish *v = ud;
+    if (step >= v->from && step < v->to)
+        for (int m = 0; m < M_COUNT; m++) s->skip[m][v->node][v->gpu] = 1;
+    if (v->silent_node >= 0 && step >= v->silent_from)
+        for (int m = 0; m < M_COUNT; m++)
+            for (int g = 0; g <= GPUS; g++) s->skip[m][v->silent_node][g] = 1;
+    if (v->sentinel_node >= 0 && step >= 5) {
+        s->v[M_TEMP][v->sentinel_node][3] = 9223372036854775794.0;
+        s->v[M_POWER][v->sentinel_node][3] = 9223372036854775794.0;
+        s->v[M_CLOCK][v->sentinel_node][3] = 9223372036854775794.0;
+    }
+}
+
+static void test_detect_d5_structure(void **state)
+{
+    (void)state;
+    reset_counters();
+    struct fleet f;
+    fleet_open(&f, NULL);
+    struct vanish v = {.node = 1, .gpu = 6, .from = 10, .to = 40, .silent_node = 5, .silent_from = 20,
+                       .sentinel_node = 2};
+    run(&f, 12, 1, hook_vanish, &v);
+    assert_int_equal(alerts_of(&f, "GpuVanished", NULL, -2).count, 0);   /* 2 intervals: not yet */
+    run(&f, 4, 1, hook_vanish, &v);
+    struct find a = alerts_of(&f, "GpuVanished", "gpu002", 6);
+    assert_int_equal(a.count, 1);
+    assert_string_equal(a.action, "reboot_node");
+    a = alerts_of(&f, "GpuSentinelValues", "gpu003", 3);
+    assert_int_equal(a.count, 1);
+    /* the node went silent at step 20: after 6 intervals */
+    run(&f, 5, 1, hook_vanish, &v);
+    assert_int_equal(alerts_of(&f, "NodeSilent", NULL, -2).count, 0);
+    run(&f, 5, 1, hook_vanish, &v);
+    a = alerts_of(&f, "NodeSilent", "gpu006", -1);
+    assert_int_equal(a.count, 1);
+    assert_int_equal(a.sev, GW_SEV_CRITICAL);
+    /* no vanish alerts for the silent node's GPUs */
+    assert_int_equal(alerts_of(&f, "GpuVanished", "gpu006", -2).count, 0);
+    /* the GPU comes back: its alert resolves */
+    run(&f, 40, 1, hook_vanish, &v);
+    a = alerts_of(&f, "GpuVanished", "gpu002", 6);
+    assert_int_equal(a.count, 1);
+    assert_int_equal(a.state, GW_ALERT_RESOLVED);
+    fleet_close(&f);
+}
+
+/* ------------------------------------------------------------ D6 */
+
+static void hook_throttle(struct scrape *s, int64_t t, int step, void *ud)
+{
+    (void)t;
+    (void)ud;
+    if (step >= 10) {   /* node 3 GPU 0: HW slowdown + SW thermal, clock -20 %, hotter */
+        s->v[M_REASONS][3][0] = 0x8 | 0x20;
+        s->v[M_CLOCK][3][0] = 1560;
+        s->v[M_TEMP][3][0] = 78;
+    }
+    if (step >= 5) {    /* node 5 GPU 7 at 93 C */
+        s->v[M_TEMP][5][7] = 93;
+    }
+}
+
+static void test_detect_d6_throttle_and_heat(void **state)
+{
+    (void)state;
+    reset_counters();
+    struct fleet f;
+    fleet_open(&f, NULL);
+    run(&f, 12, 1, hook_throttle, NULL);
+    assert_int_equal(alerts_of(&f, "GpuThrottling", NULL, -2).count, 0);
+    run(&f, 3, 1, hook_throttle, NULL);
+    struct find a = alerts_of(&f, "GpuThrottling", "gpu004", 0);
+    assert_int_equal(a.count, 1);
+    assert_string_equal(a.cls, "fail_slow");
+    assert_non_null(strstr(a.evidence, "0x28"));
+    a = alerts_of(&f, "GpuTemperatureHigh", "gpu006", 7);
+    assert_int_equal(a.count, 1);
+    assert_int_equal(a.sev, GW_SEV_CRITICAL);
+    fleet_close(&f);
+}
+
+/* ------------------------------------------------------------ config */
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static void test_detect_config_file(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/gwdetcfgXXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/det.conf", dir);
+    struct gw_det_config c;
+    struct gw_error err = {0};
+    gw_det_config_default(&c);
+    write_file(path, "# comment\nremap_count = 3\nremap_window = 48h\n d4 = off \nfrozen_power_ratio=0.3\n\n");
+    assert_int_equal(gw_det_config_load(&c, path, &err), GW_OK);
+    assert_int_equal(c.remap_count, 3);
+    assert_int_equal(c.remap_window_ms, 48 * 3600000LL);
+    assert_int_equal(c.enable[4], 0);
+    assert_true(c.frozen_power_ratio == 0.3);
+    write_file(path, "remap_count = 2\nno_such_key = 1\n");
+    assert_int_equal(gw_det_config_load(&c, path, &err), GW_EINVAL);
+    assert_non_null(strstr(err.msg, ":2:"));
+    assert_non_null(strstr(err.msg, "no_such_key"));
+    assert_int_equal(c.remap_count, 3);   /* unchanged on error */
+    write_file(path, "remap_window = soon\n");
+    assert_int_equal(gw_det_config_load(&c, path, &err), GW_EINVAL);
+    assert_non_null(strstr(err.msg, "remap_window"));
+    write_file(path, "link_of = 9\n");
+    assert_int_equal(gw_det_config_load(&c, path, &err), GW_EINVAL);
+    /* the written defaults load back to the same values */
+    struct gw_det_config d, e;
+    gw_det_config_default(&d);
+    FILE *fp = fopen(path, "w");
+    assert_int_equal(gw_det_config_write(&d, fp), GW_OK);
+    fclose(fp);
+    memset(&e, 0x55, sizeof e);
+    gw_det_config_default(&e);
+    e.remap_count = 99;
+    assert_int_equal(gw_det_config_load(&e, path, &err), GW_OK);
+    assert_int_equal(e.remap_count, d.remap_count);
+    assert_int_equal(e.memory_hold_ms, d.memory_hold_ms);
+    assert_true(e.sentinel_min == d.sentinel_min);
+    snprintf(path, sizeof path, "%s/missing.conf", dir);
+    assert_int_equal(gw_det_config_load(&c, path, &err), GW_EIO);
+    snprintf(path, sizeof path, "%s/det.conf", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+/* ------------------------------------------------------------ snapshot */
+
+static void hook_sbe_once(struct scrape *s, int64_t t, int step, void *ud)
+{
+    (void)t;
+    (void)ud;
+    if (step == 3) bump(s, M_SBE, 6, 0, 1);
+}
+
+static void test_detect_snapshot_restart(void **state)
+{
+    (void)state;
+    reset_counters();
+    char dir[] = "/tmp/gwdetsnapXXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/detect.state", dir);
+    struct gw_error err = {0};
+    struct fleet f;
+    fleet_open(&f, NULL);
+    /* two SBE increments before the restart */
+    run(&f, 10, 1, hook_sbe_once, NULL);
+    run(&f, 10, 1, hook_sbe_once, NULL);
+    assert_int_equal(gw_det_snapshot_save(f.d, path, &err), GW_OK);
+    int64_t t = f.t;
+    fleet_close(&f);
+    /* a new engine from the snapshot: same handles for the same ids */
+    struct fleet g;
+    memset(&g, 0, sizeof g);
+    struct gw_alerts_opts ao;
+    gw_alerts_opts_default(&ao);
+    assert_int_equal(gw_alerts_open(&g.al, &ao, &err), GW_OK);
+    assert_int_equal(gw_det_new(&g.d, NULL, g.al, &err), GW_OK);
+    assert_int_equal(gw_det_snapshot_load(g.d, path, &err), GW_OK);
+    /* re-register in the same order: the ids map to the loaded series */
+    struct fleet tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.d = g.d;
+    tmp.al = g.al;
+    tmp.next_id = 1;
+    for (int m = 0; m < M_COUNT; m++)
+        for (int n = 0; n < NODES; n++) {
+            if (m == M_INTR || m == M_PROCS || m == M_UP_NODE || m == M_IB)
+                g.h[m][n][GPUS] = reg(&tmp, k_metric[m], n, -1, NULL, NULL, 0);
+            else if (m == M_UP_DCGM)
+                g.h[m][n][GPUS] = reg(&tmp, k_metric[m], n, -1, NULL, NULL, 1);
+            else
+                for (int gg = 0; gg < GPUS; gg++) g.h[m][n][gg] = reg(&tmp, k_metric[m], n, gg, NULL, NULL, 1);
+        }
+    g.next_id = tmp.next_id;
+    g.t = t;
+    /* replaying an already-seen sample changes nothing (older or equal timestamps) */
+    gw_det_sample(g.d, g.h[M_SBE][6][0], t - 5 * IV, 0);
+    /* the third increment after the restart completes the trend */
+    run(&g, 10, 1, hook_sbe_once, NULL);
+    struct find a = alerts_of(&g, "GpuSbeRising", "gpu007", 0);
+    assert_int_equal(a.count, 1);
+    /* a damaged file is refused */
+    FILE *fp = fopen(path, "r+b");
+    assert_non_null(fp);
+    fseek(fp, 100, SEEK_SET);
+    fputc(0x5a, fp);
+    fclose(fp);
+    struct gw_det *d2;
+    assert_int_equal(gw_det_new(&d2, NULL, NULL, &err), GW_OK);
+    assert_int_equal(gw_det_snapshot_load(d2, path, &err), GW_ECORRUPT);
+    gw_det_free(d2);
+    fleet_close(&g);
+    unlink(path);
+    rmdir(dir);
+}
+
+static void test_detect_wants_metric(void **state)
+{
+    (void)state;
+    assert_true(gw_det_wants_metric("DCGM_FI_DEV_XID_ERRORS", 22));
+    assert_true(gw_det_wants_metric("up", 2));
+    assert_false(gw_det_wants_metric("node_cpu_seconds_total", 22));
+    assert_false(gw_det_wants_metric("DCGM_FI_DEV_XID", 15));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_detect_baits_stay_quiet),
+        cmocka_unit_test(test_detect_d1_xid_onsets),
+        cmocka_unit_test(test_detect_d1_repeats_escalate),
+        cmocka_unit_test(test_detect_d2_memory),
+        cmocka_unit_test(test_detect_d3_link_errors),
+        cmocka_unit_test(test_detect_d4_frozen_gpu),
+        cmocka_unit_test(test_detect_d4_node_collapse),
+        cmocka_unit_test(test_detect_d5_structure),
+        cmocka_unit_test(test_detect_d6_throttle_and_heat),
+        cmocka_unit_test(test_detect_config_file),
+        cmocka_unit_test(test_detect_snapshot_restart),
+        cmocka_unit_test(test_detect_wants_metric),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
