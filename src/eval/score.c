@@ -608,7 +608,7 @@ static void print_failures_text(const struct gw_eval_report *r, FILE *f)
             "precursor", "t_fault", "detected", "by", "alert", "lead", "delay");
     for (size_t i = 0; i < r->n_failures; i++) {
         const struct gw_eval_failure *e = &r->failures[i];
-        char tf[32], td[32], gpu[8], lead[16] = "-", delay[16] = "-";
+        char tf[32], td[32], gpu[16], lead[24] = "-", delay[24] = "-";
         fmt_time(e->t_fault, tf, sizeof tf);
         fmt_time(e->caught ? e->t_detect : INT64_MIN, td, sizeof td);
         if (e->gpu >= 0)
@@ -635,7 +635,7 @@ static void print_false_text(const struct gw_eval_report *r, const struct gw_eva
         fprintf(f, "  none\n");
     for (size_t i = 0; i < r->n_false_alarms; i++) {
         const struct gw_eval_false_alarm *x = &r->false_alarms[i];
-        char t0[32], t1[32], gpu[8];
+        char t0[32], t1[32], gpu[16];
         fmt_time(x->fired_at, t0, sizeof t0);
         fmt_time(x->resolved_at, t1, sizeof t1);
         if (x->gpu >= 0)
