@@ -38,6 +38,7 @@ struct fleet {
     /* series ids by (metric slot, node, gpu) */
     uint32_t h[64][NODES][GPUS + 1];
     int64_t t;
+    int step;              /* scrapes so far: hooks see it, runs continue it */
 };
 
 enum {
@@ -167,7 +168,8 @@ static void run(struct fleet *f, int steps, int busy, hook_fn hook, void *ud)
     for (int i = 0; i < steps; i++) {
         f->t += IV;
         fleet_defaults(&s, f->t, busy);
-        if (hook) hook(&s, f->t, i, ud);
+        if (hook) hook(&s, f->t, f->step, ud);
+        f->step++;
         for (int n = 0; n < NODES; n++)
             for (int m = 0; m < M_COUNT; m++)
                 for (int g = 0; g <= GPUS; g++) {
@@ -253,7 +255,7 @@ static void xid(struct fleet *f, int node, int gpu, int code, int64_t t)
 static void hook_baits(struct scrape *s, int64_t t, int step, void *ud)
 {
     (void)t;
-    (void)ud;
+    step -= *(const int *)ud;   /* steps from the start of the busy run */
     /* benign clock bits on node 1 GPU 2 throughout */
     s->v[M_REASONS][1][2] = (double)(0x1 | 0x4);
     /* stray single ticks */
@@ -296,7 +298,8 @@ static void test_detect_baits_stay_quiet(void **state)
     struct fleet f;
     fleet_open(&f, NULL);
     run(&f, 20, 0, NULL, NULL);             /* idle fleet (spares, between jobs) */
-    run(&f, 200, 1, hook_baits, NULL);      /* job starts, baits while training */
+    int from = f.step;
+    run(&f, 200, 1, hook_baits, &from);     /* job starts, baits while training */
     run(&f, 40, 0, NULL, NULL);             /* job stops everywhere at once */
     /* collective abort: XID 43 on 6 nodes within 20 s */
     for (int n = 0; n < 6; n++) xid(&f, n, n % GPUS, 43, f.t + 1000 + n * 3000);
@@ -403,8 +406,8 @@ static void test_detect_d2_memory(void **state)
     assert_int_equal(alerts_of(&f, "GpuSbeRising", NULL, -2).count, 0);
     assert_int_equal(alerts_of(&f, "GpuRemappedRowsRising", NULL, -2).count, 0);
     /* the third SBE increment within 24 h and a second remap within 72 h: trends */
-    h = (struct memhook){.uncorr_at = -1, .sbe_every = 100, .sbe_from = 0, .sbe_n = 1, .corr_at1 = 600,
-                         .corr_at2 = -1, .pending_from = 700};
+    h = (struct memhook){.uncorr_at = -1, .sbe_every = 100, .sbe_from = 300, .sbe_n = 1, .corr_at1 = 900,
+                         .corr_at2 = -1, .pending_from = 1000};
     run(&f, 710, 1, hook_mem, &h);
     a = alerts_of(&f, "GpuSbeRising", "gpu002", 2);
     assert_int_equal(a.count, 1);
@@ -545,9 +548,9 @@ static void test_detect_d5_structure(void **state)
     a = alerts_of(&f, "GpuSentinelValues", "gpu003", 3);
     assert_int_equal(a.count, 1);
     /* the node went silent at step 20: after 6 intervals */
-    run(&f, 5, 1, hook_vanish, &v);
+    run(&f, 8, 1, hook_vanish, &v);
     assert_int_equal(alerts_of(&f, "NodeSilent", NULL, -2).count, 0);
-    run(&f, 5, 1, hook_vanish, &v);
+    run(&f, 6, 1, hook_vanish, &v);
     a = alerts_of(&f, "NodeSilent", "gpu006", -1);
     assert_int_equal(a.count, 1);
     assert_int_equal(a.sev, GW_SEV_CRITICAL);
@@ -658,7 +661,7 @@ static void hook_sbe_once(struct scrape *s, int64_t t, int step, void *ud)
 {
     (void)t;
     (void)ud;
-    if (step == 3) bump(s, M_SBE, 6, 0, 1);
+    if (step % 10 == 3) bump(s, M_SBE, 6, 0, 1);
 }
 
 static void test_detect_snapshot_restart(void **state)
@@ -703,6 +706,7 @@ static void test_detect_snapshot_restart(void **state)
         }
     g.next_id = tmp.next_id;
     g.t = t;
+    g.step = 0;
     /* replaying an already-seen sample changes nothing (older or equal timestamps) */
     gw_det_sample(g.d, g.h[M_SBE][6][0], t - 5 * IV, 0);
     /* the third increment after the restart completes the trend */
