@@ -575,6 +575,12 @@ static void hook_throttle(struct scrape *s, int64_t t, int step, void *ud)
         s->v[M_CLOCK][3][0] = 1560;
         s->v[M_TEMP][3][0] = 78;
     }
+    if (step >= 10) {   /* node 2 GPU 4 idle (a spare) but in HW slowdown */
+        s->v[M_UTIL][2][4] = 0;
+        s->v[M_POWER][2][4] = 140;
+        s->v[M_CLOCK][2][4] = 260;
+        s->v[M_REASONS][2][4] = 0x1 | 0x8 | 0x40;
+    }
     if (step >= 5) {    /* node 5 GPU 7 at 93 C */
         s->v[M_TEMP][5][7] = 93;
     }
@@ -593,6 +599,7 @@ static void test_detect_d6_throttle_and_heat(void **state)
     assert_int_equal(a.count, 1);
     assert_string_equal(a.cls, "fail_slow");
     assert_non_null(strstr(a.evidence, "0x28"));
+    assert_int_equal(alerts_of(&f, "GpuThrottling", "gpu003", 4).count, 1);
     a = alerts_of(&f, "GpuTemperatureHigh", "gpu006", 7);
     assert_int_equal(a.count, 1);
     assert_int_equal(a.sev, GW_SEV_CRITICAL);

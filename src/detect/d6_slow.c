@@ -4,7 +4,8 @@
  * GPU's clock event reasons carry a loss-causing bit (0x8 HW slowdown,
  * 0x20 SW thermal, 0x40 HW thermal, 0x80 HW power brake) while it is busy
  * (>= 80 % util) with its SM clock throttle_clock_loss or more below the
- * busy GPUs' median; or the bits stay set for throttle_long. The benign
+ * busy GPUs' median, or while it is idle (< 10 % util: nothing to cool or
+ * to cap); or the bits stay set for throttle_long. The benign
  * bits (0x1 idle, 0x2 clock setting, 0x4 SW power cap) never count.
  * GpuTemperatureHigh: die temperature >= temp_crit for temp_crit (critical)
  * or >= temp_warn for temp_warn (warning); HBM >= hbm_temp_warn for
@@ -50,12 +51,14 @@ void det_d6_eval(struct gw_det *d, int64_t t)
             int busy = det_fresh(&x->util, t, iv) && x->util.v >= 80 && x->util.v < d->c.sentinel_min;
             int slow = busy && ref_clock > 0 && det_fresh(&x->clock, t, iv) &&
                        x->clock.v < (1 - d->c.throttle_clock_loss) * ref_clock;
-            x->throttle_hist = (uint8_t)((x->throttle_hist << 1) | (bits && slow));
+            /* an idle GPU has no reason to throttle: the bits alone count */
+            int idle = det_fresh(&x->util, t, iv) && x->util.v < 10;
+            x->throttle_hist = (uint8_t)((x->throttle_hist << 1) | (bits && (slow || idle)));
             unsigned hits = (unsigned)__builtin_popcount((unsigned)x->throttle_hist & ((1u << of) - 1));
             int64_t held = since(&x->bad_reason_since, bits != 0, t);
             double viol = x->viol_thermal_last + x->viol_power_last;
             x->viol_thermal_last = x->viol_power_last = 0;
-            if ((bits && slow && hits >= d->c.throttle_hits) || held >= d->c.throttle_long_ms) {
+            if ((bits && (slow || idle) && hits >= d->c.throttle_hits) || held >= d->c.throttle_long_ms) {
                 det_fmt_time(x->bad_reason_since, when, sizeof when);
                 snprintf(summary, sizeof summary, "%s GPU %u is throttling: a straggler slows the whole job", n->name, g);
                 snprintf(ev, sizeof ev,
