@@ -27,8 +27,8 @@ struct gw_http_opts {
     uint64_t query_max_samples;  /* --query.max-samples; default 50,000,000 */
     /* Source of /api/v1/alerts and /api/v1/rules and of the gpuwatch_alerts_*
      * lines of /metrics (borrowed, must outlive the server); NULL: empty
-     * alert and rule lists. On a started server it is set with
-     * gw_http_set_alerts(). */
+     * alert and rule lists. The server reads it from its own copy of the
+     * options, which gw_http_set_alerts() sets on a started server. */
     struct gw_alerts *alerts;
 };
 void gw_http_opts_default(struct gw_http_opts *o);

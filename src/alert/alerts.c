@@ -299,7 +299,7 @@ static void series_emit(struct gw_alerts *a, struct al_entry *e, int idx, int64_
 {
     struct al_series *s = &e->ser[idx];
     int64_t iv = a->opts.samples_interval_ms;
-    if (s->next == INT64_MAX || s->ended) return;
+    if (s->next == INT64_MAX || s->ended || until == INT64_MIN) return;
     int64_t limit = until - 1 < t ? until - 1 : t;
     if (s->next > limit) return;
     uint64_t k = ((uint64_t)limit - (uint64_t)s->next) / (uint64_t)iv;

@@ -17,9 +17,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gpuwatch/alert.h"
 #include "gpuwatch/codec.h"
 #include "gpuwatch/db.h"
+#include "gpuwatch/detect.h"
 #include "gpuwatch/http.h"
+#include "gpuwatch/httpc.h"
 #include "gpuwatch/log.h"
 
 #ifndef GW_VERSION
@@ -58,7 +61,20 @@ static const char usage_serve[] =
     "                       (holt_winters) and its numeric quirks\n"
     "  --query.lookback-delta DUR  how far back a selector looks for a sample (default 5m)\n"
     "  --query.timeout DUR  longest evaluation of one query (default 2m)\n"
-    "  --query.max-samples N  samples one query may hold in memory (default 50000000)\n";
+    "  --query.max-samples N  samples one query may hold in memory (default 50000000)\n"
+    "\n"
+    "failure detection and alerts (docs/alerts.md):\n"
+    "  --alertmanager URL   send alerts to this Alertmanager (API v2, e.g. http://127.0.0.1:9093);\n"
+    "                       repeatable, up to 8; firing alerts are resent every minute\n"
+    "  --web.external-url URL  base of the generatorURL of sent alerts\n"
+    "                       (default http://<listen address>)\n"
+    "  --detector-config FILE  detector thresholds (\"key = value\" lines over the defaults,\n"
+    "                       see docs/detectors.md); a bad file exits with status 2\n"
+    "  --no-detectors       store and serve only: run no detector (alerts reloaded from\n"
+    "                       the alert log are still reported)\n"
+    "Alerts are served at /api/v1/alerts and /api/v1/rules, written back as ALERTS series,\n"
+    "and logged in DIR/alerts/; the detector state is saved to DIR/detect.state every\n"
+    "5 minutes and at shutdown.\n";
 
 static const char usage_stats[] =
     "usage: gpuwatch stats --data-dir DIR [--json]\n"
@@ -134,6 +150,24 @@ static void write_serve_file(const char *dir, const char *listen, uint16_t port)
     rename(tmp, path);
 }
 
+/* serve_alerts.c */
+struct gw_serve_alerts;
+void gw_serve_observer(struct gw_db_observer *ob, struct gw_det *det);
+int gw_serve_alerts_start(struct gw_serve_alerts **out, struct gw_db *db, struct gw_alerts *alerts,
+                          struct gw_det *det, const char *state_path);
+void gw_serve_alerts_stop(struct gw_serve_alerts *s);
+
+/* The default generatorURL base: http://<listen host or 127.0.0.1>:<port>. */
+static void default_external_url(char *out, size_t cap, const char *listen, uint16_t port)
+{
+    char host[256];
+    snprintf(host, sizeof host, "%s", listen ? listen : "127.0.0.1");
+    char *colon = strrchr(host, ':');
+    if (colon && (host[0] != '[' || (colon > host && colon[-1] == ']'))) *colon = '\0';
+    if (!host[0] || !strcmp(host, "0.0.0.0")) snprintf(host, sizeof host, "127.0.0.1");
+    snprintf(out, cap, "http://%s:%u", host, port);
+}
+
 static int cmd_serve(int argc, char **argv)
 {
     if (want_help(argc, argv)) {
@@ -145,6 +179,10 @@ static int cmd_serve(int argc, char **argv)
     dbo.background = 1;
     struct gw_http_opts ho = {0};   /* fields gw_http_opts_default leaves alone stay 0 (default) */
     gw_http_opts_default(&ho);
+    const char *am_urls[GW_NOTIFY_MAX_URLS];
+    size_t n_am = 0;
+    const char *external_url = NULL, *det_config = NULL;
+    int no_detectors = 0;
     for (int i = 0; i < argc; i++) {
         const char *v;
         if ((v = opt_value(argc, argv, &i, "--listen"))) ho.listen = v;
@@ -166,6 +204,26 @@ static int cmd_serve(int argc, char **argv)
         else if ((v = opt_value(argc, argv, &i, "--query.timeout"))) ho.query_timeout_ms = parse_dur_or_die("--query.timeout", v);
         else if ((v = opt_value(argc, argv, &i, "--query.max-samples")))
             ho.query_max_samples = (uint64_t)parse_long_or_die("--query.max-samples", v, 1, 1L << 40);
+        else if ((v = opt_value(argc, argv, &i, "--alertmanager"))) {
+            struct gw_url u;
+            struct gw_error uerr = {0};
+            if (gw_url_parse(v, &u, &uerr) != GW_OK) {
+                fprintf(stderr, "gpuwatch serve: bad --alertmanager URL \"%s\": %s\n", v, uerr.msg);
+                return 2;
+            }
+            if (n_am == GW_NOTIFY_MAX_URLS) {
+                fprintf(stderr, "gpuwatch serve: at most %d --alertmanager URLs\n", GW_NOTIFY_MAX_URLS);
+                return 2;
+            }
+            am_urls[n_am++] = v;
+        } else if ((v = opt_value(argc, argv, &i, "--web.external-url"))) {
+            if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
+                fprintf(stderr, "gpuwatch serve: --web.external-url must start with http:// or https:// (got \"%s\")\n", v);
+                return 2;
+            }
+            external_url = v;
+        } else if ((v = opt_value(argc, argv, &i, "--detector-config"))) det_config = v;
+        else if (!strcmp(argv[i], "--no-detectors")) no_detectors = 1;
         else if ((v = opt_value(argc, argv, &i, "--log-level"))) {
             if (!strcmp(v, "debug")) gw_log_min_level = GW_LOG_DEBUG;
             else if (!strcmp(v, "info")) gw_log_min_level = GW_LOG_INFO;
@@ -184,6 +242,13 @@ static int cmd_serve(int argc, char **argv)
         fprintf(stderr, "gpuwatch serve: --data-dir is required\n\n%s", usage_serve);
         return 2;
     }
+    struct gw_error err = {0};
+    struct gw_det_config dc;
+    gw_det_config_default(&dc);
+    if (det_config && !no_detectors && gw_det_config_load(&dc, det_config, &err) != GW_OK) {
+        fprintf(stderr, "gpuwatch serve: %s\n", err.msg);
+        return 2;
+    }
     /* Signals are taken by sigwait in this thread only. */
     sigset_t set;
     sigemptyset(&set);
@@ -192,31 +257,109 @@ static int cmd_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    struct gw_error err = {0};
-    struct gw_db *db = NULL;
     uint64_t t0 = gw_mono_ns();
-    if (gw_db_open(&db, &dbo, &err) != GW_OK) {
-        fprintf(stderr, "gpuwatch serve: cannot open data dir %s: %s\n", dbo.dir, err.msg);
+    if (mkdir(dbo.dir, 0755) != 0 && errno != EEXIST) {
+        char eb[128];
+        fprintf(stderr, "gpuwatch serve: cannot create data dir %s: %s\n", dbo.dir, strerror_r(errno, eb, sizeof eb));
         return 1;
     }
+    /* Alerts first (reloading the active ones), then the detectors over
+     * them, then the database, whose WAL replay feeds the detectors. */
+    struct gw_alerts_opts ao;
+    gw_alerts_opts_default(&ao);
+    ao.log_dir = dbo.dir;
+    struct gw_alerts *alerts = NULL;
+    if (gw_alerts_open(&alerts, &ao, &err) != GW_OK) {
+        fprintf(stderr, "gpuwatch serve: cannot open the alert log in %s: %s\n", dbo.dir, err.msg);
+        return 1;
+    }
+    char state_path[4096];
+    snprintf(state_path, sizeof state_path, "%s/detect.state", dbo.dir);
+    struct gw_det *det = NULL;
+    struct gw_db_observer ob;
+    if (!no_detectors) {
+        if (gw_det_new(&det, &dc, alerts, &err) != GW_OK) {
+            fprintf(stderr, "gpuwatch serve: cannot start the detectors: %s\n", err.msg);
+            gw_alerts_close(alerts);
+            return 1;
+        }
+        if (access(state_path, F_OK) == 0) {
+            if (gw_det_snapshot_load(det, state_path, &err) != GW_OK) {
+                gw_log(GW_LOG_WARN, "serve", "msg=\"detector state not loaded, starting fresh\" path=%s err=\"%s\"",
+                       state_path, err.msg);
+                gw_det_free(det);
+                det = NULL;
+                if (gw_det_new(&det, &dc, alerts, &err) != GW_OK) {
+                    fprintf(stderr, "gpuwatch serve: cannot start the detectors: %s\n", err.msg);
+                    gw_alerts_close(alerts);
+                    return 1;
+                }
+            } else {
+                gw_log(GW_LOG_INFO, "serve", "msg=\"detector state loaded\" path=%s", state_path);
+            }
+        }
+        gw_serve_observer(&ob, det);
+        dbo.observer = &ob;
+    }
+    struct gw_db *db = NULL;
+    if (gw_db_open(&db, &dbo, &err) != GW_OK) {
+        fprintf(stderr, "gpuwatch serve: cannot open data dir %s: %s\n", dbo.dir, err.msg);
+        gw_det_free(det);
+        gw_alerts_close(alerts);
+        return 1;
+    }
+    ho.alerts = alerts;
     struct gw_http *h = NULL;
     if (gw_http_start(&h, db, &ho, &err) != GW_OK) {
         fprintf(stderr, "gpuwatch serve: cannot listen on %s: %s\n", ho.listen ? ho.listen : "default", err.msg);
         gw_db_close(db);
+        gw_det_free(det);
+        gw_alerts_close(alerts);
         return 1;
     }
+    gw_http_set_alerts(h, alerts);
     gw_http_set_query_opts(h, &ho);
+    if (n_am > 0) {
+        char ext[512];
+        if (!external_url) {
+            default_external_url(ext, sizeof ext, ho.listen ? ho.listen : "127.0.0.1:9201", gw_http_port(h));
+            external_url = ext;
+        }
+        struct gw_notifier_opts no = {am_urls, n_am, external_url, 0, 0};
+        if (gw_alerts_notifier_start(alerts, &no, &err) != GW_OK) {
+            fprintf(stderr, "gpuwatch serve: %s\n", err.msg);
+            gw_http_stop(h);
+            gw_db_close(db);
+            gw_det_free(det);
+            gw_alerts_close(alerts);
+            return 2;
+        }
+        for (size_t i = 0; i < n_am; i++)
+            gw_log(GW_LOG_INFO, "serve", "msg=\"sending alerts\" alertmanager=%s", am_urls[i]);
+    }
+    struct gw_serve_alerts *sa = NULL;
+    if (gw_serve_alerts_start(&sa, db, alerts, det, state_path) != GW_OK) {
+        fprintf(stderr, "gpuwatch serve: cannot start the alert thread\n");
+        gw_http_stop(h);
+        gw_db_close(db);
+        gw_det_free(det);
+        gw_alerts_close(alerts);
+        return 1;
+    }
     write_serve_file(dbo.dir, ho.listen ? ho.listen : "127.0.0.1:9201", gw_http_port(h));
     gw_http_set_ready(h, 1);
-    gw_log(GW_LOG_INFO, "serve", "msg=\"ready\" listen=%s port=%u data_dir=%s startup_ms=%llu version=%s",
+    gw_log(GW_LOG_INFO, "serve", "msg=\"ready\" listen=%s port=%u data_dir=%s startup_ms=%llu version=%s detectors=%s",
            ho.listen ? ho.listen : "127.0.0.1:9201", gw_http_port(h), dbo.dir,
-           (unsigned long long)((gw_mono_ns() - t0) / 1000000), GW_VERSION);
+           (unsigned long long)((gw_mono_ns() - t0) / 1000000), GW_VERSION, det ? "on" : "off");
     int sig = 0;
     sigwait(&set, &sig);
     gw_log(GW_LOG_INFO, "serve", "msg=\"shutting down\" signal=%d", sig);
     gw_http_set_ready(h, 0);
     gw_http_stop(h);
+    gw_serve_alerts_stop(sa);   /* last ALERTS samples, detector state, alert log */
     gw_db_close(db);
+    gw_det_free(det);
+    gw_alerts_close(alerts);    /* sends what is due once more */
     char path[4096];
     snprintf(path, sizeof path, "%s/serve.addr", dbo.dir);
     unlink(path);

@@ -1,0 +1,195 @@
+/* serve_alerts.c - the alert side of `gpuwatch serve`:
+ *  - the database observer that hands every accepted sample to the
+ *    detector engine (called under the database's append lock, also during
+ *    the WAL replay at open);
+ *  - a background thread that every second appends the ALERTS samples the
+ *    alert table produced (gw_alerts_drain_samples -> gw_db_append), every
+ *    10 s writes alert log changes (gw_alerts_sync), and every 5 minutes and
+ *    at stop saves the detector state to DATA/detect.state
+ *    (gw_det_snapshot_save, which takes the engine's own lock). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpuwatch/alert.h"
+#include "gpuwatch/codec.h"
+#include "gpuwatch/db.h"
+#include "gpuwatch/detect.h"
+#include "gpuwatch/labels.h"
+#include "gpuwatch/log.h"
+#include "gpuwatch/rw.h"
+
+#define TICK_MS 1000
+#define SYNC_EVERY_MS 10000
+#define SNAPSHOT_EVERY_MS (5 * 60 * 1000)
+
+/* ---- observer ---- */
+
+static uint32_t ob_series(void *ud, uint64_t sid, const uint8_t *labels, size_t len)
+{
+    return gw_det_series(ud, sid, labels, len);
+}
+
+static void ob_sample(void *ud, uint32_t handle, int64_t t, double v)
+{
+    gw_det_sample(ud, handle, t, v);
+}
+
+static void ob_advance(void *ud, int64_t t)
+{
+    gw_det_advance(ud, t);
+}
+
+void gw_serve_observer(struct gw_db_observer *ob, struct gw_det *det)
+{
+    memset(ob, 0, sizeof *ob);
+    ob->ud = det;
+    ob->series = ob_series;
+    ob->sample = ob_sample;
+    ob->advance = ob_advance;
+}
+
+/* ---- background thread ---- */
+
+struct gw_serve_alerts {
+    struct gw_db *db;
+    struct gw_alerts *alerts;
+    struct gw_det *det;          /* NULL with --no-detectors */
+    char state_path[4096];
+    pthread_t thr;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop;
+    int64_t last_append_err_log;
+    uint64_t appended, refused;
+};
+
+static int append_series(void *ud, const uint8_t *labels, size_t len, const int64_t *t, const double *v, size_t n)
+{
+    struct gw_serve_alerts *s = ud;
+    struct gw_label ls[GW_LABELS_MAX];
+    size_t nl = 0;
+    if (n == 0 || gw_labels_decode(labels, len, ls, GW_LABELS_MAX, &nl) != GW_OK) return 0;
+    struct gw_sample *smp = malloc(n * sizeof *smp);
+    if (!smp) return GW_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        smp[i].t = t[i];
+        smp[i].v = v[i];
+    }
+    struct gw_rw_series ser;
+    memset(&ser, 0, sizeof ser);
+    ser.labels = ls;
+    ser.n_labels = (uint32_t)nl;
+    ser.samples = smp;
+    ser.n_samples = (uint32_t)n;
+    struct gw_rw_request req;
+    memset(&req, 0, sizeof req);
+    req.version = 1;
+    req.series = &ser;
+    req.n_series = 1;
+    req.n_samples = n;
+    struct gw_append_result res;
+    memset(&res, 0, sizeof res);
+    struct gw_error err = {0};
+    int64_t now = gw_now_ms();
+    int rc = gw_db_append(s->db, &req, now, &res, &err);
+    free(smp);
+    s->appended += res.accepted;
+    uint64_t refused = res.conflicts + res.out_of_order + res.too_old + res.too_new + res.invalid_samples;
+    s->refused += refused;
+    if ((rc != GW_OK || refused) && now - s->last_append_err_log >= 60000) {
+        s->last_append_err_log = now;
+        if (rc != GW_OK)
+            gw_log(GW_LOG_WARN, "serve", "msg=\"cannot store ALERTS samples\" err=\"%s\"", err.msg);
+        else
+            gw_log(GW_LOG_INFO, "serve",
+                   "msg=\"ALERTS samples refused\" refused=%llu out_of_order=%llu too_old=%llu too_new=%llu",
+                   (unsigned long long)refused, (unsigned long long)res.out_of_order,
+                   (unsigned long long)res.too_old, (unsigned long long)res.too_new);
+    }
+    return 0;
+}
+
+static void save_state(struct gw_serve_alerts *s)
+{
+    struct gw_error err = {0};
+    if (s->det && gw_det_snapshot_save(s->det, s->state_path, &err) != GW_OK)
+        gw_log(GW_LOG_WARN, "serve", "msg=\"cannot save the detector state\" path=%s err=\"%s\"", s->state_path,
+               err.msg);
+}
+
+static void sync_log(struct gw_serve_alerts *s)
+{
+    struct gw_error err = {0};
+    if (gw_alerts_sync(s->alerts, &err) != GW_OK)
+        gw_log(GW_LOG_WARN, "serve", "msg=\"cannot write the alert log\" err=\"%s\"", err.msg);
+}
+
+static void *serve_alerts_main(void *arg)
+{
+    struct gw_serve_alerts *s = arg;
+    uint64_t last_sync = gw_mono_ns(), last_snap = gw_mono_ns();
+    pthread_mutex_lock(&s->mu);
+    while (!s->stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_sec += TICK_MS / 1000;
+        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+        if (s->stop) break;
+        pthread_mutex_unlock(&s->mu);
+        gw_alerts_drain_samples(s->alerts, append_series, s);
+        uint64_t now = gw_mono_ns();
+        if (now - last_sync >= (uint64_t)SYNC_EVERY_MS * 1000000u) {
+            sync_log(s);
+            last_sync = now;
+        }
+        if (now - last_snap >= (uint64_t)SNAPSHOT_EVERY_MS * 1000000u) {
+            save_state(s);
+            last_snap = now;
+        }
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+int gw_serve_alerts_start(struct gw_serve_alerts **out, struct gw_db *db, struct gw_alerts *alerts,
+                          struct gw_det *det, const char *state_path)
+{
+    struct gw_serve_alerts *s = calloc(1, sizeof *s);
+    if (!s) return GW_ENOMEM;
+    s->db = db;
+    s->alerts = alerts;
+    s->det = det;
+    snprintf(s->state_path, sizeof s->state_path, "%s", state_path);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    if (pthread_create(&s->thr, NULL, serve_alerts_main, s) != 0) {
+        pthread_cond_destroy(&s->cv);
+        pthread_mutex_destroy(&s->mu);
+        free(s);
+        return GW_ENOMEM;
+    }
+    *out = s;
+    return GW_OK;
+}
+
+/* Stops the thread, appends the last ALERTS samples, saves the detector
+ * state and syncs the log. NULL ok. */
+void gw_serve_alerts_stop(struct gw_serve_alerts *s)
+{
+    if (!s) return;
+    pthread_mutex_lock(&s->mu);
+    s->stop = 1;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thr, NULL);
+    gw_alerts_drain_samples(s->alerts, append_series, s);
+    save_state(s);
+    sync_log(s);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
