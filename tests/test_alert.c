@@ -348,6 +348,33 @@ static void test_alert_samples(void **state)
     gw_alerts_close(a);
 }
 
+static void test_alert_samples_late_raise(void **state)
+{
+    (void)state;
+    struct gw_alerts *a = open_alerts(NULL, 30 * S);
+    struct gw_alert_spec s = spec("GpuXidError", "node-a", 3, 0, 60 * S);
+    struct drained d = {0};
+    gw_alerts_raise(a, &s, T0);
+    gw_alerts_advance(a, T0 + 120 * S);   /* resolved at 60 s: samples 0, 30 s, stale 60 s */
+    /* a raise for 50 s arriving after the resolution starts a new alert,
+     * whose samples on the same series come after the old stale marker */
+    gw_alerts_raise(a, &s, T0 + 50 * S);
+    gw_alerts_advance(a, T0 + 130 * S);
+    assert_int_equal(gw_alerts_drain_samples(a, on_samples, &d), 0);   /* asserts time order */
+    assert_int_equal(d.n, 1);
+    assert_int_equal(d.s[0].t[0], T0);
+    assert_int_equal(d.s[0].t[1], T0 + 30 * S);
+    assert_int_equal(d.s[0].t[2], T0 + 60 * S);
+    assert_true(is_stale(d.s[0].v[2]));
+    assert_true(d.s[0].n >= 5);
+    assert_int_equal(d.s[0].t[3], T0 + 60 * S + 1);
+    assert_true(is_stale(d.s[0].v[d.s[0].n - 1]));   /* the new alert resolved at 110 s */
+    struct found f = all_alerts(a);
+    assert_int_equal(f.n, 2);
+    assert_int_equal(f.v[1].active_at, T0 + 50 * S);
+    gw_alerts_close(a);
+}
+
 /* ---- log ---- */
 
 static void test_alert_log_reload(void **state)
@@ -768,6 +795,7 @@ int main(void)
         cmocka_unit_test(test_alert_lifecycle),
         cmocka_unit_test(test_alert_identity),
         cmocka_unit_test(test_alert_samples),
+        cmocka_unit_test(test_alert_samples_late_raise),
         cmocka_unit_test_setup_teardown(test_alert_log_reload, mk_tmp, rm_tmp),
         cmocka_unit_test(test_alert_json),
         cmocka_unit_test(test_alert_notifier),

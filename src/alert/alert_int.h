@@ -32,6 +32,7 @@ struct al_series {
     size_t bn, bcap;
     int64_t next;             /* data time of the next sample due; INT64_MAX when none */
     int64_t last_t;           /* data time of the newest sample produced */
+    int64_t floor_t;          /* samples start after this (a resolved alert's series with the same labels) */
     int started;              /* a sample was produced */
     int ended;                /* the stale marker was produced */
 };

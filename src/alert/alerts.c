@@ -262,7 +262,7 @@ static void series_begin(struct gw_alerts *a, struct al_entry *e, int idx, int64
         a->samples_dropped++;
         return;
     }
-    s->next = t;
+    s->next = t > s->floor_t ? t : s->floor_t;
 }
 
 static void series_push(struct gw_alerts *a, struct al_series *s, int64_t t, double v)
@@ -459,6 +459,16 @@ static struct al_entry *entry_new(struct gw_alerts *a, const struct gw_alert *ke
     e->al.id = a->next_id++;
     e->ser[0].next = e->ser[1].next = INT64_MAX;
     e->ser[0].ended = e->ser[1].ended = 1;
+    e->ser[0].floor_t = e->ser[1].floor_t = INT64_MIN;
+    /* A raise that arrives late (after data time passed the end of the
+     * previous alert of this identity) must not put ALERTS samples before
+     * that alert's last ones: the series have the same labels. */
+    for (struct al_entry *o = a->resolved.tail; o; o = o->prev)
+        if (o->hash == h && same_identity(&o->al, key)) {
+            for (int i = 0; i < 2; i++)
+                if (o->ser[i].started) e->ser[i].floor_t = sat_add(o->ser[i].last_t, 1);
+            break;
+        }
     hash_insert(a, e);
     list_push(&a->active, e);
     return e;
