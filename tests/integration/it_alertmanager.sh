@@ -16,7 +16,10 @@
 #   2. a resolved notification arrived (status "resolved");
 #   3. /api/v1/alerts and /api/v1/rules answer in Prometheus' format (keys
 #      and their order, types), and a bad rules `type` is 400 bad_data;
-#   4. ALERTS{alertstate="firing"} is queryable with /api/v1/query_range.
+#   4. ALERTS{alertstate="firing"} is queryable with /api/v1/query_range;
+#   5. after a restart on the same data dir the same alerts are active (same
+#      labels, activeAt and state) and Alertmanager is told of no new firing
+#      alert.
 #
 # Usage: bash it_alertmanager.sh <build_dir>
 # Needs prometheus-alertmanager (GW_ALLOW_SKIP=1 to skip when missing).
@@ -235,6 +238,39 @@ ok = doc["status"] == "success" and res and all(
 sys.exit(0 if ok else 1)
 PY
 
+# --- 5: a restart neither loses nor re-fires alerts
+curl -sf "$gw/api/v1/alerts" >"$GW_TMP/alerts_before.json" || gw_fail "/api/v1/alerts"
+hook_lines=$(wc -l <"$hook_file")
 gw_stop gw 30 || gw_fail "gpuwatch serve did not stop cleanly"
 [[ -s "$GW_TMP/gwdata/detect.state" ]] || gw_fail "no detector state saved at shutdown"
+gw_port2=$(gw_free_port)
+gw_start_gpuwatch gw2 "$gw_port2" "$GW_TMP/gwdata" --alertmanager "$am" --web.external-url "$gw"
+curl -sf "http://127.0.0.1:$gw_port2/api/v1/alerts" >"$GW_TMP/alerts_after.json" || gw_fail "/api/v1/alerts after restart"
+sleep 4   # the notifier sends the reloaded alerts; Alertmanager must see nothing new
+python3 - "$GW_TMP/alerts_before.json" "$GW_TMP/alerts_after.json" "$hook_file" "$hook_lines" <<'PY' || gw_fail "restart"
+import json, sys
+def key(a):
+    return (json.dumps(a["labels"], sort_keys=True), a["activeAt"], a["state"])
+before = {key(a) for a in json.load(open(sys.argv[1]))["data"]["alerts"]}
+after = {key(a) for a in json.load(open(sys.argv[2]))["data"]["alerts"]}
+bad = []
+if before != after:
+    bad.append("active alerts changed across the restart: lost %d, new %d" % (len(before - after), len(after - before)))
+lines = open(sys.argv[3]).read().splitlines()
+n0 = int(sys.argv[4])
+seen = set()
+for l in lines[:n0]:
+    for a in json.loads(l).get("alerts", []):
+        seen.add((json.dumps(a["labels"], sort_keys=True), a["startsAt"]))
+for l in lines[n0:]:
+    for a in json.loads(l).get("alerts", []):
+        if a["status"] == "firing" and (json.dumps(a["labels"], sort_keys=True), a["startsAt"]) not in seen:
+            bad.append("fired again after the restart: %s" % a["labels"])
+print("restart: %d active alerts before and after, %d notifications since" % (len(after), len(lines) - n0),
+      file=sys.stderr)
+for b in bad[:10]:
+    print("FAIL: " + b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+gw_stop gw2 30 || gw_fail "gpuwatch serve did not stop cleanly after the restart"
 gw_log "PASS"
