@@ -21,7 +21,10 @@
  * "activeAt" RFC 3339 in UTC with trailing zeros of the fraction dropped
  * (Go's RFC3339Nano). Rule state: firing if one of its alerts fires, else
  * pending if one is pending, else inactive. Only pending and firing alerts
- * are listed (resolved ones are not, as in Prometheus). */
+ * are listed (resolved ones are not, as in Prometheus). Filters follow
+ * Prometheus 3 (type=record, rule_name[], rule_group[]; a group left
+ * without rules is left out); Prometheus 2.42 ignores rule_name[] and
+ * rule_group[] and keeps such groups with "rules":[]. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
