@@ -356,6 +356,36 @@ static void test_block_roundtrip_exporter_shapes(void **state)
     roundtrip(t, v, N);
 }
 
+/* Rice-coded sequences of every short length, with escapes (a jump far
+ * from the median) at the start, the middle and the very end: the decoder's
+ * fast loop, its zero-padded tail and its escape path all see them. */
+static void test_block_roundtrip_rice_tails(void **state)
+{
+    (void)state;
+    enum { N = 200 };
+    int64_t t[N];
+    double v[N];
+    for (size_t n = 1; n <= N; n += (n < 40 ? 1 : 7)) {
+        for (int esc = 0; esc < 4; esc++) {
+            /* integer counter values: order-1 deltas 100..115 (Rice,
+             * small k), one delta of 3000 (an escape once n is large
+             * enough for k to stay small) at `at` */
+            size_t at = esc == 0 ? 1 : esc == 1 ? n / 2 : n - 1;
+            t[0] = 1700000000000ll;
+            double c = 5000;
+            for (size_t i = 0; i < n; i++) {
+                if (i > 0)
+                    t[i] = t[i - 1] + 15000 + (int64_t)(rnd() % 7) - 3;
+                c += 100 + (double)(rnd() % 16);
+                if (esc < 3 && i == at)
+                    c += 3000;
+                v[i] = c;
+            }
+            roundtrip(t, v, n);
+        }
+    }
+}
+
 static void test_block_roundtrip_special_values(void **state)
 {
     (void)state;
@@ -551,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_block_split_golden_and_corrupt),
         cmocka_unit_test(test_block_roundtrip_random_doubles),
         cmocka_unit_test(test_block_roundtrip_exporter_shapes),
+        cmocka_unit_test(test_block_roundtrip_rice_tails),
         cmocka_unit_test(test_block_roundtrip_special_values),
         cmocka_unit_test(test_block_invalid_arguments),
         cmocka_unit_test(test_block_smaller_than_xor_chunks),

@@ -85,6 +85,9 @@
 
 #include <math.h>
 #include <pthread.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -422,6 +425,72 @@ static inline uint64_t get_u64(const void *base, size_t i)
     return x;
 }
 
+/* Rice elements (k <= 36) from a 64-bit bit buffer, starting at bit
+ * *bitpos of p (which has avail_bytes >= (*bitpos >> 3) + 8 bytes), into
+ * the 8-byte slots of out, while refills stay inside p and no element
+ * escapes. Returns the number decoded and advances *bitpos past them.
+ * buf holds nb >= 56 valid bits, MSB first, after each refill (the bits
+ * below the valid ones are zero or the bits the next refill ORs in again),
+ * and an element takes ones + 1 + k <= 19 + 1 + 36 = 56 bits. */
+static inline __attribute__((always_inline)) size_t rice_fast_body(const uint8_t *p, size_t avail_bytes,
+                                                                    size_t *bitpos, unsigned k, uint64_t base,
+                                                                    uint8_t *out, size_t cnt)
+{
+    size_t bp = *bitpos, byte = (bp >> 3) + 8, last = avail_bytes - 8;
+    uint64_t buf = load_be64(p + (bp >> 3)) << (bp & 7u);
+    unsigned nb = 64u - (unsigned)(bp & 7u), sh = 63u - k;
+    size_t i = 0;
+    for (; i < cnt; i++) {
+        if (nb < 56u) {
+            if (byte > last)
+                break;
+            buf |= load_be64(p + byte) >> nb;
+            unsigned take = (63u - nb) >> 3;
+            byte += take;
+            nb += take * 8u;
+        }
+        unsigned ones = (unsigned)__builtin_clzll(~buf | 1u);
+        if (ones >= RICE_ESC)
+            break;
+        uint64_t rest = buf << (ones + 1u);
+        uint64_t low = (rest >> 1) >> sh; /* 0 for k == 0 */
+        buf = rest << k;
+        nb -= ones + 1u + k;
+        uint64_t x = (uint64_t)gw_unzigzag(((uint64_t)ones << k) | low) + base;
+        memcpy(out + i * 8u, &x, 8);
+    }
+    *bitpos = byte * 8u - nb;
+    return i;
+}
+
+static size_t rice_fast_plain(const uint8_t *p, size_t avail_bytes, size_t *bitpos, unsigned k, uint64_t base,
+                              uint8_t *out, size_t cnt)
+{
+    return rice_fast_body(p, avail_bytes, bitpos, k, base, out, cnt);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+/* The same loop with lzcnt and shlx/shrx (one-cycle variable shifts):
+ * the loop is a chain of count-ones and shift per element, so their
+ * latency is its speed. Chosen at run time. */
+__attribute__((target("bmi2,lzcnt"))) static size_t rice_fast_bmi2(const uint8_t *p, size_t avail_bytes,
+                                                                     size_t *bitpos, unsigned k, uint64_t base,
+                                                                     uint8_t *out, size_t cnt)
+{
+    return rice_fast_body(p, avail_bytes, bitpos, k, base, out, cnt);
+}
+
+static size_t rice_fast(const uint8_t *p, size_t avail_bytes, size_t *bitpos, unsigned k, uint64_t base,
+                        uint8_t *out, size_t cnt)
+{
+    if (__builtin_cpu_supports("bmi2") && __builtin_cpu_supports("lzcnt"))
+        return rice_fast_bmi2(p, avail_bytes, bitpos, k, base, out, cnt);
+    return rice_fast_plain(p, avail_bytes, bitpos, k, base, out, cnt);
+}
+#else
+#define rice_fast rice_fast_plain
+#endif
+
 /* Reads cnt elements as two's-complement uint64 into 8-byte slots of out.
  * 0 on malformed input. */
 static int seq_read(struct rd *r, size_t cnt, void *out)
@@ -502,57 +571,53 @@ static int seq_read(struct rd *r, size_t cnt, void *out)
         const uint8_t *base_p = r->p + r->pos;
         size_t i = 0;
         if (k <= 36) {
-            /* fast path: a 64-bit window holds the unary run, its end and
-             * the k low bits (at least 57 valid bits after the shift); an
-             * escape or a run too long for the window leaves for the
-             * general loop below */
-            size_t bp = r->bitpos;
-            unsigned lim = 57u - k < RICE_ESC ? 57u - k : RICE_ESC;
-            for (; i < cnt && (bp >> 3) + 8 <= avail_bytes; i++) {
-                uint64_t w = load_be64(base_p + (bp >> 3)) << (bp & 7u);
-                uint64_t nw = ~w;
-                unsigned ones = nw == 0 ? 64u : (unsigned)__builtin_clzll(nw);
-                if (ones >= lim)
-                    break;
-                /* w << (ones + 1) >> 1 >> (63 - k) is 0 for k == 0 */
-                uint64_t low = ((w << (ones + 1u)) >> 1) >> (63u - k);
-                bp += ones + 1u + k;
-                uint64_t z = ((uint64_t)ones << k) | low;
-                put_u64(out, i, (uint64_t)gw_unzigzag(z) + (uint64_t)base);
-            }
-            r->bitpos = bp;
-        }
-        for (; i < cnt; i++) {
-            unsigned q = 0;
-            uint64_t bit = 1, z;
-            size_t bp = r->bitpos;
-            if ((bp >> 3) + 8 <= avail_bytes) {
-                uint64_t w = load_be64(base_p + (bp >> 3)) << (bp & 7u);
-                uint64_t nw = ~w;
-                unsigned ones = nw == 0 ? 64u : (unsigned)__builtin_clzll(nw);
-                if (ones < RICE_ESC && ones + 1u + k <= 57u) {
-                    uint64_t low = k ? (w << (ones + 1u)) >> (64u - k) : 0;
-                    r->bitpos = bp + ones + 1u + k;
-                    z = ((uint64_t)ones << k) | low;
-                    put_u64(out, i, (uint64_t)gw_unzigzag(z) + (uint64_t)base);
-                    continue;
-                }
-            }
-            while (q < RICE_ESC) {
-                if (!r_bits(r, 1, &bit))
+            if ((r->bitpos >> 3) + 8 <= avail_bytes)
+                i = rice_fast(base_p, avail_bytes, &r->bitpos, k, (uint64_t)base, (uint8_t *)out, cnt);
+            size_t b0 = r->bitpos >> 3;
+            if (i < cnt && avail_bytes - b0 <= 16) {
+                /* the last bytes, copied into a zero-padded buffer the
+                 * fast loop can refill from; a valid sequence ends
+                 * inside the real bytes */
+                uint8_t pad[32] = {0};
+                size_t real = avail_bytes - b0, bp = r->bitpos & 7u;
+                memcpy(pad, base_p + b0, real);
+                size_t got = rice_fast(pad, sizeof pad, &bp, k, (uint64_t)base, (uint8_t *)out + i * 8u, cnt - i);
+                if (bp > real * 8u)
                     return 0;
-                if (!bit)
-                    break;
-                q++;
+                i += got;
+                r->bitpos = b0 * 8u + bp;
             }
-            if (q == RICE_ESC) {
+        }
+        /* the rest (escapes, the last bytes, large k): one zero-padded
+         * 64-bit window per element, bounded by the bits left */
+        for (; i < cnt; i++) {
+            size_t bp = r->bitpos, byte = bp >> 3;
+            size_t left = avail_bytes * 8u - bp; /* bits left */
+            uint64_t w;
+            if (byte + 8 <= avail_bytes) {
+                w = load_be64(base_p + byte);
+            } else {
+                uint8_t pad[8] = {0};
+                memcpy(pad, base_p + byte, avail_bytes - byte);
+                w = load_be64(pad);
+            }
+            w <<= (bp & 7u);
+            unsigned ones = (unsigned)__builtin_clzll(~w | 1u); /* at most 63 */
+            uint64_t z;
+            if (ones >= RICE_ESC) {
+                /* RICE_ESC ones (all real bits: the padding is zeros),
+                 * then 64 raw bits */
+                r->bitpos = bp + RICE_ESC;
                 if (!r_bits(r, 64, &z))
                     return 0;
             } else {
+                if (ones + 1u > left) /* the run's closing zero is missing */
+                    return 0;
+                r->bitpos = bp + ones + 1u;
                 uint64_t low = 0;
                 if (k && !r_bits(r, k, &low))
                     return 0;
-                z = ((uint64_t)q << k) | low;
+                z = ((uint64_t)ones << k) | low;
             }
             put_u64(out, i, (uint64_t)gw_unzigzag(z) + (uint64_t)base);
         }
@@ -1217,6 +1282,42 @@ static int exc_value(struct rd *r, int cls, uint64_t *b)
  * uint64) <= 2 MAX. */
 #define DEC_MAG_MAX UINT64_C(9007199254740991)
 
+/* Turns the n mantissas held as raw int64 in v's slots into the values
+ * m / 10^K in place (no exceptions). 0 when some |m| >= 2^53. With SSE2,
+ * pairs with |m| < 2^51 are converted exactly by the 1.5 * 2^52 bias trick
+ * (the bit pattern of 1.5 * 2^52 plus m is the double 1.5 * 2^52 + m) and
+ * divided two at a time; IEEE division rounds each lane exactly like the
+ * scalar division, so the bits are the same. */
+static int dec_convert(double *v, size_t n, unsigned K)
+{
+    size_t i = 0;
+#if defined(__SSE2__)
+    {
+        const __m128d bias = _mm_set1_pd(6755399441055744.0); /* 1.5 * 2^52 */
+        const __m128i biasi = _mm_castpd_si128(bias);
+        const __m128d div = _mm_set1_pd(p10[K]);
+        const uint64_t half = UINT64_C(1) << 51;
+        for (; i + 2 <= n; i += 2) {
+            if (((get_u64(v, i) + half) | (get_u64(v, i + 1) + half)) >> 52)
+                break; /* a larger mantissa: the scalar loop from here */
+            __m128i m = _mm_loadu_si128((const __m128i *)(const void *)(v + i));
+            __m128d d = _mm_sub_pd(_mm_castsi128_pd(_mm_add_epi64(m, biasi)), bias);
+            if (K)
+                d = _mm_div_pd(d, div);
+            _mm_storeu_pd(v + i, d);
+        }
+    }
+#endif
+    uint64_t bad = 0;
+    const double div1 = p10[K];
+    for (; i < n; i++) {
+        uint64_t u = get_u64(v, i);
+        bad |= (uint64_t)(u + DEC_MAG_MAX > 2 * DEC_MAG_MAX);
+        v[i] = K ? (double)(int64_t)u / div1 : (double)(int64_t)u;
+    }
+    return bad == 0;
+}
+
 static int decode_dec(struct rd *r, uint8_t mode, size_t n, double *v)
 {
     unsigned o = (mode >> 2) & 3u, K = mode >> 4;
@@ -1267,25 +1368,8 @@ static int decode_dec(struct rd *r, uint8_t mode, size_t n, double *v)
             bb = x;
         }
     }
-    if (nexc == 0) {
-        /* No exceptions: every slot is a mantissa |m| < 2^53. */
-        uint64_t bad = 0;
-        if (K == 0) {
-            for (size_t i = 0; i < n; i++) {
-                uint64_t u = get_u64(v, i);
-                bad |= (uint64_t)(u + DEC_MAG_MAX > 2 * DEC_MAG_MAX);
-                v[i] = (double)(int64_t)u;
-            }
-        } else {
-            const double div = p10[K];
-            for (size_t i = 0; i < n; i++) {
-                uint64_t u = get_u64(v, i);
-                bad |= (uint64_t)(u + DEC_MAG_MAX > 2 * DEC_MAG_MAX);
-                v[i] = (double)(int64_t)u / div;
-            }
-        }
-        return bad == 0;
-    }
+    if (nexc == 0)
+        return dec_convert(v, n, K);
     /* Merge forward: reads from index >= the write index, so in place works.
      * The exception list was validated above, so re-reading it cannot fail. */
     size_t mi = 0, next_exc = SIZE_MAX;
