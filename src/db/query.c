@@ -399,7 +399,16 @@ static int sv_reserve(struct sample_vec *s, size_t extra)
 struct dec_ctx {
     struct sample_vec *out;
     int64_t mint, maxt;
+    int disorder;       /* a block did not start after the previous one's end */
 };
+
+/* Notes whether the samples appended at out->t[n0..] start after the ones
+ * before them (within a block, decoded times strictly ascend). */
+static void note_order(struct dec_ctx *c, size_t n0)
+{
+    const struct sample_vec *o = c->out;
+    if (n0 > 0 && o->n > n0 && o->t[n0 - 1] >= o->t[n0]) c->disorder = 1;
+}
 
 /* ---- timestamp columns, decoded once per reader ----
  * Series scraped together share one timestamp column per blob (store
@@ -512,8 +521,10 @@ static int dec_block_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t l
     size_t got = 0;
     rc = gw_block_decode(b, len, o->t + o->n, o->v + o->n, o->cap - o->n, &got);
     if (rc) return rc;
+    size_t n0 = o->n;
     if (mi >= c->mint && ma <= c->maxt) {
         o->n += got;
+        note_order(c, n0);
         return GW_OK;
     }
     /* Partly in range: keep the samples inside (decoded times ascend). */
@@ -527,6 +538,7 @@ static int dec_block_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t l
         memmove(v, v + lo, (hi - lo) * sizeof *v);
     }
     o->n += hi - lo;
+    note_order(c, n0);
     return GW_OK;
 }
 
@@ -560,7 +572,9 @@ static int dec_part_cb(void *ud, const struct gw_store_block_part *bp)
         memcpy(o->t + o->n, ts + lo, (hi - lo) * sizeof *ts);
         if (lo > 0) memmove(v, v + lo, (hi - lo) * sizeof *v);
     }
+    size_t n0 = o->n;
     o->n += hi - lo;
+    note_order(&c->d, n0);
     return GW_OK;
 }
 
@@ -578,15 +592,16 @@ static int head_decode(struct sel *s, int64_t mint, int64_t maxt)
 }
 
 /* Adds the head samples of s (decoded here) to the stored ones in
- * r->stored and points r->res at the result. */
-static int add_head(struct sel *s, const struct gw_db_select *q, struct rdr *r)
+ * r->stored (in time order without repeats unless disorder) and points
+ * r->res at the result. */
+static int add_head(struct sel *s, const struct gw_db_select *q, struct rdr *r, int disorder)
 {
     int rc = head_decode(s, q->mint, q->maxt);
     if (rc) return rc;
     r->merged.n = 0;
     r->res = &r->stored;
     const struct sample_vec *st = &r->stored, *hd = &s->head;
-    if (!is_sorted_unique(st)) {
+    if (disorder) {
         if (hd->n == 0) {
             struct sample_vec empty = {0};
             if ((rc = merge_samples(st, &empty, &r->merged))) return rc;
@@ -620,7 +635,7 @@ static int read_series(struct gw_store_txn *t, struct ts_cache *tc, struct sel *
     struct part_ctx_dec dc = {.d = {.out = &r->stored, .mint = q->mint, .maxt = q->maxt}, .tc = tc};
     int rc = gw_store_block_parts_get(t, s->node_id, s->gpu, s->sid, lo, q->maxt, dec_part_cb, &dc);
     if (rc && rc != 1) return rc;
-    return add_head(s, q, r);
+    return add_head(s, q, r, dc.d.disorder);
 }
 
 /* ---- one series, its blocks decoded by several threads ----
@@ -745,6 +760,7 @@ static int read_series_split(struct gw_store_txn *t, struct sel *s, const struct
     if (rc == GW_OK) {
         /* keep [mint, maxt] of every block, in block order */
         size_t w = 0;
+        int disorder = 0;
         int64_t *tt = r->stored.t;
         double *vv = r->stored.v;
         for (size_t i = 0; i < l.n; i++) {
@@ -754,6 +770,7 @@ static int read_series_split(struct gw_store_txn *t, struct sel *s, const struct
                 while (a < e && tt[a] < q->mint) a++;
             if (b->ma > q->maxt)
                 while (e > a && tt[e - 1] > q->maxt) e--;
+            if (e > a && w > 0 && tt[w - 1] >= tt[a]) disorder = 1;
             if (a != w && e > a) {
                 memmove(tt + w, tt + a, (e - a) * sizeof *tt);
                 memmove(vv + w, vv + a, (e - a) * sizeof *vv);
@@ -761,7 +778,7 @@ static int read_series_split(struct gw_store_txn *t, struct sel *s, const struct
             w += e - a;
         }
         r->stored.n = w;
-        rc = add_head(s, q, r);
+        rc = add_head(s, q, r, disorder);
     }
     free(l.b);
     free(l.bytes);
