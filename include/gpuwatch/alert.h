@@ -39,8 +39,8 @@
  *
  * Thread-safety: every function may be called from any thread (one mutex).
  * Raise/advance are O(1) amortised (hash table of alerts) and do no I/O:
- * log writes and notifications happen on the notifier thread or in
- * gw_alerts_sync(). */
+ * log writes happen in gw_alerts_sync() (and gw_alerts_close()),
+ * notifications on the notifier thread. */
 #ifndef GW_ALERT_H
 #define GW_ALERT_H
 
@@ -152,7 +152,9 @@ int gw_alerts_foreach(struct gw_alerts *a, gw_alerts_cb cb, void *ud);
  * included), in activeAt order; needs log_dir. */
 int gw_alerts_log_foreach(struct gw_alerts *a, int64_t mint, int64_t maxt, gw_alerts_cb cb, void *ud,
                           struct gw_error *err);
-/* Writes pending log changes to LMDB now (the notifier thread does this too). */
+/* Writes pending log changes to LMDB now; nothing else writes them except
+ * gw_alerts_close() and gw_alerts_log_foreach() (`gpuwatch serve` calls it
+ * every 10 s). */
 int gw_alerts_sync(struct gw_alerts *a, struct gw_error *err);
 
 /* ALERTS samples produced since the last drain: cb gets canonical label
