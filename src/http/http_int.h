@@ -76,7 +76,8 @@ int gw_parse_step_ms(const char *s, int64_t *out_ms);
 enum gw_route_id {
     GW_R_WRITE = 0, GW_R_READ, GW_R_QUERY, GW_R_QUERY_RANGE, GW_R_SERIES, GW_R_LABELS,
     GW_R_LABEL_VALUES, GW_R_METADATA, GW_R_EXEMPLARS, GW_R_BUILDINFO, GW_R_READY,
-    GW_R_HEALTHY, GW_R_METRICS, GW_R_ADMIN_RETENTION, GW_R_ADMIN_FLUSH, GW_R_FORMAT_QUERY, GW_R_NOT_FOUND,
+    GW_R_HEALTHY, GW_R_METRICS, GW_R_ADMIN_RETENTION, GW_R_ADMIN_FLUSH, GW_R_FORMAT_QUERY, GW_R_ALERTS, GW_R_RULES,
+    GW_R_NOT_FOUND,
     GW_R_COUNT
 };
 /* Status codes counted per route; the last slot is "other". */
