@@ -18,7 +18,9 @@
 #
 # Usage: bench/run_ingest_bench.sh [--build DIR] [--profile paper] [--seed 1]
 #          [--nodes 63] [--gpus 8] [--duration 1h] [--interval 15s] [--conns 4]
-#          [--batch 2000] [--systems gpuwatch,victoria-metrics,prometheus] [--out FILE]
+#          [--batch 2000] [--systems gpuwatch,gpuwatch-no-detectors,victoria-metrics,prometheus] [--out FILE]
+# gpuwatch runs with its detectors (the default); gpuwatch-no-detectors is the same
+# serve with --no-detectors, so the two rows give the detectors' share of ingest CPU.
 # Quick run: bench/run_ingest_bench.sh --duration 10m
 # Prints a markdown table and writes it to bench/results/ingest-<date>.md.
 set -euo pipefail
@@ -33,7 +35,7 @@ duration=1h
 interval=15s
 conns=4
 batch=2000
-systems="gpuwatch,victoria-metrics,prometheus"
+systems="gpuwatch,gpuwatch-no-detectors,victoria-metrics,prometheus"
 out=""
 
 while (($#)); do
@@ -130,10 +132,12 @@ run_one() {
     mkdir -p "$dir"
     local url="http://127.0.0.1:$port/api/v1/write"
     case "$sys" in
-    gpuwatch)
+    gpuwatch | gpuwatch-no-detectors)
         bin="$build/gpuwatch"
         [[ -x "$bin" ]] || { echo "skip gpuwatch: not built" >&2; return 0; }
-        "$bin" serve --listen "127.0.0.1:$port" --data-dir "$dir" >"$tmp/$sys.log" 2>&1 &
+        local det_flag=()
+        [[ $sys == gpuwatch-no-detectors ]] && det_flag=(--no-detectors)
+        "$bin" serve --listen "127.0.0.1:$port" --data-dir "$dir" "${det_flag[@]}" >"$tmp/$sys.log" 2>&1 &
         ready="http://127.0.0.1:$port/-/ready"
         ;;
     victoria-metrics)
@@ -174,7 +178,7 @@ run_one() {
         curl -s --max-time 60 "http://127.0.0.1:$port/internal/force_flush" >/dev/null || true
         sleep 5
     fi
-    if [[ "$sys" == gpuwatch ]]; then
+    if [[ "$sys" == gpuwatch* ]]; then
         # Count the work of writing the head into the store (block encoding) too.
         curl -s --max-time 300 -X POST "http://127.0.0.1:$port/api/v1/admin/flush" >/dev/null || true
     fi

@@ -147,15 +147,15 @@ static void test_eval_catch_window(void **state)
     assert_true(isnan(row(&rep, "combined")->delay_median_min));
     gw_eval_report_free(&rep);
 
-    /* fired 3 h before, still firing through the window: caught at t_fault - 60 min */
+    /* fired 3 h before, still firing through the window: caught, with its whole 3 h lead */
     a = alert("Early", "D6", GW_SEV_WARNING, 3, -1, tf - 3 * HOUR, tf + 10 * MIN);
     score(&tl, &a, 1, &rep);
     const struct gw_eval_failure *e = fail_by_id(&rep, 2);
     assert_true(e->caught);
-    assert_int_equal(e->t_detect, tf - 60 * MIN);
+    assert_int_equal(e->t_detect, tf - 3 * HOUR);
     assert_int_equal(row(&rep, "combined")->caught_before_xid, 1); /* no XID: before the fault */
-    assert_true(fabs(row(&rep, "combined")->lead_median_min - 60.0) < 1e-9);
-    assert_true(fabs(row(&rep, "D6")->delay_median_min + 60.0) < 1e-9);
+    assert_true(fabs(row(&rep, "combined")->lead_median_min - 180.0) < 1e-9);
+    assert_true(fabs(row(&rep, "D6")->delay_median_min + 180.0) < 1e-9);
     gw_eval_report_free(&rep);
 
     /* resolved exactly at the window's start: not firing within it, so false */
@@ -275,10 +275,10 @@ static void test_eval_rows_leads_and_delays(void **state)
     assert_int_equal(c->with_precursor, 1);
     assert_int_equal(c->precursor_caught_early, 1);
     assert_int_equal(c->caught_before_xid, 2);
-    /* leads: f0 20.5 (XID at +30 s, detection 20 min early), f3 60.5 */
-    assert_true(fabs(c->lead_median_min - 40.5) < 1e-9);
-    assert_true(fabs(c->lead_p90_min - 56.5) < 1e-9);
-    /* delays: -60, -20, +3 */
+    /* leads: f0 20.5 (XID at +30 s, detection 20 min early), f3 180.5 (fired 3 h ahead) */
+    assert_true(fabs(c->lead_median_min - 100.5) < 1e-9);
+    assert_true(fabs(c->lead_p90_min - 164.5) < 1e-9);
+    /* delays: -180, -20, +3 */
     assert_true(fabs(c->delay_median_min + 20.0) < 1e-9);
     assert_true(fabs(c->delay_p90_min + 1.6) < 1e-9);
     assert_int_equal(c->false_alarms, 0);
@@ -306,7 +306,7 @@ static void test_eval_rows_leads_and_delays(void **state)
     assert_int_equal(e->t_detect_by[1], t0 + 31000);
     assert_int_equal(e->t_detect_by[3], t0 - 20 * MIN);
     assert_int_equal(e->t_detect_by[2], INT64_MIN);
-    assert_int_equal(fail_by_id(&rep, 3)->t_detect, t3 - 60 * MIN);
+    assert_int_equal(fail_by_id(&rep, 3)->t_detect, t3 - 3 * HOUR);
     gw_eval_report_free(&rep);
 }
 

@@ -11,7 +11,8 @@
  *    names the failure's node (and, when both are GPU-level, any GPU of
  *    it) and is active (firing) at some time within
  *    [t_fault - before_ms, t_fault + after_ms]; its detection time is
- *    max(fired_at, t_fault - before_ms); an alert catches one failure at
+ *    fired_at (an alert firing since before the window keeps its whole
+ *    lead); an alert catches one failure at
  *    most, the earliest (by t_fault) whose window it fires in, so an alert
  *    lingering from one failure is not credited with the next one;
  *  - caught before the XID: detection time < t_xid_visible (failures with

@@ -76,13 +76,13 @@ static int64_t alert_end(const struct gw_eval_alert *a)
     return a->resolved_at == INT64_MIN ? INT64_MAX : a->resolved_at;
 }
 
-/* Firing at some time within [w0, w1]; *t_det = max(fired_at, w0). */
+/* Firing at some time within [w0, w1]; *t_det = fired_at. */
 static int firing_within(const struct gw_eval_alert *a, int64_t w0, int64_t w1, int64_t *t_det)
 {
     if (a->fired_at == INT64_MIN || a->fired_at > w1 || alert_end(a) <= w0)
         return 0;
     if (t_det != NULL)
-        *t_det = a->fired_at > w0 ? a->fired_at : w0;
+        *t_det = a->fired_at;   /* an alert firing since before the window: its real lead */
     return 1;
 }
 
