@@ -62,6 +62,9 @@
  *   byte kind: 0 = the value section follows as is, 1 = one magicless zstd
  *        frame (as above) whose content is the value section
  * Joining appends column and (decompressed) value section: a raw block.
+ * gw_block_ts_decode / gw_block_values_decode decode the two apart (the
+ * column must end exactly where its timestamp section does), giving the
+ * samples gw_block_decode gives for the joined block.
  * For the worked example below, column = 10 03 d0 0f b0 ea 01 00 and value
  * part = 00 11 00 01 1e 32 32; joined, they are the 14 bytes shown.
  *

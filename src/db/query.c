@@ -417,7 +417,7 @@ static void note_order(struct dec_ctx *c, size_t n0)
  * in the map (fixed while the reader's transaction lasts: one cache per
  * thread and transaction). Beyond TS_CACHE_MAX_BYTES of kept timestamps,
  * further columns are decoded into a scratch array every time. */
-#define TS_CACHE_MAX_BYTES (64u << 20)
+#define TS_CACHE_MAX_BYTES (32u << 20)
 
 struct ts_ent {
     const uint8_t *col;           /* NULL: free slot */

@@ -47,7 +47,10 @@
  *                  (gw_block_values_encode) whose block is gw_block_join of
  *                  column c - 1 and the part. Series scraped together (same
  *                  node, same timestamps) thus keep one copy of their
- *                  timestamps; readers always get whole blocks.
+ *                  timestamps. Readers get whole blocks (joined on
+ *                  read, gw_store_blocks_get) or, from
+ *                  gw_store_block_parts_get, the column and the value
+ *                  part apart, so a query decodes each column once.
  *
  * Canonical labels (labels.h): repeated { uvarint name_len | name |
  * uvarint value_len | value } sorted by name. They are rebuilt from the
