@@ -5,7 +5,8 @@
 # failures injected 20x more often than in a real cluster so some show up;
 # ground truth in DATA_DIR/sim-truth.jsonl) and (2) a local Prometheus that
 # scrapes a local node_exporter every 5 s and remote-writes to gpuwatch.
-# Ctrl-C stops everything.
+# The detectors' alerts go to a local Alertmanager (when installed) and are
+# listed at /api/v1/alerts. Ctrl-C stops everything.
 #   usage: scripts/run-demo.sh BUILD_DIR DATA_DIR LISTEN_ADDR
 set -euo pipefail
 build=${1:-build}
@@ -28,8 +29,29 @@ trap cleanup EXIT INT TERM
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 mkdir -p "$data"
-"$build/gpuwatch" serve --listen "$listen" --data-dir "$data" &
-pids+=($!)
+am_args=()
+if command -v prometheus-alertmanager >/dev/null; then
+  am_port=$(free_port)
+  am_cluster=$(free_port)
+  cat >"$work/alertmanager.yml" <<YML
+route:
+  receiver: log
+  group_by: [alertname, hostname]
+  group_wait: 10s
+  group_interval: 1m
+receivers:
+  - name: log
+YML
+  prometheus-alertmanager --config.file="$work/alertmanager.yml" --storage.path="$work/am" \
+    --web.listen-address="127.0.0.1:$am_port" --cluster.listen-address="127.0.0.1:$am_cluster" \
+    >"$work/alertmanager.log" 2>&1 &
+  pids+=($!)
+  am_args=(--alertmanager "http://127.0.0.1:$am_port")
+  echo "Alertmanager: http://127.0.0.1:$am_port (receives gpuwatch's alerts)"
+fi
+"$build/gpuwatch" serve --listen "$listen" --data-dir "$data" "${am_args[@]}" &
+serve_pid=$!
+pids+=("$serve_pid")
 for _ in $(seq 1 100); do
   curl -fsS "http://$listen/-/ready" >/dev/null 2>&1 && break
   sleep 0.1
@@ -66,5 +88,6 @@ pids+=($!)
 echo "simulated cluster: 4 nodes x 8 GPUs (6 h backfilled, then live); ground truth: $data/sim-truth.jsonl"
 echo "try: $build/gpuwatch query 'avg by (hostname) (DCGM_FI_DEV_GPU_TEMP)' --server http://$listen"
 echo "     curl -s 'http://$listen/api/v1/label/__name__/values' | head -c 400; echo"
+echo "     curl -s http://$listen/api/v1/alerts    # the detectors' alerts"
 echo "     $build/gpuwatch stats --data-dir $data"
-wait "${pids[0]}"
+wait "$serve_pid"

@@ -564,6 +564,27 @@ static void test_detect_d5_structure(void **state)
     fleet_close(&f);
 }
 
+static void hook_slow_node(struct scrape *s, int64_t t, int step, void *ud)
+{
+    (void)t;
+    (void)ud;
+    /* node 7 is scraped every 4 minutes (8 fleet intervals) */
+    if (step % 8 != 0)
+        for (int m = 0; m < M_COUNT; m++)
+            for (int g = 0; g <= GPUS; g++) s->skip[m][7][g] = 1;
+}
+
+static void test_detect_d5_slow_node_is_not_silent(void **state)
+{
+    (void)state;
+    reset_counters();
+    struct fleet f;
+    fleet_open(&f, NULL);
+    run(&f, 240, 1, hook_slow_node, NULL);
+    assert_int_equal(count_non_info(&f), 0);
+    fleet_close(&f);
+}
+
 /* ------------------------------------------------------------ D6 */
 
 static void hook_throttle(struct scrape *s, int64_t t, int step, void *ud)
@@ -755,6 +776,7 @@ int main(void)
         cmocka_unit_test(test_detect_d4_frozen_gpu),
         cmocka_unit_test(test_detect_d4_node_collapse),
         cmocka_unit_test(test_detect_d5_structure),
+        cmocka_unit_test(test_detect_d5_slow_node_is_not_silent),
         cmocka_unit_test(test_detect_d6_throttle_and_heat),
         cmocka_unit_test(test_detect_config_file),
         cmocka_unit_test(test_detect_snapshot_restart),

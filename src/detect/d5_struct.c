@@ -12,7 +12,9 @@
  *  - DcgmExporterDown / NodeExporterDown: one exporter of a node not
  *    answering for exporter_down while the other one does;
  *  - NodeSilent: neither exporter answering for silent_intervals.
- * A target "answers" at its newest `up` == 1 sample or data sample.
+ * A target "answers" at its newest `up` == 1 sample or data sample. Each
+ * node is judged by its own scrape interval when it is slower than the
+ * fleet's.
  * Brief scrape gaps and exporter restarts (tens of seconds) stay below
  * every threshold. */
 #include <stdio.h>
@@ -50,11 +52,12 @@ static void raise5(struct gw_det *d, const char *name, enum gw_severity sev, con
 
 void det_d5_eval(struct gw_det *d, int64_t t)
 {
-    int64_t iv = det_interval(d);
     char summary[256], ev[384], when[32];
     for (uint32_t i = 0; i < d->n_nodes; i++) {
         struct det_node *n = &d->nodes[i];
-        if (n->first_seen == INT64_MIN) continue;
+        /* judged only once its own interval is known (two scrapes seen) */
+        if (n->first_seen == INT64_MIN || (d->c.interval_ms <= 0 && n->iv_est <= 0)) continue;
+        int64_t iv = det_node_interval(d, n);
         int64_t ok_dcgm = max64(n->up_ok_t[0], n->last_dcgm), ok_node = max64(n->up_ok_t[1], n->last_node);
         int has_dcgm = ok_dcgm != INT64_MIN, has_node = ok_node != INT64_MIN;
         int64_t down_dcgm = has_dcgm ? t - ok_dcgm : 0, down_node = has_node ? t - ok_node : 0;

@@ -95,6 +95,7 @@ struct det_node {
     uint8_t collapse_streak;
     uint8_t busy, busy_prev;         /* mean GPU util >= 50 at the newest evaluation */
     uint8_t gpu_count;               /* highest GPU index seen + 1 */
+    double iv_est;                   /* this node's scrape interval (ms), learnt; 0 unknown */
     double intr_rate;                /* node_intr_total per second */
     int64_t intr_rate_t;
     struct det_val procs;
@@ -146,6 +147,7 @@ struct gw_det {
 /* engine.c */
 int det_rebuild_tables(struct gw_det *d);   /* hash tables from series[] and nodes[] */
 int64_t det_interval(const struct gw_det *d);
+int64_t det_node_interval(const struct gw_det *d, const struct det_node *n);
 void det_raise(struct gw_det *d, const struct gw_alert_spec *s, int64_t t, int detector);
 void det_fmt_time(int64_t t, char *out, size_t cap);
 double det_median(double *v, size_t n);   /* reorders v */

@@ -133,6 +133,14 @@ int64_t det_interval(const struct gw_det *d)
     return 30000;
 }
 
+/* A node scraped slower than the fleet is judged by its own interval. */
+int64_t det_node_interval(const struct gw_det *d, const struct det_node *n)
+{
+    int64_t iv = det_interval(d);
+    if (d->c.interval_ms <= 0 && n->iv_est >= 1000 && n->iv_est > (double)iv) return (int64_t)(n->iv_est + 0.5);
+    return iv;
+}
+
 void det_fmt_time(int64_t t, char *out, size_t cap)
 {
     time_t s = (time_t)(t / 1000);
@@ -562,8 +570,10 @@ static void sample_locked(struct gw_det *d, uint32_t handle, int64_t t, double v
     if (n->first_seen == INT64_MIN) n->first_seen = t;
     if ((s->role == R_GPU_TEMP || s->role == R_UP) && s->last_t != INT64_MIN && d->c.interval_ms <= 0) {
         double dt = (double)(t - s->last_t);
-        if (dt >= 1000 && dt <= 600000)
+        if (dt >= 1000 && dt <= 600000) {
             d->interval_est = d->interval_est > 0 ? d->interval_est * 0.995 + dt * 0.005 : dt;
+            n->iv_est = n->iv_est > 0 ? n->iv_est * 0.95 + dt * 0.05 : dt;
+        }
     }
     if (s->role == R_UP) {
         int which = (n->dcgm_inst && s->inst_hash == n->dcgm_inst) ? 0 : 1;
