@@ -585,6 +585,20 @@ static void test_detect_d5_slow_node_is_not_silent(void **state)
     fleet_close(&f);
 }
 
+static void test_detect_d5_sample_from_the_future(void **state)
+{
+    (void)state;
+    reset_counters();
+    struct fleet f;
+    fleet_open(&f, NULL);
+    run(&f, 20, 1, NULL, NULL);
+    /* one sender's clock is 9 minutes ahead for one sample: nobody is silent */
+    gw_det_sample(f.d, f.h[M_UP_NODE][0][GPUS], f.t + 9 * MIN, 1);
+    run(&f, 30, 1, NULL, NULL);
+    assert_int_equal(count_non_info(&f), 0);
+    fleet_close(&f);
+}
+
 /* ------------------------------------------------------------ D6 */
 
 static void hook_throttle(struct scrape *s, int64_t t, int step, void *ud)
@@ -777,6 +791,7 @@ int main(void)
         cmocka_unit_test(test_detect_d4_node_collapse),
         cmocka_unit_test(test_detect_d5_structure),
         cmocka_unit_test(test_detect_d5_slow_node_is_not_silent),
+        cmocka_unit_test(test_detect_d5_sample_from_the_future),
         cmocka_unit_test(test_detect_d6_throttle_and_heat),
         cmocka_unit_test(test_detect_config_file),
         cmocka_unit_test(test_detect_snapshot_restart),

@@ -50,9 +50,28 @@ static void raise5(struct gw_det *d, const char *name, enum gw_severity sev, con
     det_raise(d, &a, t, 5);
 }
 
-void det_d5_eval(struct gw_det *d, int64_t t)
+/* The fleet's "now" for silence: the 90th percentile of the nodes' newest
+ * answer, so one sender with timestamps ahead of the others cannot make
+ * the whole fleet look silent. */
+static int64_t fleet_now(struct gw_det *d, int64_t t)
+{
+    size_t n = 0;
+    if (d->scratch_cap < d->n_nodes) return t;
+    for (uint32_t i = 0; i < d->n_nodes; i++) {
+        const struct det_node *x = &d->nodes[i];
+        int64_t a = max64(max64(x->up_ok_t[0], x->last_dcgm), max64(x->up_ok_t[1], x->last_node));
+        if (a != INT64_MIN && t - a < 86400000) d->scratch[n++] = (double)a;
+    }
+    if (n == 0) return t;
+    det_median(d->scratch, n);   /* sorts */
+    int64_t p90 = (int64_t)d->scratch[(n - 1) * 9 / 10];
+    return p90 < t ? p90 : t;
+}
+
+void det_d5_eval(struct gw_det *d, int64_t t_eval)
 {
     char summary[256], ev[384], when[32];
+    int64_t t = fleet_now(d, t_eval);
     for (uint32_t i = 0; i < d->n_nodes; i++) {
         struct det_node *n = &d->nodes[i];
         /* judged only once its own interval is known (two scrapes seen) */

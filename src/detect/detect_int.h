@@ -14,6 +14,8 @@
 #include "gpuwatch/detect.h"
 
 #define DET_MAX_GPUS 16
+#define DET_MAX_NODES 16384   /* beyond this, new hosts are not tracked (bounded memory) */
+#define DET_MAX_SERIES (8u << 20)
 #define DET_NODE_NAME 64
 #define DET_HIST 8            /* increment-time rings */
 #define DET_XID_RING 1024     /* application-XID onsets awaiting the collective decision */
@@ -142,6 +144,7 @@ struct gw_det {
     size_t scratch_cap;
     /* stats */
     uint64_t samples, buckets, raises[7];
+    uint64_t untracked;              /* series refused by the node / series caps */
 };
 
 /* engine.c */

@@ -274,6 +274,7 @@ static uint32_t node_get(struct gw_det *d, const char *name, size_t len)
             k = (k + 1) & d->mask_node;
         }
     }
+    if (d->n_nodes >= DET_MAX_NODES) return UINT32_MAX;
     if (d->n_nodes == d->cap_nodes) {
         uint32_t nc = d->cap_nodes ? d->cap_nodes * 2 : 64;
         struct det_node *p = realloc(d->nodes, (size_t)nc * sizeof *p);
@@ -384,8 +385,11 @@ static uint32_t series_add(struct gw_det *d, uint64_t id, const uint8_t *labels,
                 if (cs[i] >= '0' && cs[i] <= '9') code = code * 10 + (uint32_t)(cs[i] - '0');
         }
     }
-    uint32_t ni = node_get(d, host, host_len);
-    if (ni == UINT32_MAX) return 0;
+    uint32_t ni = d->n_series < DET_MAX_SERIES ? node_get(d, host, host_len) : UINT32_MAX;
+    if (ni == UINT32_MAX) {
+        d->untracked++;
+        return 0;
+    }
     if (d->n_series == d->cap_series) {
         uint32_t nc = d->cap_series ? d->cap_series * 2 : 1024;
         struct det_series *p = realloc(d->series, (size_t)nc * sizeof *p);
