@@ -384,6 +384,19 @@ static void test_block_roundtrip_rice_tails(void **state)
             roundtrip(t, v, n);
         }
     }
+    /* small Rice parameters (the byte-table decoder): order-1 residual
+     * spreads from 2 to 128, every element from 1 to a dozen bits */
+    for (unsigned spread = 2; spread <= 128; spread *= 2) {
+        t[0] = 1700000000000ll;
+        double c = 1e6;
+        for (size_t i = 0; i < N; i++) {
+            if (i > 0)
+                t[i] = t[i - 1] + 15000;
+            c += 1000 + (double)(rnd() % spread);
+            v[i] = c / 100.0;
+        }
+        roundtrip(t, v, N);
+    }
 }
 
 static void test_block_roundtrip_special_values(void **state)

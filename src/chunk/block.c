@@ -435,6 +435,38 @@ static inline uint64_t get_u64(const void *base, size_t i)
  * buf holds nb >= 56 valid bits, MSB first, after each refill (the bits
  * below the valid ones are zero or the bits the next refill ORs in again),
  * and an element takes ones + 1 + k <= 19 + 1 + 36 = 56 bits. */
+/* Rice codes of k <= RICE_TAB_K that fit in one byte, decoded a byte at a
+ * time: entry [k][b] lists up to 4 whole codes at the start of the 8 bits
+ * b (MSB first) as their unzigzagged values, and the bits they take (n == 0:
+ * the first code is longer than 8 bits). Built once. */
+#define RICE_TAB_K 5
+struct rice_ent {
+    uint8_t n, used;
+    int8_t d[4];
+};
+static struct rice_ent rice_tab[RICE_TAB_K + 1][256];
+static pthread_once_t rice_tab_once = PTHREAD_ONCE_INIT;
+
+static void rice_tab_init(void)
+{
+    for (unsigned k = 0; k <= RICE_TAB_K; k++) {
+        for (unsigned b = 0; b < 256; b++) {
+            struct rice_ent *e = &rice_tab[k][b];
+            unsigned pos = 0; /* bits of b used */
+            while (e->n < 4) {
+                unsigned q = 0;
+                while (pos + q < 8 && ((b >> (7 - pos - q)) & 1u)) q++;
+                if (pos + q + 1 + k > 8) /* the code does not end in b */
+                    break;
+                unsigned low = k ? (b >> (8 - pos - q - 1 - k)) & ((1u << k) - 1u) : 0;
+                e->d[e->n++] = (int8_t)gw_unzigzag((q << k) | low); /* |d| <= 128 */
+                pos += q + 1 + k;
+            }
+            e->used = (uint8_t)pos;
+        }
+    }
+}
+
 static inline __attribute__((always_inline)) size_t rice_fast_body(const uint8_t *p, size_t avail_bytes,
                                                                     size_t *bitpos, unsigned k, uint64_t base,
                                                                     uint8_t *out, size_t cnt)
@@ -442,8 +474,9 @@ static inline __attribute__((always_inline)) size_t rice_fast_body(const uint8_t
     size_t bp = *bitpos, byte = (bp >> 3) + 8, last = avail_bytes - 8;
     uint64_t buf = load_be64(p + (bp >> 3)) << (bp & 7u);
     unsigned nb = 64u - (unsigned)(bp & 7u), sh = 63u - k;
+    const struct rice_ent *tab = k <= RICE_TAB_K ? rice_tab[k] : NULL;
     size_t i = 0;
-    for (; i < cnt; i++) {
+    while (i < cnt) {
         if (nb < 56u) {
             if (byte > last)
                 break;
@@ -451,6 +484,20 @@ static inline __attribute__((always_inline)) size_t rice_fast_body(const uint8_t
             unsigned take = (63u - nb) >> 3;
             byte += take;
             nb += take * 8u;
+        }
+        if (tab && i + 4 <= cnt) {
+            /* nb >= 56: the top byte is real bits */
+            const struct rice_ent *e = &tab[buf >> 56];
+            if (e->n) {
+                for (unsigned j = 0; j < 4; j++) { /* slots past e->n are rewritten later */
+                    uint64_t x = (uint64_t)(int64_t)e->d[j] + base;
+                    memcpy(out + (i + j) * 8u, &x, 8);
+                }
+                i += e->n;
+                buf <<= e->used;
+                nb -= e->used;
+                continue;
+            }
         }
         unsigned ones = (unsigned)__builtin_clzll(~buf | 1u);
         if (ones >= RICE_ESC)
@@ -461,6 +508,7 @@ static inline __attribute__((always_inline)) size_t rice_fast_body(const uint8_t
         nb -= ones + 1u + k;
         uint64_t x = (uint64_t)gw_unzigzag(((uint64_t)ones << k) | low) + base;
         memcpy(out + i * 8u, &x, 8);
+        i++;
     }
     *bitpos = byte * 8u - nb;
     return i;
@@ -486,12 +534,18 @@ __attribute__((target("bmi2,lzcnt"))) static size_t rice_fast_bmi2(const uint8_t
 static size_t rice_fast(const uint8_t *p, size_t avail_bytes, size_t *bitpos, unsigned k, uint64_t base,
                         uint8_t *out, size_t cnt)
 {
+    pthread_once(&rice_tab_once, rice_tab_init);
     if (__builtin_cpu_supports("bmi2") && __builtin_cpu_supports("lzcnt"))
         return rice_fast_bmi2(p, avail_bytes, bitpos, k, base, out, cnt);
     return rice_fast_plain(p, avail_bytes, bitpos, k, base, out, cnt);
 }
 #else
-#define rice_fast rice_fast_plain
+static size_t rice_fast(const uint8_t *p, size_t avail_bytes, size_t *bitpos, unsigned k, uint64_t base,
+                        uint8_t *out, size_t cnt)
+{
+    pthread_once(&rice_tab_once, rice_tab_init);
+    return rice_fast_plain(p, avail_bytes, bitpos, k, base, out, cnt);
+}
 #endif
 
 /* Reads cnt elements as two's-complement uint64 into 8-byte slots of out.
