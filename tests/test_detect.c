@@ -585,6 +585,36 @@ static void test_detect_d5_slow_node_is_not_silent(void **state)
     fleet_close(&f);
 }
 
+static void hook_gap_node2(struct scrape *s, int64_t t, int step, void *ud)
+{
+    (void)t;
+    (void)ud;
+    if (step >= 10 && step < 14)   /* node 2's DCGM exporter: a 2-minute scrape gap */
+        for (int m = 0; m < M_COUNT; m++)
+            for (int g = 0; g < GPUS; g++) s->skip[m][2][g] = 1;
+    if (step >= 10 && step < 14) s->skip[M_UP_DCGM][2][GPUS] = 1;
+}
+
+static void test_detect_d5_gap_then_scrape_in_pieces(void **state)
+{
+    (void)state;
+    reset_counters();
+    struct fleet f;
+    fleet_open(&f, NULL);
+    run(&f, 14, 1, hook_gap_node2, NULL);
+    /* the first scrape after the gap arrives in pieces: GPU 0 first, then data time moves on
+       (another shard's newer samples) and evaluations run, then the other GPUs */
+    int64_t ts = f.t + IV + 1300;
+    for (int m = 0; m < M_COUNT; m++)
+        if (f.h[m][2][0]) gw_det_sample(f.d, f.h[m][2][0], ts, m == M_UTIL ? 97 : m == M_POWER ? 800 : 60);
+    gw_det_advance(f.d, ts + 2 * IV);
+    for (int m = 0; m < M_COUNT; m++)
+        for (int g = 1; g < GPUS; g++)
+            if (f.h[m][2][g]) gw_det_sample(f.d, f.h[m][2][g], ts, m == M_UTIL ? 97 : m == M_POWER ? 800 : 60);
+    assert_int_equal(alerts_of(&f, "GpuVanished", NULL, -2).count, 0);
+    fleet_close(&f);
+}
+
 static void test_detect_d5_sample_from_the_future(void **state)
 {
     (void)state;
@@ -792,6 +822,7 @@ int main(void)
         cmocka_unit_test(test_detect_d5_structure),
         cmocka_unit_test(test_detect_d5_slow_node_is_not_silent),
         cmocka_unit_test(test_detect_d5_sample_from_the_future),
+        cmocka_unit_test(test_detect_d5_gap_then_scrape_in_pieces),
         cmocka_unit_test(test_detect_d6_throttle_and_heat),
         cmocka_unit_test(test_detect_config_file),
         cmocka_unit_test(test_detect_snapshot_restart),

@@ -1,11 +1,13 @@
 /* d5_struct.c - D5: telemetry structure, the "quiet failures".
  *
  * Per node and evaluation:
- *  - GpuVanished: the DCGM exporter answers (its `up` is 1, or - when `up`
- *    is not forwarded - other GPUs of the node reported within 1.5
- *    intervals) but a GPU that reported before has sent nothing for
- *    vanish_intervals (fell off the bus, XID 79 often never reaches the
- *    metrics); all GPUs gone at once is one node-level alert;
+ *  - GpuVanished: a GPU that reported before is missing from
+ *    vanish_intervals (rounded up, at least 2) DCGM scrapes that its
+ *    sibling GPUs delivered (fell off the bus; XID 79 often never reaches
+ *    the metrics); all GPUs gone while the exporter's `up` stays 1 for as
+ *    many scrapes is one node-level alert. Counting scrapes instead of
+ *    time keeps a scrape that arrives in pieces (remote-write shards) or
+ *    the first scrape after a gap from looking like a vanished GPU;
  *  - GpuSentinelValues: two or more of util/power/SM clock/die temperature
  *    at the exporter's sentinel values (>= sentinel_min) on
  *    sentinel_scrapes consecutive evaluations;
@@ -104,20 +106,16 @@ void det_d5_eval(struct gw_det *d, int64_t t_eval)
             snprintf(ev, sizeof ev, "no node_exporter data or up == 1 since %s while the DCGM exporter answers", when);
             raise5(d, "NodeExporterDown", GW_SEV_WARNING, n, -1, "telemetry", "none", summary, ev, t);
         }
-        /* GPUs: vanished, sentinels */
-        int up_fresh = n->up_t[0] != INT64_MIN && t - n->up_t[0] <= iv + iv / 2;
-        int answering = up_fresh ? n->up_v[0] == 1 : (n->last_dcgm != INT64_MIN && t - n->last_dcgm <= iv + iv / 2);
-        int64_t vanish_ms = (int64_t)(d->c.vanish_intervals * (double)iv);
+        /* GPUs: sentinels; vanished = missing from the DCGM scrapes its siblings keep delivering
+         * (counted in scrapes, not time, so a scrape still arriving in pieces or the first one
+         * after a gap never looks like a vanished GPU) */
+        uint32_t need = d->c.vanish_intervals > 2 ? (uint32_t)(d->c.vanish_intervals + 0.999) : 2;
         unsigned known = 0, missing = 0;
-        int64_t oldest_seen = INT64_MAX;
         for (unsigned g = 0; g < n->gpu_count; g++) {
             struct det_gpu *x = &n->gpus[g];
             if (x->first_seen == INT64_MIN) continue;
             known++;
-            if (answering && t - x->last_seen >= vanish_ms) {
-                missing++;
-                if (x->last_seen < oldest_seen) oldest_seen = x->last_seen;
-            }
+            if (n->dcgm_scrapes - x->scrape_no >= need) missing++;
             const struct det_val *f[4] = {&x->util, &x->power, &x->clock, &x->temp};
             unsigned sent = 0;
             for (int k = 0; k < 4; k++) sent += det_fresh(f[k], t, iv) && f[k]->v >= d->c.sentinel_min;
@@ -129,21 +127,21 @@ void det_d5_eval(struct gw_det *d, int64_t t_eval)
                 raise5(d, "GpuSentinelValues", GW_SEV_CRITICAL, n, (int)g, "fell_off_bus", "reboot_node", summary, ev, t);
             }
         }
-        if (!missing) continue;
-        if (missing == known && known > 1) {
-            det_fmt_time(oldest_seen, when, sizeof when);
+        if (known > 1 && n->up_without_gpu >= need) {
+            det_fmt_time(n->last_dcgm, when, sizeof when);
             snprintf(summary, sizeof summary, "all %u GPUs of %s vanished while its DCGM exporter answers", known, n->name);
-            snprintf(ev, sizeof ev, "no GPU series since %s; the exporter's up is %s", when, up_fresh ? "1" : "not forwarded");
+            snprintf(ev, sizeof ev, "no GPU series since %s over %u scrapes with up == 1", when, n->up_without_gpu);
             raise5(d, "GpuVanished", GW_SEV_CRITICAL, n, -1, "fell_off_bus", "reboot_node", summary, ev, t);
             continue;
         }
+        if (!missing || missing == known) continue;
         for (unsigned g = 0; g < n->gpu_count; g++) {
             struct det_gpu *x = &n->gpus[g];
-            if (x->first_seen == INT64_MIN || t - x->last_seen < vanish_ms) continue;
+            if (x->first_seen == INT64_MIN || n->dcgm_scrapes - x->scrape_no < need) continue;
             det_fmt_time(x->last_seen, when, sizeof when);
             snprintf(summary, sizeof summary, "%s GPU %u vanished (fell off the bus?)", n->name, g);
-            snprintf(ev, sizeof ev, "GPU %u's series stopped at %s; %u other GPUs and the exporter keep reporting", g, when,
-                     known - missing);
+            snprintf(ev, sizeof ev, "GPU %u's series stopped at %s; %u other GPUs kept reporting for %u scrapes", g, when,
+                     known - missing, n->dcgm_scrapes - x->scrape_no);
             raise5(d, "GpuVanished", GW_SEV_CRITICAL, n, (int)g, "fell_off_bus", "reboot_node", summary, ev, t);
         }
     }

@@ -73,7 +73,7 @@ struct det_gpu {
     uint8_t frozen_streak;
     /* D5 */
     uint8_t sentinel_streak;
-    uint8_t vanished;                /* raised GpuVanished for the current absence */
+    uint32_t scrape_no;              /* the node's DCGM scrape count at this GPU's newest sample */
     /* D6 */
     uint8_t throttle_hist;           /* bit i: the i-th newest evaluation was a throttle hit */
     int64_t bad_reason_since;        /* throttle reasons set since; INT64_MIN */
@@ -95,6 +95,9 @@ struct det_node {
     int64_t dcgm_down_since, node_down_since;  /* INT64_MIN when answering */
     uint8_t silent, dcgm_down, node_down;
     uint8_t collapse_streak;
+    uint8_t up_without_gpu;          /* DCGM `up` == 1 scrapes in a row that brought no GPU series */
+    uint32_t dcgm_scrapes;           /* DCGM scrapes seen (a new one: a timestamp past the newest by
+                                        half an interval) */
     uint8_t busy, busy_prev;         /* mean GPU util >= 50 at the newest evaluation */
     uint8_t gpu_count;               /* highest GPU index seen + 1 */
     double iv_est;                   /* this node's scrape interval (ms), learnt; 0 unknown */

@@ -584,11 +584,17 @@ static void sample_locked(struct gw_det *d, uint32_t handle, int64_t t, double v
         n->up_t[which] = t;
         n->up_v[which] = v;
         if (v == 1) n->up_ok_t[which] = t;
+        if (which == 0 && v == 1 && (n->last_dcgm == INT64_MIN || t > n->last_dcgm + det_interval(d) / 2) &&
+            n->up_without_gpu < 255)
+            n->up_without_gpu++;
     } else {
         if (t > n->last_data) n->last_data = t;
         if (s->gpu >= 0) {
+            if (n->last_dcgm == INT64_MIN || t > n->last_dcgm + det_interval(d) / 2) n->dcgm_scrapes++;
             if (t > n->last_dcgm) n->last_dcgm = t;
+            n->up_without_gpu = 0;
             struct det_gpu *x = &n->gpus[s->gpu];
+            x->scrape_no = n->dcgm_scrapes;
             if (x->first_seen == INT64_MIN) x->first_seen = t;
             if (t > x->last_seen) x->last_seen = t;
             gpu_value(x, s->role, t, v);
