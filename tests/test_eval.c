@@ -362,6 +362,30 @@ static void test_eval_match_gpu(void **state)
     assert_non_null(strstr(err.msg, "window"));
 }
 
+static void test_eval_alert_prefers_its_own_gpu(void **state)
+{
+    (void)state;
+    struct gw_sim_timeline tl;
+    struct gw_sim_failure fs[5];
+    make_timeline(&tl, fs);
+    /* a second failure on node 1, GPU 6, 30 min after the one on GPU 2 */
+    failure(&fs[1], 1, GW_SIM_MEMORY, 1, 6, 95, fs[0].t_fault + 30 * MIN);
+    const int64_t t0 = fs[0].t_fault;
+    /* GPU 6's degradation alert fires before both and lasts through both windows */
+    struct gw_eval_alert a = alert("GpuSbeRising", "D2", GW_SEV_WARNING, 1, 6, t0 - 2 * HOUR, t0 + 2 * HOUR);
+    struct gw_eval_report rep;
+    score(&tl, &a, 1, &rep);
+    assert_false(fail_by_id(&rep, 0)->caught);   /* GPU 2's failure is not credited to GPU 6's alert */
+    assert_true(fail_by_id(&rep, 1)->caught);
+    assert_int_equal(fail_by_id(&rep, 1)->t_detect, t0 - 2 * HOUR);
+    gw_eval_report_free(&rep);
+    /* an alert of another GPU still catches when its own GPU has no failure */
+    a = alert("GpuSbeRising", "D2", GW_SEV_WARNING, 1, 3, t0 - 2 * HOUR, t0 + 2 * HOUR);
+    score(&tl, &a, 1, &rep);
+    assert_true(fail_by_id(&rep, 0)->caught);
+    gw_eval_report_free(&rep);
+}
+
 static void test_eval_print_table_and_json(void **state)
 {
     (void)state;
@@ -479,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_eval_rows_leads_and_delays),
         cmocka_unit_test(test_eval_alert_catches_one_failure),
         cmocka_unit_test(test_eval_match_gpu),
+        cmocka_unit_test(test_eval_alert_prefers_its_own_gpu),
         cmocka_unit_test(test_eval_print_table_and_json),
         cmocka_unit_test(test_eval_run_smoke),
     };

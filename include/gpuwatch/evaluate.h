@@ -13,7 +13,8 @@
  *    [t_fault - before_ms, t_fault + after_ms]; its detection time is
  *    fired_at (an alert firing since before the window keeps its whole
  *    lead); an alert catches one failure at
- *    most, the earliest (by t_fault) whose window it fires in, so an alert
+ *    most: one of its own GPU (or a node-level one) before any other GPU
+ *    of its node, the earliest (by t_fault) whose window it fires in, so an alert
  *    lingering from one failure is not credited with the next one;
  *  - caught before the XID: detection time < t_xid_visible (failures with
  *    no visible XID: < t_fault); lead = that difference;

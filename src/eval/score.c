@@ -373,18 +373,27 @@ int gw_eval_score(const struct gw_sim_timeline *tl, const struct gw_eval_alert *
             continue;
         }
         int d = det_index(a->detector);
-        for (size_t i = 0; i < n_hw && a->node != UINT32_MAX; i++) {
+        /* pass 0: failures of the alert's own GPU (or node-level ones); pass 1: any of its node */
+        for (size_t i = 0, pass = 0; pass < 2 && a->node != UINT32_MAX; i++) {
+            if (i == n_hw) {
+                i = (size_t)-1;
+                pass++;
+                continue;
+            }
             struct gw_eval_failure *e = &fs[i];
             if (e->node != a->node)
                 continue;
-            if (o->match_gpu && e->gpu >= 0 && a->gpu >= 0 && e->gpu != a->gpu)
+            int other_gpu = e->gpu >= 0 && a->gpu >= 0 && e->gpu != a->gpu;
+            if (other_gpu && (o->match_gpu || pass == 0))
+                continue;
+            if (!other_gpu && pass == 1)
                 continue;
             int64_t t;
             if (!firing_within(a, e->t_fault - o->before_ms, e->t_fault + o->after_ms, &t))
                 continue;
             /* an alert catches one failure: the earliest whose window it fires in (failures are in
-               t_fault order), so an alert that lingers from one failure is not credited with a
-               lead on the next failure of its node */
+               t_fault order), its own GPU's first, so an alert that lingers from one failure is not
+               credited with a lead on the next failure of its node */
             verdict[j] = V_CATCH;
             if (d > 0) {
                 e->detectors_mask |= 1u << d;
