@@ -3,6 +3,7 @@
  * the simulator's ground truth (evaluate.h, docs/evaluation.md). Several
  * seeds run in parallel threads, one seed per thread at a time; the
  * reports are printed in seed order, then their totals. */
+#include "cli_parse.h"
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -54,30 +55,6 @@ static int bad(const char *opt, const char *v, const char *expect)
     return 2;
 }
 
-static int parse_u64(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    if (v[0] == '-' || v[0] == '+' || v[0] == '\0' || v[0] == ' ')
-        return -1;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno || *end || x < lo || x > hi)
-        return -1;
-    *out = x;
-    return 0;
-}
-
-static int parse_double(const char *v, double *out)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (errno || end == v || *end || !isfinite(x))
-        return -1;
-    *out = x;
-    return 0;
-}
-
 /* "1,2,3" -> seeds (no empty items, no duplicates, at most MAX_SEEDS). */
 static int parse_seeds(const char *v, uint64_t *seeds, size_t *n)
 {
@@ -92,7 +69,7 @@ static int parse_seeds(const char *v, uint64_t *seeds, size_t *n)
         memcpy(item, p, len);
         item[len] = '\0';
         uint64_t s;
-        if (parse_u64(item, 0, UINT64_MAX, &s) != 0)
+        if (gw_cli_parse_u64(item, 0, UINT64_MAX, &s) != 0)
             return -1;
         for (size_t i = 0; i < *n; i++)
             if (seeds[i] == s)
@@ -198,7 +175,7 @@ int gw_cli_evaluate(int argc, char **argv)
                 return bad(name, v, "paper or smoke");
             profile = v;
         } else if (!strcmp(name, "--seed")) {
-            if (parse_u64(v, 0, UINT64_MAX, &seeds[0]) != 0)
+            if (gw_cli_parse_u64(v, 0, UINT64_MAX, &seeds[0]) != 0)
                 return bad(name, v, "an unsigned integer");
             n_seeds = 1;
             have_seed = 1;
@@ -207,15 +184,15 @@ int gw_cli_evaluate(int argc, char **argv)
                 return bad(name, v, "distinct unsigned integers separated by commas, at most 256, e.g. 1,2,3");
             have_seeds = 1;
         } else if (!strcmp(name, "--days")) {
-            if (parse_double(v, &days) != 0 || !(days > 0) || days > 400)
+            if (gw_cli_parse_double(v, &days) != 0 || !(days > 0) || days > 400)
                 return bad(name, v, "a number of days > 0 and <= 400, e.g. 55 or 0.5");
             have_days = 1;
         } else if (!strcmp(name, "--nodes")) {
-            if (parse_u64(v, 1, GW_SIM_MAX_NODES, &nodes) != 0)
+            if (gw_cli_parse_u64(v, 1, GW_SIM_MAX_NODES, &nodes) != 0)
                 return bad(name, v, "1..1024");
             have_nodes = 1;
         } else if (!strcmp(name, "--failure-scale")) {
-            if (parse_double(v, &scale) != 0 || scale < 0 || scale > 100)
+            if (gw_cli_parse_double(v, &scale) != 0 || scale < 0 || scale > 100)
                 return bad(name, v, "a factor from 0 to 100");
             have_scale = 1;
         } else if (!strcmp(name, "--interval")) {
@@ -227,7 +204,7 @@ int gw_cli_evaluate(int argc, char **argv)
                 return bad(name, v, "a file name");
             config = v;
         } else if (!strcmp(name, "--threads")) {
-            if (parse_u64(v, 1, 256, &threads) != 0)
+            if (gw_cli_parse_u64(v, 1, 256, &threads) != 0)
                 return bad(name, v, "1..256");
         } else {
             fprintf(stderr, "gpuwatch evaluate: unknown option \"%s\"\n\n%s", name, usage_evaluate);

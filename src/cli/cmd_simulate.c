@@ -4,6 +4,7 @@
  * or only counts them), then prints a summary: the run's settings, event
  * counts by type and class, and series / samples / requests / seconds /
  * samples per second, as key=value pairs. */
+#include "cli_parse.h"
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -55,30 +56,6 @@ static int bad(const char *opt, const char *v, const char *expect)
     return 2;
 }
 
-static int parse_u64(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-    char *end;
-    if (v[0] == '-' || v[0] == '\0')
-        return -1;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 10);
-    if (errno || *end || x < lo || x > hi)
-        return -1;
-    *out = x;
-    return 0;
-}
-
-static int parse_double(const char *v, double *out)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (errno || end == v || *end || !isfinite(x))
-        return -1;
-    *out = x;
-    return 0;
-}
-
 static int64_t align_down(int64_t t, int64_t step)
 {
     int64_t r = t % step;
@@ -103,7 +80,7 @@ static int parse_start(const char *v, int64_t interval_ms, int64_t *out)
     }
     if (strchr(v, 'T') == NULL) {
         uint64_t ms;
-        if (parse_u64(v, 0, (uint64_t)INT64_MAX / 4, &ms) != 0)
+        if (gw_cli_parse_u64(v, 0, (uint64_t)INT64_MAX / 4, &ms) != 0)
             return -1;
         *out = (int64_t)ms;
         return 0;
@@ -248,7 +225,7 @@ int gw_cli_simulate(int argc, char **argv)
                 return bad(name, v, "smoke or paper");
             profile = v;
         } else if (!strcmp(name, "--seed")) {
-            if (parse_u64(v, 0, UINT64_MAX, &seed) != 0)
+            if (gw_cli_parse_u64(v, 0, UINT64_MAX, &seed) != 0)
                 return bad(name, v, "an unsigned integer");
         } else if (!strcmp(name, "--url")) {
             url = v;
@@ -259,14 +236,14 @@ int gw_cli_simulate(int argc, char **argv)
                 return bad(name, v, "a file name, or - for stdout");
             truth = v;
         } else if (!strcmp(name, "--nodes")) {
-            if (parse_u64(v, 1, GW_SIM_MAX_NODES, &nodes) != 0)
+            if (gw_cli_parse_u64(v, 1, GW_SIM_MAX_NODES, &nodes) != 0)
                 return bad(name, v, "1..1024");
             have_nodes = 1;
         } else if (!strcmp(name, "--gpus")) {
-            if (parse_u64(v, 1, GW_SIM_MAX_GPUS, &gpus) != 0)
+            if (gw_cli_parse_u64(v, 1, GW_SIM_MAX_GPUS, &gpus) != 0)
                 return bad(name, v, "1..16");
         } else if (!strcmp(name, "--days")) {
-            if (parse_double(v, &days) != 0 || !(days > 0) || days > 400)
+            if (gw_cli_parse_double(v, &days) != 0 || !(days > 0) || days > 400)
                 return bad(name, v, "a number of days > 0 and <= 400, e.g. 1 or 0.25");
             have_days = 1;
         } else if (!strcmp(name, "--duration")) {
@@ -280,19 +257,19 @@ int gw_cli_simulate(int argc, char **argv)
         } else if (!strcmp(name, "--start")) {
             start_s = v;
         } else if (!strcmp(name, "--failure-scale")) {
-            if (parse_double(v, &scale) != 0 || scale < 0 || scale > 1000)
+            if (gw_cli_parse_double(v, &scale) != 0 || scale < 0 || scale > 1000)
                 return bad(name, v, "a factor from 0 to 1000");
             have_scale = 1;
         } else if (!strcmp(name, "--speed")) {
             if (!strcmp(v, "max")) speed = 0;
             else if (!strcmp(v, "realtime")) speed = 1;
-            else if (parse_double(v, &speed) != 0 || !(speed > 0) || speed > 1e9)
+            else if (gw_cli_parse_double(v, &speed) != 0 || !(speed > 0) || speed > 1e9)
                 return bad(name, v, "max, realtime or a factor > 0");
         } else if (!strcmp(name, "--connections")) {
-            if (parse_u64(v, 1, 256, &conns) != 0)
+            if (gw_cli_parse_u64(v, 1, 256, &conns) != 0)
                 return bad(name, v, "1..256");
         } else if (!strcmp(name, "--batch")) {
-            if (parse_u64(v, 1, 100000, &batch) != 0)
+            if (gw_cli_parse_u64(v, 1, 100000, &batch) != 0)
                 return bad(name, v, "1..100000 samples per request");
         } else {
             fprintf(stderr, "gpuwatch simulate: unknown option \"%s\"\n\n%s", name, usage_simulate);
