@@ -183,6 +183,8 @@ size_t gw_json_format_float(double v, char *out, size_t cap)
         return put_str(out, cap, v > 0 ? "+Inf" : "-Inf");
     neg = signbit(v) != 0;
     double a = fabs(v);
+    if (a == 0)   /* counters without increase: the commonest rate */
+        return put_str(out, cap, neg ? "-0" : "0");
     /* Exporter values are mostly short decimals: find the fewest decimal
      * places d <= 15 such that n / 10^d == a for the integer n nearest to
      * a * 10^d (n < 2^53 and 10^d are exact, so the division is the
