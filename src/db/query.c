@@ -119,6 +119,52 @@ static void sv_free(struct sample_vec *s)
     memset(s, 0, sizeof *s);
 }
 
+/* ---- sample buffers kept between queries ----
+ * The decoded samples of a series live in a buffer that a query drops at
+ * its end; freed, its pages go back to the system (the allocator trims
+ * its heaps) and the next query takes a page fault for every 4 KiB it
+ * decodes into. Up to SV_POOL_N buffers of at most SV_POOL_ONE_MAX
+ * samples each (SV_POOL_MAX_BYTES in all) are kept here instead and
+ * handed to the next reader, whichever thread or query it is. */
+#define SV_POOL_N 32
+#define SV_POOL_ONE_MAX ((size_t)1 << 19)
+#define SV_POOL_MAX_BYTES ((size_t)48 << 20)
+#define SV_BYTES(cap) ((cap) * (sizeof(int64_t) + sizeof(double)))
+
+static pthread_mutex_t sv_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sample_vec sv_pool[SV_POOL_N];
+static size_t sv_pool_n, sv_pool_bytes;
+
+/* Gives an unallocated s a kept buffer, if there is one. */
+static void sv_pool_take(struct sample_vec *s)
+{
+    if (s->cap != 0) return;
+    pthread_mutex_lock(&sv_pool_mu);
+    if (sv_pool_n > 0) {
+        *s = sv_pool[--sv_pool_n];
+        sv_pool_bytes -= SV_BYTES(s->cap);
+        s->n = 0;
+    }
+    pthread_mutex_unlock(&sv_pool_mu);
+}
+
+/* Keeps the buffer of s for a later reader (or frees it); s is emptied. */
+static void sv_pool_put(struct sample_vec *s)
+{
+    if (s->cap == 0 || s->cap > SV_POOL_ONE_MAX) {
+        sv_free(s);
+        return;
+    }
+    pthread_mutex_lock(&sv_pool_mu);
+    if (sv_pool_n < SV_POOL_N && sv_pool_bytes + SV_BYTES(s->cap) <= SV_POOL_MAX_BYTES) {
+        sv_pool_bytes += SV_BYTES(s->cap);
+        sv_pool[sv_pool_n++] = *s;
+        memset(s, 0, sizeof *s);
+    }
+    pthread_mutex_unlock(&sv_pool_mu);
+    sv_free(s);
+}
+
 /* One selected series: its labels (copied) and head samples (copied). */
 struct sel {
     uint64_t sid;
@@ -396,6 +442,26 @@ static int sv_reserve(struct sample_vec *s, size_t extra)
     return GW_OK;
 }
 
+/* Room for the first block of a series (n samples in [mi, ma]) and, at
+ * its sampling rate, for the rest of [mint, maxt] (capped at
+ * SV_GUESS_MAX samples): one allocation instead of a doubling series of
+ * copies into fresh pages. 3 days at 15 s in 2-hour blocks of 480
+ * samples: 17,280 reserved at the first block instead of 7 reallocations. */
+#define SV_GUESS_MAX (1u << 19)
+
+static int sv_reserve_first(struct sample_vec *s, uint32_t n, int64_t mi, int64_t ma, int64_t mint, int64_t maxt)
+{
+    size_t want = n;
+    sv_pool_take(s);
+    if (s->n == 0 && n > 1 && ma > mi && maxt > mi) {
+        int64_t from = mi > mint ? mi : mint;
+        double guess = (double)n * ((double)maxt - (double)from) / ((double)ma - (double)mi) + (double)n;
+        if (guess > (double)SV_GUESS_MAX) guess = (double)SV_GUESS_MAX;
+        if (guess > (double)want) want = (size_t)guess;
+    }
+    return sv_reserve(s, want);
+}
+
 struct dec_ctx {
     struct sample_vec *out;
     int64_t mint, maxt;
@@ -516,7 +582,7 @@ static int dec_block_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t l
     int64_t mi, ma;
     int rc = block_overlaps(b, len, c->mint, c->maxt, &n, &mi, &ma);
     if (rc <= 0) return rc;
-    if ((rc = sv_reserve(c->out, n))) return rc;
+    if ((rc = sv_reserve_first(c->out, n, mi, ma, c->mint, c->maxt))) return rc;
     struct sample_vec *o = c->out;
     size_t got = 0;
     rc = gw_block_decode(b, len, o->t + o->n, o->v + o->n, o->cap - o->n, &got);
@@ -560,7 +626,7 @@ static int dec_part_cb(void *ud, const struct gw_store_block_part *bp)
     const int64_t *ts;
     if ((rc = ts_cache_get(c->tc, bp->col, bp->col_len, n, &ts))) return rc;
     struct sample_vec *o = c->d.out;
-    if ((rc = sv_reserve(o, n))) return rc;
+    if ((rc = sv_reserve_first(o, n, mi, ma, c->d.mint, c->d.maxt))) return rc;
     double *v = o->v + o->n;
     if ((rc = gw_block_values_decode(bp->val, bp->val_len, n, v))) return rc;
     size_t lo = 0, hi = n;
@@ -728,6 +794,7 @@ static int read_series_split(struct gw_store_txn *t, struct sel *s, const struct
     if (helpers > l.n / 2) helpers = l.n / 2;
     if (l.n < BLK_PAR_MIN_BLOCKS || l.total < BLK_PAR_MIN_SAMPLES) helpers = 0;   /* not worth a thread */
     r->stored.n = 0;
+    sv_pool_take(&r->stored);
     if ((rc = sv_reserve(&r->stored, l.total))) {
         free(l.b);
         free(l.bytes);
@@ -787,8 +854,8 @@ static int read_series_split(struct gw_store_txn *t, struct sel *s, const struct
 
 static void rdr_free(struct rdr *r)
 {
-    sv_free(&r->stored);
-    sv_free(&r->merged);
+    sv_pool_put(&r->stored);
+    sv_pool_put(&r->merged);
 }
 
 #define PAR_SLOTS 16
