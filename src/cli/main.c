@@ -72,6 +72,8 @@ static const char usage_serve[] =
     "                       see docs/detectors.md); a bad file exits with status 2\n"
     "  --no-detectors       store and serve only: run no detector (alerts reloaded from\n"
     "                       the alert log are still reported)\n"
+    "  --print-detector-config  print every detector threshold with its meaning (the\n"
+    "                       defaults, or --detector-config's values) and exit\n"
     "Alerts are served at /api/v1/alerts and /api/v1/rules, written back as ALERTS series,\n"
     "and logged in DIR/alerts/; the detector state is saved to DIR/detect.state every\n"
     "5 minutes and at shutdown.\n";
@@ -182,6 +184,7 @@ static int cmd_serve(int argc, char **argv)
     const char *am_urls[GW_NOTIFY_MAX_URLS];
     size_t n_am = 0;
     const char *external_url = NULL, *det_config = NULL;
+    int print_det_config = 0;
     int no_detectors = 0;
     for (int i = 0; i < argc; i++) {
         const char *v;
@@ -224,6 +227,7 @@ static int cmd_serve(int argc, char **argv)
             external_url = v;
         } else if ((v = opt_value(argc, argv, &i, "--detector-config"))) det_config = v;
         else if (!strcmp(argv[i], "--no-detectors")) no_detectors = 1;
+        else if (!strcmp(argv[i], "--print-detector-config")) print_det_config = 1;
         else if ((v = opt_value(argc, argv, &i, "--log-level"))) {
             if (!strcmp(v, "debug")) gw_log_min_level = GW_LOG_DEBUG;
             else if (!strcmp(v, "info")) gw_log_min_level = GW_LOG_INFO;
@@ -237,6 +241,16 @@ static int cmd_serve(int argc, char **argv)
             fprintf(stderr, "gpuwatch serve: unknown option \"%s\"\n\n%s", argv[i], usage_serve);
             return 2;
         }
+    }
+    if (print_det_config) {
+        struct gw_det_config pc;
+        struct gw_error perr = {0};
+        gw_det_config_default(&pc);
+        if (det_config && gw_det_config_load(&pc, det_config, &perr) != GW_OK) {
+            fprintf(stderr, "gpuwatch serve: %s\n", perr.msg);
+            return 2;
+        }
+        return gw_det_config_write(&pc, stdout) == GW_OK ? 0 : 1;
     }
     if (!dbo.dir) {
         fprintf(stderr, "gpuwatch serve: --data-dir is required\n\n%s", usage_serve);
