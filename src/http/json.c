@@ -50,17 +50,74 @@ static size_t put_res(char *out, size_t cap, const char *res, size_t n)
     return n;
 }
 
-/* Decimal digits of n into b (no NUL); returns their count (1..20). */
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static const uint64_t pow10_u64[20] = {1ull,
+                                        10ull,
+                                        100ull,
+                                        1000ull,
+                                        10000ull,
+                                        100000ull,
+                                        1000000ull,
+                                        10000000ull,
+                                        100000000ull,
+                                        1000000000ull,
+                                        10000000000ull,
+                                        100000000000ull,
+                                        1000000000000ull,
+                                        10000000000000ull,
+                                        100000000000000ull,
+                                        1000000000000000ull,
+                                        10000000000000000ull,
+                                        100000000000000000ull,
+                                        1000000000000000000ull,
+                                        10000000000000000000ull};
+
+/* The digits of x < 10^8 ending at e, at least min digits (zero-padded);
+ * returns where they start. */
+static char *u32_digits_back(uint32_t x, char *e, int min)
+{
+    char *stop = e - min;
+    while (x >= 100) {
+        uint32_t r = x % 100;
+        x /= 100;
+        *--e = digit_pairs[2 * r + 1];
+        *--e = digit_pairs[2 * r];
+    }
+    if (x >= 10) {
+        *--e = digit_pairs[2 * x + 1];
+        *--e = digit_pairs[2 * x];
+    } else if (x > 0 || e > stop) {
+        *--e = (char)('0' + x);
+    }
+    while (e > stop)
+        *--e = '0';
+    return e;
+}
+
+/* Decimal digits of n into b (no NUL); returns their count (1..20): the
+ * count from the bit length, then written from the end in 8-digit parts
+ * (32-bit arithmetic, two digits per step). */
 static int u64_digits(uint64_t n, char *b)
 {
-    char t[20];
-    int k = 0;
-    do {
-        t[k++] = (char)('0' + n % 10);
-        n /= 10;
-    } while (n != 0);
-    for (int i = 0; i < k; i++)
-        b[i] = t[k - 1 - i];
+    int bits = 64 - __builtin_clzll(n | 1);
+    int k = (bits * 1233 >> 12) + 1;   /* 1233 / 4096 ~ log10(2): k or k - 1 */
+    if (k > 20)
+        k = 20;
+    if (n < pow10_u64[k - 1])
+        k--;
+    if (k == 0)
+        k = 1;
+    char *e = b + k;
+    while (n >= 100000000u) {
+        uint32_t lo = (uint32_t)(n % 100000000u);
+        n /= 100000000u;
+        e = u32_digits_back(lo, e, 8);
+    }
+    u32_digits_back((uint32_t)n, e, 1);
     return k;
 }
 
@@ -134,7 +191,14 @@ static int exact_shortest(double a, uint64_t *n_out, int *k_out)
     int s = 1075 - be;                       /* a = m * 2^-s */
     if (be == 0 || s < 3 || s > 72 || m == (1ull << 52))
         return 0;
-    int e10 = (int)floor(log10(a));
+    /* floor(log10(a)) from the binary exponent (be - 1023 = floor(log2 a)):
+     * at most one too low, raised by the table; an e10 still off by one is
+     * corrected by the loop below */
+    static const double p10e[23] = {1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1e0, 1e1, 1e2, 1e3, 1e4,
+                                    1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
+    int e10 = (int)floor((double)(be - 1023) * 0.30102999566398120);
+    if (e10 >= -7 && e10 < 15 && a >= p10e[e10 + 8])
+        e10++;
     for (int p = 15; p <= 17; p++) {
         for (int tries = 0; tries < 3; tries++) {
             int k = p - 1 - e10;
@@ -186,7 +250,7 @@ size_t gw_json_format_float(double v, char *out, size_t cap)
     if (a == 0)   /* counters without increase: the commonest rate */
         return put_str(out, cap, neg ? "-0" : "0");
     /* Exporter values are mostly short decimals: find the fewest decimal
-     * places d <= 15 such that n / 10^d == a for the integer n nearest to
+     * places d <= 3 such that n / 10^d == a for the integer n nearest to
      * a * 10^d (n < 2^53 and 10^d are exact, so the division is the
      * correctly rounded value of the decimal n e-d - what reading the
      * string gives). The fewest places give the fewest significant digits
@@ -195,12 +259,14 @@ size_t gw_json_format_float(double v, char *out, size_t cap)
     if (a >= 1e-6 && a < 1e15) {
         static const double p10[16] = {1e0, 1e1, 1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                        1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15};
-        for (int d = 0; d < 16; d++) {
+        for (int d = 0; d < 4; d++) {   /* more places: exact_shortest below, faster than trying each */
             double m = a * p10[d];
             if (m >= 9007199254740992.0)
                 break;
             uint64_t n = (uint64_t)(m + 0.5);
-            if ((double)n / p10[d] != a)
+            /* n / 10^d == a needs |m - n| <= m * 2^-51 (two roundings of
+             * at most half an ulp each): a cheap filter before the division */
+            if (fabs(m - (double)n) > m * 0x1p-50 || (double)n / p10[d] != a)
                 continue;
             /* a neighbour reading back as a too: the decimal spacing is
              * below the double's, pick the nearest the slow, exact way */
