@@ -364,6 +364,21 @@ static int aggregate_k(struct pq_ctx *ctx, const struct gw_pq_node *n, const str
 
 /* ------------------------------------------------------------ entry */
 
+/* pq_kahan_add's step (Prometheus' kahansum.Inc: Neumaier, compensation
+ * reset when the sum becomes infinite), here where the compiler can
+ * inline it into the per-step loops of sum and avg. */
+static inline void agg_kahan_add(struct pq_kahan *k, double inc)
+{
+    double t = k->sum + inc;
+    if (isinf(t))
+        k->c = 0;
+    else if (fabs(k->sum) >= fabs(inc))
+        k->c += (k->sum - t) + inc;
+    else
+        k->c += (inc - t) + k->sum;
+    k->sum = t;
+}
+
 int pq_eval_aggregate(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
                       struct pq_val *out)
 {
@@ -478,7 +493,7 @@ int pq_eval_aggregate(struct pq_ctx *ctx, const struct gw_pq_node *n, const stru
                 switch (op) {
                 case GW_PQ_AGG_SUM: {
                     struct pq_kahan kh = { fv, c };
-                    pq_kahan_add(&kh, f);
+                    agg_kahan_add(&kh, f);
                     fv = kh.sum;
                     c = kh.c;
                     break;
@@ -487,7 +502,7 @@ int pq_eval_aggregate(struct pq_ctx *ctx, const struct gw_pq_node *n, const stru
                     cnt++;
                     if (!incr) {
                         struct pq_kahan kh = { fv, c };
-                        pq_kahan_add(&kh, f);
+                        agg_kahan_add(&kh, f);
                         if (!isinf(kh.sum)) {
                             fv = kh.sum;
                             c = kh.c;
@@ -505,7 +520,7 @@ int pq_eval_aggregate(struct pq_ctx *ctx, const struct gw_pq_node *n, const stru
                     }
                     double cur = mean + c;
                     struct pq_kahan kh = { mean, c };
-                    pq_kahan_add(&kh, f / cnt - cur / cnt);
+                    agg_kahan_add(&kh, f / cnt - cur / cnt);
                     mean = kh.sum;
                     c = kh.c;
                     break;
