@@ -155,11 +155,29 @@ static int window_stream(struct pq_ctx *ctx, void *ud, const uint8_t *lab, size_
                          const int64_t *t, const double *v, size_t n)
 {
     struct wctx *w = ud;
+    /* Without stale markers (the usual case) the source's samples are
+     * used as they are (window_series and the kernels only read them);
+     * else the others are copied to the scratch arrays. */
+    if (n == 0)
+        return GW_OK;
+    size_t first = 0;
+    for (; first < n; first++) {
+        uint64_t bits;
+        memcpy(&bits, &v[first], sizeof bits);
+        if (bits == PQ_STALE_NAN_BITS)
+            break;
+    }
+    if (first == n) {
+        struct pq_raw r = { lab, llen, (int64_t *)(uintptr_t)t, (double *)(uintptr_t)v, n };
+        return window_series(ctx, w, &r, 1);
+    }
     int rc = pq_tmp_reserve(ctx, n);
     if (rc)
         return rc;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
+    memcpy(ctx->tmp_t, t, first * sizeof *t);
+    memcpy(ctx->tmp_v, v, first * sizeof *v);
+    size_t o = first;
+    for (size_t i = first + 1; i < n; i++) {
         if (pq_is_stale(v[i]))
             continue;
         ctx->tmp_t[o] = t[i];
