@@ -22,6 +22,7 @@
 #include "gpuwatch/buf.h"
 #include "gpuwatch/codec.h"
 #include "wal/wal_int.h"   /* the WAL's write seam, to inject a full disk */
+#include "db/db_int.h"    /* gw_db_par_min_series_ms: the threaded select paths with small data */
 #include "gpuwatch/db.h"
 #include "gpuwatch/labels.h"
 
@@ -512,6 +513,29 @@ static void test_db_select_many_series_parallel(void **state)
         assert_memory_equal(par.t[s], seq.t[s], 34 * sizeof(int64_t));
         assert_memory_equal(par.v[s], seq.v[s], 34 * sizeof(double));
     }
+    /* the same range with helper threads (24 series x 2.8 h is below the
+     * default threshold, so the read above ran in this thread), and a
+     * second time, on the sample buffers the first one left behind */
+    static struct many thr;
+    double keep = gw_db_par_min_series_ms;
+    gw_db_par_min_series_ms = 0;
+    for (int round = 0; round < 2; round++) {
+        memset(&thr, 0, sizeof thr);
+        assert_int_equal(many_select(db, mint, maxt, 0, &thr), GW_OK);
+        assert_int_equal(thr.series, 24);
+        for (size_t s = 0; s < 24; s++) {
+            assert_string_equal(thr.name[s], par.name[s]);
+            assert_int_equal(thr.n[s], 34);
+            assert_memory_equal(thr.t[s], par.t[s], 34 * sizeof(int64_t));
+            assert_memory_equal(thr.v[s], par.v[s], 34 * sizeof(double));
+        }
+    }
+    memset(&thr, 0, sizeof thr);
+    thr.stop_after = 3;   /* the callback stops while helpers still decode */
+    assert_int_equal(many_select(db, mint, maxt, 0, &thr), GW_OK);
+    assert_int_equal(thr.series, 3);
+    assert_string_equal(thr.name[2], "g02");
+    gw_db_par_min_series_ms = keep;
     /* stopping early after 5 series */
     memset(&stop, 0, sizeof stop);
     stop.stop_after = 5;
@@ -655,7 +679,10 @@ static void test_db_select_long_series_blocks_split(void **state)
                              .only_with_data = 1};
     memset(&a, 0, sizeof a);
     memset(&b, 0, sizeof b);
+    double keep = gw_db_par_min_series_ms;
+    gw_db_par_min_series_ms = 0;   /* 17 h of one series: split over threads all the same */
     assert_int_equal(gw_db_select(db, &q, long_cb, &a, &err), GW_OK);
+    gw_db_par_min_series_ms = keep;
     q.max_samples = 1u << 20;   /* a budget: the sequential read */
     assert_int_equal(gw_db_select(db, &q, long_cb, &b, &err), GW_OK);
     assert_int_equal(a.calls, 1);

@@ -57,4 +57,9 @@ int gw_rec_samples_each(const uint8_t *p, size_t len, gw_rec_sample_fn fn, void 
 /* db.c */
 int gw_db_flush_pending(struct gw_db *db, struct gw_error *err);
 
+/* Series time (series x range, ms) below which gw_db_select reads every
+ * series in the caller's thread, without helper threads (query.c); tests
+ * lower it to 0 to reach the threaded paths with small data. */
+extern double gw_db_par_min_series_ms;
+
 #endif /* GW_DB_INT_H */

@@ -954,18 +954,18 @@ static size_t cpu_helpers(void)
     return h > PAR_MAX_HELPERS ? PAR_MAX_HELPERS : h;
 }
 
-/* Threads pay off only with enough to decode: below PAR_MIN_SERIES_MS of
+/* Threads pay off only with enough to decode: below gw_db_par_min_series_ms of
  * series time (series x range; 100 series-hours, about 24,000 samples at
  * a 15 s scrape), starting and waking a helper costs more than it saves
  * and the series are read in the caller's thread with one timestamp
  * cache. Measured (wall, 2 CPUs): 10 series x 1 h 1.25 -> 0.82 ms
  * without helpers, 1 series x 3 d 0.99 -> 0.75 ms; 10 series x 1 d
  * 3.87 -> 3.73 ms and 64 x 3 d 21 -> 10 ms with them. */
-#define PAR_MIN_SERIES_MS (100.0 * 3600 * 1000)
+double gw_db_par_min_series_ms = 100.0 * 3600 * 1000;
 
 static int worth_threads(size_t n_series, const struct gw_db_select *q)
 {
-    return (double)n_series * ((double)q->maxt - (double)q->mint) >= PAR_MIN_SERIES_MS;
+    return (double)n_series * ((double)q->maxt - (double)q->mint) >= gw_db_par_min_series_ms;
 }
 
 static size_t helper_count(size_t n_series)
