@@ -13,7 +13,10 @@
 #      consistent with that;
 #   3. query_range of a few metrics is equal on A and gpuwatch;
 #   4. Prometheus B (empty TSDB, remote_read gpuwatch, read_recent) gives
-#      the same query_range and raw range-selector answers as A.
+#      the same query_range and raw range-selector answers as A;
+#   5. gpuwatch's detectors saw the XID 79 the textfile latches on gpu002's
+#      GPU 3 (a firing GpuXidError at /api/v1/alerts). Its own ALERTS series
+#      are left out of 1 and 2.
 #
 # Usage: bash it_prometheus.sh <build_dir>
 # Needs prometheus and prometheus-node-exporter (GW_ALLOW_SKIP=1 to skip).
@@ -100,9 +103,11 @@ start=$(python3 -c "print('%.3f' % ($T - $range))")
 gw_log "comparing at T=$T over ${range}s"
 
 failed=0
-"${cmp[@]}" matrix --ref "$pa" --got "$gw" --query "{__name__=~\".+\"}[${range}s]" --time "$T" --wait 60 || failed=1
-"${cmp[@]}" meta --ref "$pa" --got "$gw" --query "{__name__=~\".+\"}[${range}s]" --time "$T" \
-    --start "$start" --end "$T" || failed=1
+# gpuwatch writes its detectors' ALERTS series itself: left out of the comparison (checked below)
+all_but_alerts="{__name__=~\".+\",__name__!=\"ALERTS\"}"
+"${cmp[@]}" matrix --ref "$pa" --got "$gw" --query "$all_but_alerts[${range}s]" --time "$T" --wait 60 || failed=1
+"${cmp[@]}" meta --ref "$pa" --got "$gw" --query "$all_but_alerts[${range}s]" --time "$T" \
+    --start "$start" --end "$T" --exclude-got ALERTS || failed=1
 for q in DCGM_FI_DEV_GPU_TEMP DCGM_FI_DEV_POWER_USAGE 'DCGM_FI_DEV_XID_ERRORS{Hostname="gpu002"}' \
     node_cpu_seconds_total up; do
     "${cmp[@]}" range --ref "$pa" --got "$gw" --query "$q" --start "$start" --end "$T" --step 2 --wait 10 || failed=1
@@ -118,6 +123,21 @@ done
 for q in "DCGM_FI_DEV_POWER_USAGE[${range}s]" "{job=\"node\",__name__=~\"DCGM_.*\"}[${range}s]"; do
     "${cmp[@]}" matrix --ref "$pa" --got "$pb" --query "$q" --time "$T" --wait 10 || failed=1
 done
+
+# The textfile latches XID 79 on gpu002's GPU 3 after its tenth round: gpuwatch's D1
+# must have seen the edge through Prometheus' remote write and alerted.
+curl -fsS --max-time 10 "$gw/api/v1/alerts" >"$GW_TMP/alerts.json" || failed=1
+python3 - "$GW_TMP/alerts.json" <<'PY' || failed=1
+import json, sys
+alerts = json.load(open(sys.argv[1]))["data"]["alerts"]
+hit = [a for a in alerts if a["labels"].get("alertname") == "GpuXidError" and a["labels"].get("xid") == "79"
+       and a["labels"].get("hostname") == "gpu002" and a["labels"].get("gpu") == "3"
+       and a["labels"].get("action") == "reboot_node" and a["state"] == "firing"]
+if not hit:
+    print("FAIL alerts: no firing GpuXidError xid=79 on gpu002 GPU 3; got %s" % [a["labels"] for a in alerts])
+    sys.exit(1)
+print("OK alerts: XID 79 on gpu002 GPU 3 firing since %s" % hit[0]["activeAt"])
+PY
 
 ((failed == 0)) || gw_fail "answers differ (see above)"
 gw_stop prom_b 30 || true
