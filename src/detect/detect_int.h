@@ -15,7 +15,7 @@
 
 #define DET_MAX_GPUS 16
 #define DET_MAX_NODES 16384   /* beyond this, new hosts are not tracked (bounded memory) */
-#define DET_MAX_SERIES (8u << 20)
+#define DET_MAX_SERIES (4u << 20)
 #define DET_NODE_NAME 64
 #define DET_HIST 8            /* increment-time rings */
 #define DET_XID_RING 1024     /* application-XID onsets awaiting the collective decision */
