@@ -1,10 +1,11 @@
 /* src/alert/alert_log.c - the alert log: every alert (labels, annotations,
- * activeAt, firedAt, resolvedAt) in its own LMDB environment DIR/alerts/,
+ * activeAt, firedAt, resolvedAt) in its own key-value environment
+ * DIR/alerts/ (kv.h, LMDB underneath),
  * separate from the series store so that alert writes never wait on a
  * store transaction. Written by gw_alerts_sync() (never on the raise path);
  * read at open to reload the active alerts.
  *
- * Named databases (integers big-endian so that key order is numeric order;
+ * Tables (integers big-endian so that key order is numeric order;
  * times biased: stored as t XOR 2^63 so negative times sort first):
  *   alerts   id(be64) -> record (below); rewritten at each change
  *   by_time  activeAt(be64 biased) id(be64) -> ""   (gw_alerts_log_foreach)
@@ -32,15 +33,12 @@
  *         3f ec cc cc cc cc cc cd   (0.9)
  *         0b "GpuXidError" 06 "node-a" 02 "D1" 08 "gpu_lost" 09 "reset_gpu"
  *         03 "xid" 02 "79" 06 "XID 79" 00 */
-#include <errno.h>
-#include <lmdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/types.h>
 
 #include "gpuwatch/codec.h"
+#include "gpuwatch/kv.h"
 #include "alert/alert_int.h"
 
 #define LOG_VERSION 1
@@ -48,22 +46,15 @@
 #define LOG_MAP_MAX ((size_t)64 << 30)
 #define BIAS 0x8000000000000000ULL
 
+enum { T_ALERTS, T_BY_TIME, T_ACTIVE, T_META };
+static const char *const k_tables[] = {"alerts", "by_time", "active", "meta"};
+
 struct gw_alert_log {
-    MDB_env *env;
-    MDB_dbi alerts, by_time, active, meta;
-    size_t map_bytes;
+    struct gw_kv *kv;
 };
 
 static uint64_t bias(int64_t t) { return (uint64_t)t ^ BIAS; }
 static int64_t unbias(uint64_t v) { return (int64_t)(v ^ BIAS); }
-
-static int map_err(int rc, struct gw_error *err, const char *what)
-{
-    if (rc == MDB_MAP_FULL) return gw_error_set(err, GW_EFULL, "alert log %s: %s", what, mdb_strerror(rc));
-    if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND || rc == MDB_INVALID || rc == MDB_VERSION_MISMATCH)
-        return gw_error_set(err, GW_ECORRUPT, "alert log %s: %s", what, mdb_strerror(rc));
-    return gw_error_set(err, GW_ESTORE, "alert log %s: %s", what, mdb_strerror(rc));
-}
 
 /* ---- record codec ---- */
 
@@ -155,17 +146,45 @@ static int record_decode(uint64_t id, const uint8_t *p, size_t len, struct gw_al
 void gw_alert_log_close(struct gw_alert_log *l)
 {
     if (!l) return;
-    if (l->env) mdb_env_close(l->env);
+    gw_kv_close(l->kv);
     free(l);
 }
 
-static int meta_u64(MDB_txn *txn, MDB_dbi dbi, const char *k, uint64_t *v)
+static int meta_u64(struct gw_kv_txn *t, const char *k, uint64_t *v, struct gw_error *err)
 {
-    MDB_val key = {strlen(k), (void *)k}, val;
-    int rc = mdb_get(txn, dbi, &key, &val);
-    if (rc != 0) return rc;
-    if (val.mv_size != 8) return MDB_CORRUPTED;
-    *v = gw_get_be64(val.mv_data);
+    const void *p;
+    size_t n;
+    int rc = gw_kv_get(t, T_META, k, strlen(k), &p, &n, err);
+    if (rc != GW_OK) return rc;
+    if (n != 8) return gw_error_set(err, GW_ECORRUPT, "alert log: bad meta value %s", k);
+    *v = gw_get_be64(p);
+    return GW_OK;
+}
+
+struct reload {
+    struct gw_alerts *a;
+    struct gw_kv_txn *t;
+    struct gw_error *err;
+};
+
+/* One id of the active table: decode its record and restore it. */
+static int reload_one(void *ud, const void *k, size_t kl, const void *v, size_t vl)
+{
+    (void)v;
+    (void)vl;
+    struct reload *r = ud;
+    if (kl != 8) return gw_error_set(r->err, GW_ECORRUPT, "alert log: bad active key");
+    const void *rv;
+    size_t rl;
+    int g = gw_kv_get(r->t, T_ALERTS, k, 8, &rv, &rl, r->err);
+    if (g == GW_ENOTFOUND) return 0;
+    if (g != GW_OK) return g;
+    struct gw_alert al;
+    if (record_decode(gw_get_be64(k), rv, rl, &al) != GW_OK)
+        return gw_error_set(r->err, GW_ECORRUPT, "alert log: record %llu is corrupt",
+                            (unsigned long long)gw_get_be64(k));
+    if (gw_alerts_restore_locked(r->a, &al) == GW_ENOMEM)
+        return gw_error_set(r->err, GW_ENOMEM, "out of memory reloading alerts");
     return 0;
 }
 
@@ -175,215 +194,151 @@ int gw_alert_log_open(struct gw_alerts *a, const char *dir, struct gw_alert_log 
     char path[4096];
     int n = snprintf(path, sizeof path, "%s/alerts", dir);
     if (n < 0 || (size_t)n >= sizeof path) return gw_error_set(err, GW_EINVAL, "alert log dir too long: %s", dir);
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
-        char eb[128];
-        return gw_error_set(err, GW_EIO, "cannot create %s: %s", path, strerror_r(errno, eb, sizeof eb));
-    }
     struct gw_alert_log *l = calloc(1, sizeof *l);
     if (!l) return gw_error_set(err, GW_ENOMEM, "out of memory");
-    l->map_bytes = LOG_MAP_BYTES;
-    MDB_txn *txn = NULL;
-    MDB_cursor *cur = NULL;
-    int rc = mdb_env_create(&l->env);
-    if (rc == 0) rc = mdb_env_set_maxdbs(l->env, 8);
-    if (rc == 0) rc = mdb_env_set_mapsize(l->env, l->map_bytes);
-    if (rc == 0) rc = mdb_env_open(l->env, path, MDB_NOTLS, 0644);
-    if (rc == 0) rc = mdb_txn_begin(l->env, NULL, 0, &txn);
-    if (rc == 0) rc = mdb_dbi_open(txn, "alerts", MDB_CREATE, &l->alerts);
-    if (rc == 0) rc = mdb_dbi_open(txn, "by_time", MDB_CREATE, &l->by_time);
-    if (rc == 0) rc = mdb_dbi_open(txn, "active", MDB_CREATE, &l->active);
-    if (rc == 0) rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &l->meta);
-    if (rc != 0) {
-        int e = map_err(rc, err, "open");
-        gw_error_set(err, e, "cannot open alert log %s: %s", path, mdb_strerror(rc));
-        if (txn) mdb_txn_abort(txn);
-        gw_alert_log_close(l);
-        return e;
+    int rc = gw_kv_open(&l->kv, path, k_tables, 4, LOG_MAP_BYTES, LOG_MAP_MAX, err);
+    if (rc != GW_OK) {
+        free(l);
+        return rc;
     }
+    struct gw_kv_txn *t = NULL;
     uint64_t nid = 1, nw = bias(INT64_MIN);
-    int r1 = meta_u64(txn, l->meta, "next_id", &nid);
-    int r2 = meta_u64(txn, l->meta, "now", &nw);
-    if ((r1 != 0 && r1 != MDB_NOTFOUND) || (r2 != 0 && r2 != MDB_NOTFOUND)) {
-        rc = r1 != 0 && r1 != MDB_NOTFOUND ? r1 : r2;
-        goto fail;
+    rc = gw_kv_begin(l->kv, 1, &t, err);
+    if (rc == GW_OK) {
+        rc = meta_u64(t, "next_id", &nid, err);
+        if (rc == GW_ENOTFOUND) rc = GW_OK;
     }
-    /* The largest id stored bounds next_id too. */
-    rc = mdb_cursor_open(txn, l->alerts, &cur);
-    if (rc != 0) goto fail;
-    MDB_val k, v;
-    if (mdb_cursor_get(cur, &k, &v, MDB_LAST) == 0 && k.mv_size == 8 && gw_get_be64(k.mv_data) >= nid)
-        nid = gw_get_be64(k.mv_data) + 1;
-    mdb_cursor_close(cur);
-    cur = NULL;
-    rc = mdb_cursor_open(txn, l->active, &cur);
-    if (rc != 0) goto fail;
-    for (int op = MDB_FIRST; (rc = mdb_cursor_get(cur, &k, &v, (MDB_cursor_op)op)) == 0; op = MDB_NEXT) {
-        if (k.mv_size != 8) {
-            rc = MDB_CORRUPTED;
-            goto fail;
-        }
-        MDB_val rv;
-        int g = mdb_get(txn, l->alerts, &k, &rv);
-        if (g == MDB_NOTFOUND) continue;
-        if (g != 0) {
-            rc = g;
-            goto fail;
-        }
-        struct gw_alert al;
-        if (record_decode(gw_get_be64(k.mv_data), rv.mv_data, rv.mv_size, &al) != GW_OK) {
-            mdb_cursor_close(cur);
-            mdb_txn_abort(txn);
-            gw_alert_log_close(l);
-            return gw_error_set(err, GW_ECORRUPT, "alert log %s: record %llu is corrupt", path,
-                                (unsigned long long)gw_get_be64(k.mv_data));
-        }
-        int r = gw_alerts_restore_locked(a, &al);
-        if (r == GW_ENOMEM) {
-            mdb_cursor_close(cur);
-            mdb_txn_abort(txn);
-            gw_alert_log_close(l);
-            return gw_error_set(err, GW_ENOMEM, "out of memory reloading alerts");
-        }
+    if (rc == GW_OK) {
+        rc = meta_u64(t, "now", &nw, err);
+        if (rc == GW_ENOTFOUND) rc = GW_OK;
     }
-    if (rc != MDB_NOTFOUND) goto fail;
-    mdb_cursor_close(cur);
-    cur = NULL;
-    rc = mdb_txn_commit(txn);
-    txn = NULL;
-    if (rc != 0) goto fail;
+    if (rc == GW_OK) {
+        /* the largest id stored bounds next_id too */
+        const void *k;
+        size_t kl;
+        rc = gw_kv_last(t, T_ALERTS, &k, &kl, err);
+        if (rc == GW_OK && kl == 8 && gw_get_be64(k) >= nid) nid = gw_get_be64(k) + 1;
+        if (rc == GW_ENOTFOUND) rc = GW_OK;
+    }
+    if (rc == GW_OK) {
+        struct reload r = {a, t, err};
+        rc = gw_kv_scan(t, T_ACTIVE, NULL, 0, reload_one, &r, err);
+    }
+    if (rc == GW_OK) {
+        rc = gw_kv_commit(t, err);
+        t = NULL;
+    }
+    if (rc != GW_OK) {
+        gw_kv_abort(t);
+        gw_alert_log_close(l);
+        return rc;
+    }
     *next_id = nid;
     *now = unbias(nw);
     *out = l;
     return GW_OK;
-fail:
-    if (cur) mdb_cursor_close(cur);
-    if (txn) mdb_txn_abort(txn);
-    gw_alert_log_close(l);
-    return map_err(rc, err, "open");
 }
 
 /* ---- write ---- */
 
-static int write_txn(struct gw_alert_log *l, const struct gw_alert *als, size_t n, uint64_t next_id, int64_t now)
+static int write_txn(struct gw_alert_log *l, const struct gw_alert *als, size_t n, uint64_t next_id, int64_t now,
+                     struct gw_error *err)
 {
-    MDB_txn *txn;
+    struct gw_kv_txn *t;
     uint8_t rec[RECORD_MAX];
-    uint8_t kb[16], mb[8];
-    int rc = mdb_txn_begin(l->env, NULL, 0, &txn);
-    if (rc != 0) return rc;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
+    uint8_t kb[8], tk[16], mb[8];
+    int rc = gw_kv_begin(l->kv, 1, &t, err);
+    if (rc != GW_OK) return rc;
+    for (size_t i = 0; rc == GW_OK && i < n; i++) {
         const struct gw_alert *al = &als[i];
         gw_put_be64(kb, al->id);
-        MDB_val k = {8, kb}, v = {record_encode(al, rec), rec};
-        rc = mdb_put(txn, l->alerts, &k, &v, 0);
-        if (rc == 0) {
-            MDB_val e = {0, (void *)""};
-            if (al->state == GW_ALERT_RESOLVED) {
-                rc = mdb_del(txn, l->active, &k, NULL);
-                if (rc == MDB_NOTFOUND) rc = 0;
-            } else {
-                rc = mdb_put(txn, l->active, &k, &e, 0);
-            }
-        }
-        if (rc == 0) {
-            uint8_t tk[16];
+        rc = gw_kv_put(t, T_ALERTS, kb, 8, rec, record_encode(al, rec), err);
+        if (rc == GW_OK)
+            rc = al->state == GW_ALERT_RESOLVED ? gw_kv_del(t, T_ACTIVE, kb, 8, err)
+                                                : gw_kv_put(t, T_ACTIVE, kb, 8, "", 0, err);
+        if (rc == GW_OK) {
             gw_put_be64(tk, bias(al->active_at));
             gw_put_be64(tk + 8, al->id);
-            MDB_val k2 = {16, tk}, e = {0, (void *)""};
-            rc = mdb_put(txn, l->by_time, &k2, &e, 0);
+            rc = gw_kv_put(t, T_BY_TIME, tk, 16, "", 0, err);
         }
     }
-    if (rc == 0) {
+    if (rc == GW_OK) {
         gw_put_be64(mb, next_id);
-        MDB_val k = {7, (void *)"next_id"}, v = {8, mb};
-        rc = mdb_put(txn, l->meta, &k, &v, 0);
+        rc = gw_kv_put(t, T_META, "next_id", 7, mb, 8, err);
     }
-    if (rc == 0) {
+    if (rc == GW_OK) {
         gw_put_be64(mb, bias(now));
-        MDB_val k = {3, (void *)"now"}, v = {8, mb};
-        rc = mdb_put(txn, l->meta, &k, &v, 0);
+        rc = gw_kv_put(t, T_META, "now", 3, mb, 8, err);
     }
-    if (rc != 0) {
-        mdb_txn_abort(txn);
+    if (rc != GW_OK) {
+        gw_kv_abort(t);
         return rc;
     }
-    return mdb_txn_commit(txn);
+    return gw_kv_commit(t, err);
 }
 
 int gw_alert_log_write(struct gw_alert_log *l, const struct gw_alert *als, size_t n, uint64_t next_id,
                        int64_t now, struct gw_error *err)
 {
     int rc;
-    for (;;) {
-        rc = write_txn(l, als, n, next_id, now);
-        if (rc != MDB_MAP_FULL || l->map_bytes >= LOG_MAP_MAX) break;
-        /* No transaction is open here (log_mu serialises every use). */
-        l->map_bytes *= 2;
-        int r = mdb_env_set_mapsize(l->env, l->map_bytes);
-        if (r != 0) {
-            rc = r;
-            break;
-        }
-    }
-    return rc == 0 ? GW_OK : map_err(rc, err, "write");
+    /* No transaction is open between tries (log_mu serialises every use). */
+    while ((rc = write_txn(l, als, n, next_id, now, err)) == GW_EFULL)
+        if (gw_kv_grow(l->kv, err) != GW_OK) break;
+    return rc;
 }
 
 /* ---- read ---- */
 
+struct collect {
+    struct gw_kv_txn *t;
+    int64_t maxt;
+    struct gw_alert *v;
+    size_t n, cap;
+    struct gw_error *err;
+};
+
+static int collect_one(void *ud, const void *k, size_t kl, const void *val, size_t vl)
+{
+    (void)val;
+    (void)vl;
+    struct collect *c = ud;
+    if (kl != 16) return gw_error_set(c->err, GW_ECORRUPT, "alert log: bad time index key");
+    if (unbias(gw_get_be64(k)) > c->maxt) return 1;   /* past the range: stop */
+    const uint8_t *ik = (const uint8_t *)k + 8;
+    const void *rv;
+    size_t rl;
+    int g = gw_kv_get(c->t, T_ALERTS, ik, 8, &rv, &rl, c->err);
+    if (g == GW_ENOTFOUND) return 0;
+    if (g != GW_OK) return g;
+    if (c->n == c->cap) {
+        size_t nc = c->cap ? c->cap * 2 : 64;
+        struct gw_alert *p = realloc(c->v, nc * sizeof *p);
+        if (!p) return gw_error_set(c->err, GW_ENOMEM, "out of memory");
+        c->v = p;
+        c->cap = nc;
+    }
+    if (record_decode(gw_get_be64(ik), rv, rl, &c->v[c->n]) != GW_OK)
+        return gw_error_set(c->err, GW_ECORRUPT, "alert log: record %llu is corrupt",
+                            (unsigned long long)gw_get_be64(ik));
+    c->n++;
+    return 0;
+}
+
 int gw_alert_log_foreach(struct gw_alert_log *l, int64_t mint, int64_t maxt, gw_alerts_cb cb, void *ud,
                          struct gw_error *err)
 {
-    MDB_txn *txn;
-    MDB_cursor *cur;
-    struct gw_alert *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc = mdb_txn_begin(l->env, NULL, MDB_RDONLY, &txn);
-    if (rc != 0) return map_err(rc, err, "read");
-    rc = mdb_cursor_open(txn, l->by_time, &cur);
-    if (rc != 0) {
-        mdb_txn_abort(txn);
-        return map_err(rc, err, "read");
-    }
-    uint8_t kb[16];
-    gw_put_be64(kb, bias(mint));
-    gw_put_be64(kb + 8, 0);
-    MDB_val k = {16, kb}, val;
-    int ret = GW_OK;
-    for (rc = mdb_cursor_get(cur, &k, &val, MDB_SET_RANGE); rc == 0; rc = mdb_cursor_get(cur, &k, &val, MDB_NEXT)) {
-        if (k.mv_size != 16) {
-            ret = gw_error_set(err, GW_ECORRUPT, "alert log: bad time index key");
-            break;
-        }
-        if (unbias(gw_get_be64(k.mv_data)) > maxt) break;
-        MDB_val ik = {8, (uint8_t *)k.mv_data + 8}, rv;
-        int g = mdb_get(txn, l->alerts, &ik, &rv);
-        if (g == MDB_NOTFOUND) continue;
-        if (g != 0) {
-            ret = map_err(g, err, "read");
-            break;
-        }
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 64;
-            struct gw_alert *p = realloc(v, nc * sizeof *p);
-            if (!p) {
-                ret = gw_error_set(err, GW_ENOMEM, "out of memory");
-                break;
-            }
-            v = p;
-            cap = nc;
-        }
-        if (record_decode(gw_get_be64(ik.mv_data), rv.mv_data, rv.mv_size, &v[n]) != GW_OK) {
-            ret = gw_error_set(err, GW_ECORRUPT, "alert log: record %llu is corrupt",
-                               (unsigned long long)gw_get_be64(ik.mv_data));
-            break;
-        }
-        n++;
-    }
-    if (ret == GW_OK && rc != 0 && rc != MDB_NOTFOUND) ret = map_err(rc, err, "read");
-    mdb_cursor_close(cur);
-    mdb_txn_abort(txn);
-    for (size_t i = 0; ret == GW_OK && i < n; i++)
-        if (cb(ud, &v[i]) != 0) break;
-    free(v);
-    return ret;
+    struct gw_kv_txn *t;
+    int rc = gw_kv_begin(l->kv, 0, &t, err);
+    if (rc != GW_OK) return rc;
+    uint8_t from[16];
+    gw_put_be64(from, bias(mint));
+    gw_put_be64(from + 8, 0);
+    struct collect c = {.t = t, .maxt = maxt, .err = err};
+    rc = gw_kv_scan(t, T_BY_TIME, from, 16, collect_one, &c, err);
+    if (rc == 1) rc = GW_OK;
+    gw_kv_abort(t);
+    for (size_t i = 0; rc == GW_OK && i < c.n; i++)
+        if (cb(ud, &c.v[i]) != 0) break;
+    free(c.v);
+    return rc;
 }
