@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int gw_cli_parse_u64(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 {
@@ -26,5 +28,45 @@ int gw_cli_parse_double(const char *v, double *out)
     if (errno || end == v || *end || !isfinite(x))
         return -1;
     *out = x;
+    return 0;
+}
+
+static int in_list(const char *const *list, const char *name)
+{
+    for (; list && *list; list++)
+        if (!strcmp(*list, name))
+            return 1;
+    return 0;
+}
+
+int gw_cli_option(int argc, char **argv, int *i, const char *cmd, const char *usage, const char *const *flags,
+                  const char *const *known, char *name, size_t cap, const char **value)
+{
+    const char *a = argv[*i], *eq = strchr(a, '=');
+    size_t nl = eq ? (size_t)(eq - a) : strlen(a);
+    *value = NULL;
+    if (strncmp(a, "--", 2) != 0 || nl >= cap) {
+        fprintf(stderr, "gpuwatch %s: unexpected argument \"%s\"\n\n%s", cmd, a, usage);
+        return 2;
+    }
+    memcpy(name, a, nl);
+    name[nl] = '\0';
+    if (known && !in_list(known, name)) {
+        fprintf(stderr, "gpuwatch %s: unknown option \"%s\"\n\n%s", cmd, name, usage);
+        return 2;
+    }
+    if (in_list(flags, name)) {
+        if (eq) {
+            fprintf(stderr, "gpuwatch %s: %s takes no value\n", cmd, name);
+            return 2;
+        }
+    } else if (eq) {
+        *value = eq + 1;
+    } else if (*i + 1 < argc) {
+        *value = argv[++*i];
+    } else {
+        fprintf(stderr, "gpuwatch %s: option %s needs a value\n", cmd, name);
+        return 2;
+    }
     return 0;
 }

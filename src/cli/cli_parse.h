@@ -2,6 +2,7 @@
 #ifndef GW_CLI_PARSE_H
 #define GW_CLI_PARSE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* A whole decimal number in [lo, hi], nothing else (no sign, no blanks):
@@ -9,5 +10,14 @@
 int gw_cli_parse_u64(const char *v, uint64_t lo, uint64_t hi, uint64_t *out);
 /* A finite number (strtod syntax, nothing after it): 0, or -1. */
 int gw_cli_parse_double(const char *v, double *out);
+
+/* The option at argv[*i]: "--name", "--name=value" or "--name value".
+ * Names in flags (NULL-terminated) take no value, any other takes one; when
+ * known (NULL-terminated) is given, other names are refused. Returns 0 with
+ * the name copied (cap bytes) and *value set (NULL for a flag; *i moves past
+ * a separate value), or 2 after printing the problem ("gpuwatch CMD: ...",
+ * with usage for an unexpected argument or unknown option) to stderr. */
+int gw_cli_option(int argc, char **argv, int *i, const char *cmd, const char *usage, const char *const *flags,
+                  const char *const *known, char *name, size_t cap, const char **value);
 
 #endif /* GW_CLI_PARSE_H */

@@ -136,38 +136,14 @@ int gw_cli_evaluate(int argc, char **argv)
         }
     }
     for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = NULL, *eq = strchr(a, '=');
-        char name[64];
-        size_t nl = eq ? (size_t)(eq - a) : strlen(a);
-        if (strncmp(a, "--", 2) != 0 || nl >= sizeof name) {
-            fprintf(stderr, "gpuwatch evaluate: unexpected argument \"%s\"\n\n%s", a, usage_evaluate);
-            return 2;
-        }
-        memcpy(name, a, nl);
-        name[nl] = '\0';
+        static const char *const flags[] = {"--json", "--verbose", NULL};
         static const char *const known[] = {"--json", "--verbose", "--profile", "--seed", "--seeds", "--days",
-                                            "--nodes", "--failure-scale", "--interval", "--config", "--threads"};
-        int is_known = 0;
-        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
-            is_known |= !strcmp(name, known[k]);
-        if (!is_known) {
-            fprintf(stderr, "gpuwatch evaluate: unknown option \"%s\"\n\n%s", name, usage_evaluate);
+                                            "--nodes", "--failure-scale", "--interval", "--config", "--threads",
+                                            NULL};
+        char name[64];
+        const char *v;
+        if (gw_cli_option(argc, argv, &i, "evaluate", usage_evaluate, flags, known, name, sizeof name, &v))
             return 2;
-        }
-        int flag = !strcmp(name, "--json") || !strcmp(name, "--verbose");
-        if (flag) {
-            if (eq) {
-                fprintf(stderr, "gpuwatch evaluate: %s takes no value\n", name);
-                return 2;
-            }
-        } else if (eq) {
-            v = eq + 1;
-        } else if (i + 1 < argc) {
-            v = argv[++i];
-        } else {
-            fprintf(stderr, "gpuwatch evaluate: option %s needs a value\n", name);
-            return 2;
-        }
         if (!strcmp(name, "--json")) json = 1;
         else if (!strcmp(name, "--verbose")) verbose = 1;
         else if (!strcmp(name, "--profile")) {

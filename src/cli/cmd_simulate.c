@@ -192,30 +192,11 @@ int gw_cli_simulate(int argc, char **argv)
         }
     }
     for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = NULL, *eq = strchr(a, '=');
+        static const char *const flags[] = {"--dry-run", "--truth-only", "--legacy-hostname", "--progress", NULL};
         char name[64];
-        size_t nl = eq ? (size_t)(eq - a) : strlen(a);
-        if (strncmp(a, "--", 2) != 0 || nl >= sizeof name) {
-            fprintf(stderr, "gpuwatch simulate: unexpected argument \"%s\"\n\n%s", a, usage_simulate);
+        const char *v;
+        if (gw_cli_option(argc, argv, &i, "simulate", usage_simulate, flags, NULL, name, sizeof name, &v))
             return 2;
-        }
-        memcpy(name, a, nl);
-        name[nl] = '\0';
-        int flag = !strcmp(name, "--dry-run") || !strcmp(name, "--truth-only") ||
-                   !strcmp(name, "--legacy-hostname") || !strcmp(name, "--progress");
-        if (flag) {
-            if (eq) {
-                fprintf(stderr, "gpuwatch simulate: %s takes no value\n", name);
-                return 2;
-            }
-        } else if (eq) {
-            v = eq + 1;
-        } else if (i + 1 < argc) {
-            v = argv[++i];
-        } else {
-            fprintf(stderr, "gpuwatch simulate: option %s needs a value\n", name);
-            return 2;
-        }
         if (!strcmp(name, "--dry-run")) dry_run = 1;
         else if (!strcmp(name, "--truth-only")) truth_only = 1;
         else if (!strcmp(name, "--legacy-hostname")) legacy = 1;
