@@ -18,12 +18,23 @@
  *  D6 fail-slow: throttle reasons with clock loss against peers,
  *     temperature bands, violation counters.
  *
- * Series are classified once (gw_det_series) by metric name and labels;
- * the node is the `hostname` label, else `Hostname`, else `instance`
- * without its port; the GPU the `gpu` label. Data time is the newest
- * sample timestamp seen; peer statistics are gathered per bucket (the
- * scrape interval, learnt from the data) and a bucket is evaluated once
- * data time passes its end by a grace period.
+ * Series are classified once (gw_det_series) by metric name and labels.
+ * The node is one canonical name per machine across exporters and label
+ * styles (identity.c, docs/detectors.md "Node identity"): the first of
+ * the configured node labels (node, kubernetes_node, nodename, hostname,
+ * Hostname, host, exported_instance, instance) that names a host - a
+ * dcgm-exporter pod name is never a node - lower-cased, without port and
+ * domain; an IP address is mapped to its node through joins learnt from
+ * the data (node_uname_info{nodename}, DCGM's Hostname next to its
+ * instance). The GPU is the `gpu` label.
+ *
+ * Arrival order: data time is cut into buckets of the scrape interval
+ * (learnt from the data on a fixed grid, or configured); a bucket is
+ * judged once it is complete - every node has delivered each of its live
+ * series past the bucket's end, or the fleet has moved `lateness` past it
+ * - and every evaluation reads values at the bucket's end. So any
+ * interleaving of the same data (shards, batches, retried duplicates)
+ * whose series are at most `lateness` apart gives the same alerts.
  *
  * Thread-safety: every function takes the engine's mutex, so the engine
  * may be fed from any thread and snapshotted from another; per-series time
@@ -44,7 +55,13 @@ struct gw_det_config {
     int enable[7];                  /* [1]..[6]: detector on (1) / off (0) */
     /* framework */
     int64_t interval_ms;            /* scrape interval; 0 = learn from the data (default) */
-    int64_t grace_ms;               /* bucket evaluated this long after its end (default 1 interval) */
+    int64_t grace_ms;               /* kept for old config files; unused (see lateness_ms) */
+    int64_t lateness_ms;            /* a bucket waits this long for late series (0 = 60 s within 2-6 intervals) */
+    /* node identity */
+    char node_labels[256];          /* labels naming the node, in order (comma-separated) */
+    char node_regex[256];           /* optional: the node is the first group of this regex on that value */
+    char node_map[2048];            /* optional: "alias=node,alias=node" explicit names */
+    int strip_domain;               /* drop the domain of a host name (1) */
     double sentinel_min;            /* values >= this are exporter sentinels (1e15) */
     /* D1 */
     int64_t xid_hold_ms;            /* an XID alert stays active this long (30 min) */
@@ -70,8 +87,12 @@ struct gw_det_config {
     double frozen_power_ratio;      /* ... and power < ratio x busy peers' median (0.4) */
     double frozen_clock_ratio;      /* ... and SM clock < ratio x busy peers' median (0.5) */
     uint32_t frozen_buckets;        /* for this many buckets (2) */
-    double collapse_ratio;          /* node interrupts and procs_running < ratio x busy peers' median (0.35) */
-    uint32_t collapse_buckets;      /* (3) */
+    uint32_t frozen_same;           /* a reading unchanged on this many samples is frozen (3) */
+    double collapse_ratio;          /* node signal below ratio x its own baseline and the peers' median (0.5) */
+    uint32_t collapse_buckets;      /* (2) */
+    double mem_avail_ratio;         /* MemAvailable below this share of MemTotal is memory pressure (0.05) */
+    double swap_rate;               /* or pages swapped out per second above this (2000) */
+    uint32_t mempress_buckets;      /* for this many evaluations (2) */
     double mask_fraction;           /* fleet transition mask: this share of nodes changed state (0.5) */
     int64_t mask_ms;                /* ... within / for this long (5 min) */
     uint32_t min_peers;             /* peer statistics need this many members (4) */
@@ -81,10 +102,11 @@ struct gw_det_config {
     int64_t exporter_down_ms;       /* an exporter not answering this long (5 min) */
     double silent_intervals;        /* a node sending nothing for this many intervals (6) */
     /* D6 */
-    uint32_t throttle_hits;         /* scrapes with throttle reasons (>= 0x8) and clock loss ... (3) */
-    uint32_t throttle_of;           /* ... of the last N (4) */
-    double throttle_clock_loss;     /* SM clock below busy peers' median by this share (0.05) */
-    int64_t throttle_long_ms;       /* throttle reasons alone for this long (10 min) */
+    uint32_t throttle_hits;         /* evaluations with loss bits and clock loss or heat ... (2) */
+    uint32_t throttle_of;           /* ... of the last N (3) */
+    double throttle_clock_loss;     /* SM clock below the sibling GPUs' median by this share (0.05) */
+    double throttle_temp_excess;    /* die temperature above the siblings' median by this (C, 5) */
+    int64_t throttle_long_ms;       /* throttle reasons alone for this long (5 min) */
     double temp_warn, temp_crit;    /* die temperature bands (85, 92 C) */
     int64_t temp_warn_ms, temp_crit_ms; /* (5 min, 2 min) */
     double hbm_temp_warn;           /* HBM (95 C, temp_warn_ms) */
@@ -132,6 +154,9 @@ struct gw_det_stats {
     uint64_t raises[7];             /* per detector */
     int64_t interval_ms;            /* learnt or configured */
     uint64_t bytes;                 /* memory held */
+    uint64_t late;                  /* samples that arrived after their bucket was judged */
+    uint64_t joins;                 /* instance -> node joins learnt (IP or name aliases) */
+    int64_t judged_t;               /* end of the newest judged bucket (INT64_MIN before) */
 };
 void gw_det_stats(struct gw_det *d, struct gw_det_stats *st);
 

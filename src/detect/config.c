@@ -20,7 +20,7 @@
 #include "gpuwatch/codec.h"
 #include "gpuwatch/detect.h"
 
-enum kind { K_BOOL, K_DUR, K_DBL, K_U32 };
+enum kind { K_BOOL, K_DUR, K_DBL, K_U32, K_STR };
 
 struct key {
     const char *name;
@@ -38,7 +38,12 @@ static const struct key k_keys[] = {
     {"d5", K_BOOL, F(enable[5]), "D5 telemetry structure (vanished GPU, sentinels, silent node)"},
     {"d6", K_BOOL, F(enable[6]), "D6 throttling and temperature"},
     {"interval", K_DUR, F(interval_ms), "scrape interval; 0 = learn it from the data"},
-    {"grace", K_DUR, F(grace_ms), "an interval is evaluated this long after its end; 0 = one interval"},
+    {"grace", K_DUR, F(grace_ms), "unused, kept so older files load (see lateness)"},
+    {"lateness", K_DUR, F(lateness_ms), "a bucket waits this long for series that are late to arrive; 0 = 60 s, kept within 2 to 6 intervals"},
+    {"node_labels", K_STR, F(node_labels), "labels that name a series' node, first present wins (comma-separated)"},
+    {"node_regex", K_STR, F(node_regex), "optional regex (anchored) whose first group is the node name in that label's value"},
+    {"node_map", K_STR, F(node_map), "optional explicit names: alias=node pairs, comma-separated"},
+    {"strip_domain", K_BOOL, F(strip_domain), "drop the domain of host names (gpu071.example.com -> gpu071)"},
     {"sentinel_min", K_DBL, F(sentinel_min), "values at or above this are the exporter's sentinels"},
     {"xid_hold", K_DUR, F(xid_hold_ms), "an XID alert stays active this long after its newest onset"},
     {"collective_window", K_DUR, F(collective_window_ms), "application XIDs of one code within this window ..."},
@@ -60,8 +65,12 @@ static const struct key k_keys[] = {
     {"frozen_power_ratio", K_DBL, F(frozen_power_ratio), "... and power below this share of the busy GPUs' median ..."},
     {"frozen_clock_ratio", K_DBL, F(frozen_clock_ratio), "... and SM clock below this share of their median ..."},
     {"frozen_buckets", K_U32, F(frozen_buckets), "... for this many evaluations"},
-    {"collapse_ratio", K_DBL, F(collapse_ratio), "busy node's interrupts and runnable processes below this share of the busy nodes' medians ..."},
+    {"frozen_same", K_U32, F(frozen_same), "a GPU reading unchanged on this many samples while its siblings' change is frozen"},
+    {"collapse_ratio", K_DBL, F(collapse_ratio), "a node's interrupt rate, runnable processes or GPU util below this share of its own baseline and of the busy nodes' median ..."},
     {"collapse_buckets", K_U32, F(collapse_buckets), "... for this many evaluations"},
+    {"mem_avail_ratio", K_DBL, F(mem_avail_ratio), "memory pressure: MemAvailable below this share of MemTotal ..."},
+    {"swap_rate", K_DBL, F(swap_rate), "... or more pages swapped out per second than this ..."},
+    {"mempress_buckets", K_U32, F(mempress_buckets), "... for this many evaluations"},
     {"mask_fraction", K_DBL, F(mask_fraction), "this share of nodes changing busy state at once is a job start/stop ..."},
     {"mask_duration", K_DUR, F(mask_ms), "... and masks node collapse checks this long"},
     {"min_peers", K_U32, F(min_peers), "peer medians need at least this many members"},
@@ -71,7 +80,8 @@ static const struct key k_keys[] = {
     {"silent_intervals", K_DBL, F(silent_intervals), "no exporter of a node answering this many intervals: node silent"},
     {"throttle_hits", K_U32, F(throttle_hits), "throttle reasons with clock loss on this many ..."},
     {"throttle_of", K_U32, F(throttle_of), "... of the last this many evaluations (1-8): warning"},
-    {"throttle_clock_loss", K_DBL, F(throttle_clock_loss), "SM clock this share below the busy GPUs' median counts as loss"},
+    {"throttle_clock_loss", K_DBL, F(throttle_clock_loss), "SM clock this share below the sibling GPUs' median counts as loss"},
+    {"throttle_temp_excess", K_DBL, F(throttle_temp_excess), "die temperature this many C above the siblings' median counts as heat"},
     {"throttle_long", K_DUR, F(throttle_long_ms), "throttle reasons alone for this long: warning"},
     {"temp_warn", K_DBL, F(temp_warn), "die temperature (C) warning band ..."},
     {"temp_warn_for", K_DUR, F(temp_warn_ms), "... held this long (also for the HBM band)"},
@@ -114,6 +124,20 @@ static int set_value(struct gw_det_config *c, const struct key *k, const char *v
         *(double *)base = x;
         return 0;
     }
+    case K_STR: {
+        size_t n = strlen(v);
+        size_t cap = k->off == offsetof(struct gw_det_config, node_map) ? sizeof c->node_map
+                     : k->off == offsetof(struct gw_det_config, node_regex) ? sizeof c->node_regex
+                                                                              : sizeof c->node_labels;
+        if (n >= 2 && ((v[0] == '"' && v[n - 1] == '"') || (v[0] == '\'' && v[n - 1] == '\''))) {
+            v++;
+            n -= 2;
+        }
+        if (n >= cap) return -1;
+        memcpy(base, v, n);
+        base[n] = 0;
+        return 0;
+    }
     case K_U32: {
         errno = 0;
         long x = strtol(v, &end, 10);
@@ -131,6 +155,7 @@ static const char *kind_hint(enum kind k)
     case K_BOOL: return "on or off";
     case K_DUR: return "a duration like 90s, 5m, 72h or 7d";
     case K_DBL: return "a non-negative number";
+    case K_STR: return "a string (optionally quoted) within its length limit";
     default: return "an integer from 1 to 1000000";
     }
 }
@@ -207,6 +232,7 @@ int gw_det_config_write(const struct gw_det_config *c, FILE *f)
         case K_DUR: print_dur(f, *(const int64_t *)base); break;
         case K_DBL: fprintf(f, "%.10g", *(const double *)base); break;
         case K_U32: fprintf(f, "%u", *(const uint32_t *)base); break;
+        case K_STR: fprintf(f, "\"%s\"", base); break;
         }
         fputc('\n', f);
     }

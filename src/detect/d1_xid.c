@@ -16,6 +16,7 @@
  * alert. Application-XID bursts (outside collective aborts) repeating on one GPU (repeat_bursts within
  * repeat_window) escalate to GpuXidRepeated (warning: hardware suspect). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "detect_int.h"
 
@@ -161,29 +162,71 @@ static void onset(struct gw_det *d, uint32_t node, int gpu, uint32_t code, int64
     d->xr_n++;
 }
 
+/* Per sample: only edges of this series, in its own time order; whether a
+ * first sample is an event or a latched level is decided when its bucket
+ * is judged (the GPU's first sample may still be arriving on another
+ * shard). */
 void det_d1_sample(struct gw_det *d, struct det_series *s, int64_t t, double v)
 {
-    struct det_gpu *x = &d->nodes[s->node].gpus[s->gpu];
-    int64_t iv = det_interval(d);
-    /* a series first seen on a GPU that has been reporting for a while is an
-     * event; on a GPU seen for the first time it is a latched level */
-    int known_gpu = x->first_seen != INT64_MIN && x->first_seen < t - iv - iv / 2;
     uint32_t code;
-    int is_onset;
+    int first = s->last_t == INT64_MIN, is_onset;
     if (s->role == R_XID) {
         if (!(v > 0 && v < 1e6)) return;
         code = (uint32_t)v;
-        is_onset = s->last_t == INT64_MIN ? known_gpu : v != s->last_v;
+        is_onset = first || v != s->last_v;
     } else {
         if (!(v >= 0 && v < 1e9)) return;
         code = s->code;
-        is_onset = s->last_t == INT64_MIN ? (v > 0 && known_gpu) : v > s->last_v;
+        is_onset = first ? v > 0 : v > s->last_v;
     }
-    if (is_onset && code) onset(d, s->node, s->gpu, code, t);
+    if (!is_onset || !code) return;
+    if (d->on_n == DET_ONSETS) {   /* full: drop the oldest candidate */
+        memmove(&d->on[0], &d->on[1], (DET_ONSETS - 1) * sizeof d->on[0]);
+        d->on_n--;
+    }
+    d->on[d->on_n++] = (struct det_xid_onset){.t = t, .node = s->node, .code = code, .gpu = s->gpu, .first = (uint8_t)first};
+}
+
+static int cmp_onset(const void *a, const void *b)
+{
+    const struct det_xid_onset *x = a, *y = b;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    if (x->node != y->node) return x->node < y->node ? -1 : 1;
+    if (x->gpu != y->gpu) return x->gpu < y->gpu ? -1 : 1;
+    return x->code < y->code ? -1 : x->code > y->code;
+}
+
+/* The candidates before T, in (time, node, GPU, code) order. */
+static void process_onsets(struct gw_det *d, int64_t T)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < d->on_n; i++)
+        if (d->on[i].t < T) {
+            struct det_xid_onset x = d->on[k];
+            d->on[k] = d->on[i];
+            d->on[i] = x;
+            k++;
+        }
+    if (!k) return;
+    qsort(d->on, k, sizeof d->on[0], cmp_onset);
+    int64_t iv = det_interval(d);
+    for (uint32_t i = 0; i < k; i++) {
+        struct det_xid_onset *e = &d->on[i];
+        uint32_t node = det_node_resolve(d, e->node);
+        if (e->gpu < 0 || e->gpu >= DET_MAX_GPUS) continue;
+        /* a series first seen on a GPU that has been reporting for a while
+         * is an event; on a GPU seen for the first time it is a latched level */
+        const struct det_gpu *x = &d->nodes[node].gpus[e->gpu];
+        if (e->first && !(x->first_seen != INT64_MIN && x->first_seen < e->t - iv - iv / 2)) continue;
+        onset(d, node, e->gpu, e->code, e->t);
+    }
+    memmove(&d->on[0], &d->on[k], (d->on_n - k) * sizeof d->on[0]);
+    d->on_n -= k;
 }
 
 void det_d1_eval(struct gw_det *d, int64_t t)
 {
+    process_onsets(d, t);
     int64_t w = d->c.collective_window_ms;
     for (uint32_t k = 0; k < d->xr_n; k++) {
         struct det_xid_onset *e = &d->xr[(d->xr_head + k) % DET_XID_RING];

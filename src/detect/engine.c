@@ -49,8 +49,10 @@ static const struct role_name k_roles[] = {
     {"DCGM_FI_DEV_GPU_UTIL", R_GPU_UTIL},
     {"DCGM_FI_DEV_POWER_USAGE", R_POWER},
     {"DCGM_FI_DEV_SM_CLOCK", R_SM_CLOCK},
+    {"DCGM_FI_DEV_MEM_CLOCK", R_MEM_CLOCK},
     {"DCGM_FI_DEV_GPU_TEMP", R_GPU_TEMP},
     {"DCGM_FI_DEV_MEMORY_TEMP", R_MEM_TEMP},
+    {"DCGM_FI_DEV_FB_USED", R_FB_USED},
     {"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", R_CLOCK_REASONS},
     {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", R_CLOCK_REASONS},   /* older dcgm-exporter name */
     {"DCGM_FI_DEV_THERMAL_VIOLATION", R_THERMAL_VIOL},
@@ -58,6 +60,12 @@ static const struct role_name k_roles[] = {
     {"DCGM_FI_DEV_ENFORCED_POWER_LIMIT", R_POWER_LIMIT},
     {"node_intr_total", R_INTR},
     {"node_procs_running", R_PROCS_RUNNING},
+    {"node_memory_MemAvailable_bytes", R_MEM_AVAIL},
+    {"node_memory_MemTotal_bytes", R_MEM_TOTAL},
+    {"node_vmstat_pgpgout", R_PGPGOUT},
+    {"node_vmstat_pswpout", R_PSWPOUT},
+    {"scrape_duration_seconds", R_SCRAPE_DUR},
+    {"node_uname_info", R_UNAME},
     {"node_load1", R_NODE_OTHER},
     {"up", R_UP},
 };
@@ -82,6 +90,10 @@ void gw_det_config_default(struct gw_det_config *c)
     for (int i = 1; i <= 6; i++) c->enable[i] = 1;
     c->interval_ms = 0;
     c->grace_ms = 0;
+    c->lateness_ms = 0;
+    snprintf(c->node_labels, sizeof c->node_labels, "%s",
+             "node,kubernetes_node,nodename,hostname,Hostname,host,exported_instance,instance");
+    c->strip_domain = 1;
     c->sentinel_min = 1e15;
     c->xid_hold_ms = 30 * 60000;
     c->collective_window_ms = 60000;
@@ -103,8 +115,12 @@ void gw_det_config_default(struct gw_det_config *c)
     c->frozen_power_ratio = 0.4;
     c->frozen_clock_ratio = 0.5;
     c->frozen_buckets = 2;
-    c->collapse_ratio = 0.35;
-    c->collapse_buckets = 3;
+    c->frozen_same = 3;
+    c->collapse_ratio = 0.5;
+    c->collapse_buckets = 2;
+    c->mem_avail_ratio = 0.05;
+    c->swap_rate = 2000;
+    c->mempress_buckets = 2;
     c->mask_fraction = 0.5;
     c->mask_ms = 5 * 60000;
     c->min_peers = 4;
@@ -112,10 +128,11 @@ void gw_det_config_default(struct gw_det_config *c)
     c->sentinel_scrapes = 2;
     c->exporter_down_ms = 5 * 60000;
     c->silent_intervals = 6;
-    c->throttle_hits = 3;
-    c->throttle_of = 4;
+    c->throttle_hits = 2;
+    c->throttle_of = 3;
     c->throttle_clock_loss = 0.05;
-    c->throttle_long_ms = 10 * 60000;
+    c->throttle_temp_excess = 5;
+    c->throttle_long_ms = 5 * 60000;
     c->temp_warn = 85;
     c->temp_crit = 92;
     c->temp_warn_ms = 5 * 60000;
@@ -126,10 +143,21 @@ void gw_det_config_default(struct gw_det_config *c)
 
 /* ------------------------------------------------------------------ helpers */
 
+/* Scrape intervals are learnt on this grid, so jitter cannot make the
+ * bucket width depend on which samples arrived first. */
+static const int64_t k_grid[DET_GRID] = {1000, 2000, 5000, 10000, 15000, 20000, 30000, 60000, 120000, 300000};
+
+static int grid_slot(int64_t dt)
+{
+    for (int i = 0; i < DET_GRID; i++)
+        if (dt >= k_grid[i] * 4 / 5 && dt <= k_grid[i] * 6 / 5) return i;
+    return -1;
+}
+
 int64_t det_interval(const struct gw_det *d)
 {
+    if (d->k.iv > 0) return d->k.iv;
     if (d->c.interval_ms > 0) return d->c.interval_ms;
-    if (d->interval_est >= 1000) return (int64_t)(d->interval_est + 0.5);
     return 30000;
 }
 
@@ -137,8 +165,36 @@ int64_t det_interval(const struct gw_det *d)
 int64_t det_node_interval(const struct gw_det *d, const struct det_node *n)
 {
     int64_t iv = det_interval(d);
-    if (d->c.interval_ms <= 0 && n->iv_est >= 1000 && n->iv_est > (double)iv) return (int64_t)(n->iv_est + 0.5);
+    if (d->c.interval_ms > 0) return iv;
+    int best = -1;
+    uint32_t cnt = 0;
+    for (int i = 0; i < DET_GRID; i++)
+        if (n->ivh[i] > cnt) {
+            cnt = n->ivh[i];
+            best = i;
+        }
+    if (best >= 0 && cnt >= 2 && k_grid[best] > iv) return k_grid[best];
     return iv;
+}
+
+int det_node_interval_known(const struct gw_det *d, const struct det_node *n)
+{
+    if (d->c.interval_ms > 0) return 1;
+    uint32_t total = 0;
+    for (int i = 0; i < DET_GRID; i++) total += n->ivh[i];
+    return total >= 2;
+}
+
+/* Lateness: configured, else 60 s within 2 to 6 intervals (the rings hold
+ * DET_RING samples a series may be ahead by). */
+int64_t det_default_lateness(const struct gw_det *d)
+{
+    int64_t iv = d->k.iv;
+    if (d->c.lateness_ms > 0) return d->c.lateness_ms < (DET_RING - 2) * iv ? d->c.lateness_ms : (DET_RING - 2) * iv;
+    int64_t l = 60000;
+    if (l < 2 * iv) l = 2 * iv;
+    if (l > 6 * iv) l = 6 * iv;
+    return l;
 }
 
 void det_fmt_time(int64_t t, char *out, size_t cap)
@@ -161,11 +217,93 @@ double det_median(double *v, size_t n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+static void raise_now(struct gw_det *d, const struct det_qraise *q)
+{
+    struct gw_alert_spec s = {
+        .alertname = q->alertname, .severity = (enum gw_severity)q->severity, .hostname = d->nodes[q->node].name,
+        .gpu = q->gpu, .detector = q->detector == 2 ? "D2" : "D3", .cls = q->cls, .action = q->action,
+        .summary = q->summary, .evidence = q->evidence, .score = q->score, .for_ms = q->for_ms, .hold_ms = q->hold_ms,
+    };
+    if (d->alerts) gw_alerts_raise(d->alerts, &s, q->t);
+}
+
+/* Raises at data time t. Inside an evaluation the raise goes to the alert
+ * table at once; from a sample hook (D2, D3: per-series events) it waits
+ * for the evaluation of its bucket, which delivers the raises of the
+ * bucket in (time, alert, node, GPU) order whatever order they came in. */
 void det_raise(struct gw_det *d, const struct gw_alert_spec *s, int64_t t, int detector)
 {
     if (detector < 1 || detector > 6 || !d->c.enable[detector]) return;
-    d->raises[detector]++;
-    if (d->alerts) gw_alerts_raise(d->alerts, s, t);
+    d->k.raises[detector]++;
+    if (!d->alerts) return;
+    if (d->in_eval || (detector != 2 && detector != 3)) {
+        gw_alerts_raise(d->alerts, s, t);
+        return;
+    }
+    if (!d->q && !(d->q = calloc(DET_QRAISES, sizeof *d->q))) {
+        gw_alerts_raise(d->alerts, s, t);
+        return;
+    }
+    if (d->q_n == DET_QRAISES) {   /* full: deliver the oldest now (order no longer guaranteed) */
+        raise_now(d, &d->q[0]);
+        memmove(&d->q[0], &d->q[1], (DET_QRAISES - 1) * sizeof *d->q);
+        d->q_n--;
+    }
+    struct det_qraise *q = &d->q[d->q_n++];
+    memset(q, 0, sizeof *q);
+    q->t = t;
+    q->for_ms = s->for_ms;
+    q->hold_ms = s->hold_ms;
+    q->score = s->score;
+    q->alertname = s->alertname;
+    q->cls = s->cls;
+    q->action = s->action;
+    q->node = UINT32_MAX;
+    for (uint32_t i = 0; i < d->n_nodes; i++)
+        if (d->nodes[i].name == s->hostname) q->node = i;
+    if (q->node == UINT32_MAX) {   /* not a node's own name buffer: deliver now */
+        d->q_n--;
+        gw_alerts_raise(d->alerts, s, t);
+        return;
+    }
+    q->gpu = (int8_t)s->gpu;
+    q->severity = (uint8_t)s->severity;
+    q->detector = (uint8_t)detector;
+    snprintf(q->summary, sizeof q->summary, "%s", s->summary ? s->summary : "");
+    snprintf(q->evidence, sizeof q->evidence, "%s", s->evidence ? s->evidence : "");
+}
+
+static int cmp_qraise(const void *a, const void *b)
+{
+    const struct det_qraise *x = a, *y = b;
+    if (x->t != y->t) return x->t < y->t ? -1 : 1;
+    int c = strcmp(x->alertname, y->alertname);
+    if (c) return c;
+    if (x->node != y->node) return x->node < y->node ? -1 : 1;
+    if (x->gpu != y->gpu) return x->gpu < y->gpu ? -1 : 1;
+    return strcmp(x->evidence, y->evidence);
+}
+
+/* Delivers the queued raises before T (all of them when T is INT64_MAX). */
+static void deliver_raises(struct gw_det *d, int64_t T)
+{
+    if (!d->q_n) return;
+    uint32_t k = 0;
+    /* due ones to the front, in their arrival order, then sorted */
+    for (uint32_t i = 0; i < d->q_n; i++)
+        if (d->q[i].t < T) {
+            if (i != k) {
+                struct det_qraise x = d->q[k];
+                d->q[k] = d->q[i];
+                d->q[i] = x;
+            }
+            k++;
+        }
+    if (!k) return;
+    qsort(d->q, k, sizeof *d->q, cmp_qraise);
+    for (uint32_t i = 0; i < k; i++) raise_now(d, &d->q[i]);
+    memmove(&d->q[0], &d->q[k], (d->q_n - k) * sizeof *d->q);
+    d->q_n -= k;
 }
 
 static uint64_t hash64(uint64_t x)
@@ -231,22 +369,30 @@ static int node_rehash(struct gw_det *d, uint64_t nmask)
     return GW_OK;
 }
 
+static void pres_init(struct det_pres *p)
+{
+    p->base = INT64_MIN;
+    p->bits = 0;
+}
+
 static void node_init(struct det_node *n)
 {
     memset(n, 0, sizeof *n);
-    n->first_seen = n->last_data = n->last_dcgm = n->last_node = INT64_MIN;
-    n->up_t[0] = n->up_t[1] = INT64_MIN;
-    n->up_ok_t[0] = n->up_ok_t[1] = INT64_MIN;
-    n->dcgm_down_since = n->node_down_since = INT64_MIN;
-    n->procs.t = INT64_MIN;
-    n->intr_rate_t = INT64_MIN;
+    n->first_seen = n->max_t = INT64_MIN;
+    n->wm_b = INT64_MIN;
+    n->dormant = 1;
+    n->last_answer[0] = n->last_answer[1] = INT64_MIN;
+    for (int j = 0; j < 2; j++) {
+        pres_init(&n->answered[j]);
+        pres_init(&n->up_seen[j]);
+    }
+    pres_init(&n->any_gpu);
     for (int g = 0; g < DET_MAX_GPUS; g++) {
         struct det_gpu *x = &n->gpus[g];
         x->first_seen = x->last_seen = INT64_MIN;
-        x->util.t = x->power.t = x->clock.t = x->temp.t = x->memtemp.t = x->reasons.t = x->limit.t = INT64_MIN;
+        pres_init(&x->pres);
         x->pending_since = x->bad_reason_since = INT64_MIN;
         x->temp_warn_since = x->temp_crit_since = x->hbm_warn_since = INT64_MIN;
-        x->viol_t = INT64_MIN;
     }
 }
 
@@ -261,7 +407,7 @@ int det_rebuild_tables(struct gw_det *d)
 }
 
 /* Node index for a name, created when new; UINT32_MAX on ENOMEM. */
-static uint32_t node_get(struct gw_det *d, const char *name, size_t len)
+uint32_t det_node_get(struct gw_det *d, const char *name, size_t len)
 {
     if (len >= DET_NODE_NAME) len = DET_NODE_NAME - 1;
     uint64_t h = hash_bytes(name, len);
@@ -296,6 +442,7 @@ static uint32_t node_get(struct gw_det *d, const char *name, size_t len)
     return d->n_nodes++;
 }
 
+
 /* ------------------------------------------------------------ lifecycle */
 
 int gw_det_new(struct gw_det **out, const struct gw_det_config *c, struct gw_alerts *alerts, struct gw_error *err)
@@ -306,9 +453,20 @@ int gw_det_new(struct gw_det **out, const struct gw_det_config *c, struct gw_ale
     if (c) d->c = *c;
     else gw_det_config_default(&d->c);
     d->alerts = alerts;
-    d->now = INT64_MIN;
-    d->next_eval = INT64_MIN;
-    d->mask_until = INT64_MIN;
+    d->k.fleet_b = INT64_MIN;
+    d->k.max_t = INT64_MIN;
+    d->k.min_t = INT64_MAX;
+    d->k.mask_until = INT64_MIN;
+    pres_init(&d->k.pres_any);
+    if (d->c.interval_ms > 0) {
+        d->k.iv = d->c.interval_ms;
+        d->k.lateness = det_default_lateness(d);
+    }
+    int rc = det_ident_init(d, err);
+    if (rc != GW_OK) {
+        free(d);
+        return rc;
+    }
     pthread_mutex_init(&d->mu, NULL);
     if (alerts) {
         det_d1_rules(alerts, &d->c);
@@ -326,15 +484,143 @@ void gw_det_free(struct gw_det *d)
 {
     if (!d) return;
     pthread_mutex_destroy(&d->mu);
+    det_ident_free(d);
     free(d->series);
     free(d->sid_slots);
     free(d->nodes);
     free(d->node_slots);
     free(d->scratch);
+    free(d->q);
     free(d);
 }
 
+/* ------------------------------------------------------------ buckets */
+
+int64_t det_bucket_of(const struct gw_det *d, int64_t t)
+{
+    int64_t iv = d->k.iv, q = t / iv;
+    return (t % iv != 0 && t < 0) ? q - 1 : q;
+}
+
+int det_pres_has(const struct det_pres *p, int64_t b)
+{
+    if (p->base == INT64_MIN || b > p->base || p->base - b >= 64) return 0;
+    return (int)(p->bits >> (p->base - b) & 1);
+}
+
+void det_pres_set(struct det_pres *p, int64_t b)
+{
+    if (p->base == INT64_MIN || b > p->base) {
+        int64_t sh = p->base == INT64_MIN ? 64 : b - p->base;
+        p->bits = sh >= 64 ? 0 : p->bits << sh;
+        p->base = b;
+    }
+    if (p->base - b < 64) p->bits |= 1ULL << (p->base - b);
+}
+
+/* ------------------------------------------------------------ rings */
+
+static void ring_push(struct det_series *s, int64_t t, double v)
+{
+    s->ring_head = (uint8_t)((s->ring_head + 1) % DET_RING);
+    s->rt[s->ring_head] = t;
+    s->rv[s->ring_head] = v;
+    if (s->ring_n < DET_RING) s->ring_n++;
+}
+
+int det_at(const struct gw_det *d, uint32_t slot, int64_t T, double *v)
+{
+    if (!slot || slot > d->n_series) return 0;
+    const struct det_series *s = &d->series[slot - 1];
+    int64_t fresh = 2 * det_node_interval(d, &d->nodes[s->node]);
+    for (unsigned i = 0; i < s->ring_n; i++) {
+        unsigned k = (s->ring_head + DET_RING - i) % DET_RING;
+        if (s->rt[k] >= T) continue;
+        if (s->rt[k] < T - fresh) return 0;
+        *v = s->rv[k];
+        return 1;
+    }
+    return 0;
+}
+
+unsigned det_recent(const struct gw_det *d, uint32_t slot, int64_t T, double *out, unsigned n, int64_t *t_out)
+{
+    if (!slot || slot > d->n_series) return 0;
+    const struct det_series *s = &d->series[slot - 1];
+    unsigned got = 0;
+    for (unsigned i = 0; i < s->ring_n && got < n; i++) {
+        unsigned k = (s->ring_head + DET_RING - i) % DET_RING;
+        if (s->rt[k] >= T) continue;
+        out[got++] = s->rv[k];
+        if (t_out) *t_out = s->rt[k];
+    }
+    return got;
+}
+
 /* ------------------------------------------------------------ series */
+
+static int gpu_slot_of(int role)
+{
+    switch (role) {
+    case R_GPU_UTIL: return G_UTIL;
+    case R_POWER: return G_POWER;
+    case R_SM_CLOCK: return G_CLOCK;
+    case R_MEM_CLOCK: return G_MCLOCK;
+    case R_GPU_TEMP: return G_TEMP;
+    case R_MEM_TEMP: return G_MEMTEMP;
+    case R_FB_USED: return G_FB;
+    case R_CLOCK_REASONS: return G_REASONS;
+    case R_POWER_LIMIT: return G_LIMIT;
+    default: return -1;
+    }
+}
+
+static int node_slot_of(int role, int job)
+{
+    switch (role) {
+    case R_INTR: return N_INTR;
+    case R_PROCS_RUNNING: return N_PROCS;
+    case R_MEM_AVAIL: return N_MEMAVAIL;
+    case R_MEM_TOTAL: return N_MEMTOTAL;
+    case R_PGPGOUT: return N_PGPGOUT;
+    case R_PSWPOUT: return N_PSWPOUT;
+    case R_SCRAPE_DUR: return job == JOB_DCGM ? N_SCRAPE_DCGM : job == JOB_NODE ? N_SCRAPE_NODE : -1;
+    default: return -1;
+    }
+}
+
+static int is_rate_role(int role)
+{
+    return role == R_INTR || role == R_PGPGOUT || role == R_PSWPOUT;
+}
+
+static int contains_ci(const char *s, size_t n, const char *w)
+{
+    size_t wn = strlen(w);
+    for (size_t i = 0; i + wn <= n; i++)
+        if (!strncasecmp(s + i, w, wn)) return 1;
+    return 0;
+}
+
+/* Which exporter a series comes from: DCGM metrics and GPU series are the
+ * DCGM exporter's, node_* node_exporter's; `up` and scrape_* by the job
+ * name, the exporter's default port, or (decided at its samples) the
+ * instance that carries the node's GPU series. */
+static uint8_t job_of(const uint8_t *labels, size_t len, const char *name, size_t name_len, int gpu,
+                      const char *inst, size_t inst_len)
+{
+    if (gpu >= 0 || (name_len > 5 && !memcmp(name, "DCGM_", 5))) return JOB_DCGM;
+    if (name_len > 5 && !memcmp(name, "node_", 5)) return JOB_NODE;
+    const char *j;
+    size_t jn;
+    if (gw_labels_get(labels, len, "job", 3, &j, &jn)) {
+        if (contains_ci(j, jn, "dcgm") || contains_ci(j, jn, "gpu")) return JOB_DCGM;
+        if (contains_ci(j, jn, "node")) return JOB_NODE;
+    }
+    if (inst_len > 5 && !memcmp(inst + inst_len - 5, ":9400", 5)) return JOB_DCGM;
+    if (inst_len > 5 && !memcmp(inst + inst_len - 5, ":9100", 5)) return JOB_NODE;
+    return JOB_UNKNOWN;
+}
 
 static uint32_t series_add(struct gw_det *d, uint64_t id, const uint8_t *labels, size_t len)
 {
@@ -343,27 +629,9 @@ static uint32_t series_add(struct gw_det *d, uint64_t id, const uint8_t *labels,
     if (!gw_labels_get(labels, len, "__name__", 8, &name, &name_len)) return 0;
     int role = role_of(name, name_len);
     if (role == R_NONE) return 0;
-    const char *host = NULL, *inst = NULL, *gpu_s = NULL;
-    size_t host_len = 0, inst_len = 0, gpu_len = 0;
-    if (!gw_labels_get(labels, len, "hostname", 8, &host, &host_len) || host_len == 0)
-        if (!gw_labels_get(labels, len, "Hostname", 8, &host, &host_len)) host_len = 0;
+    const char *inst = NULL, *gpu_s = NULL;
+    size_t inst_len = 0, gpu_len = 0;
     if (!gw_labels_get(labels, len, "instance", 8, &inst, &inst_len)) inst_len = 0;
-    if (host_len == 0 && inst_len > 0) {
-        host = inst;
-        host_len = inst_len;
-        /* strip ":port" (and the brackets of an IPv6 literal) */
-        if (host[0] == '[') {
-            const char *e = memchr(host, ']', host_len);
-            if (e) {
-                host_len = (size_t)(e - host) - 1;
-                host++;
-            }
-        } else {
-            const char *colon = memchr(host, ':', host_len);
-            if (colon && !memchr(colon + 1, ':', host_len - (size_t)(colon + 1 - host))) host_len = (size_t)(colon - host);
-        }
-    }
-    if (host_len == 0) return 0;
     int gpu = -1;
     if (gw_labels_get(labels, len, "gpu", 3, &gpu_s, &gpu_len) && gpu_len > 0 && gpu_len <= 2) {
         int g = 0, ok = 1;
@@ -376,6 +644,7 @@ static uint32_t series_add(struct gw_det *d, uint64_t id, const uint8_t *labels,
     /* GPU-level roles need a GPU; node-level roles ignore one */
     if (role >= R_XID && role <= R_PCIE_REPLAY && gpu < 0) return 0;
     if (role >= R_GPU_UTIL && role <= R_GPU_OTHER && gpu < 0) return 0;
+    if (role >= R_INTR) gpu = -1;
     uint32_t code = 0;
     if (role == R_XID || role == R_XID_COUNT) {
         const char *cs;
@@ -385,9 +654,9 @@ static uint32_t series_add(struct gw_det *d, uint64_t id, const uint8_t *labels,
                 if (cs[i] >= '0' && cs[i] <= '9') code = code * 10 + (uint32_t)(cs[i] - '0');
         }
     }
-    uint32_t ni = d->n_series < DET_MAX_SERIES ? node_get(d, host, host_len) : UINT32_MAX;
+    uint32_t ni = d->n_series < DET_MAX_SERIES ? det_ident_node(d, labels, len) : UINT32_MAX;
     if (ni == UINT32_MAX) {
-        d->untracked++;
+        d->k.untracked++;
         return 0;
     }
     if (d->n_series == d->cap_series) {
@@ -409,10 +678,14 @@ static uint32_t series_add(struct gw_det *d, uint64_t id, const uint8_t *labels,
     s->role = (uint8_t)role;
     s->code = code;
     s->inst_hash = inst_len ? hash_bytes(inst, inst_len) : 0;
+    s->job = job_of(labels, len, name, name_len, gpu, inst, inst_len);
+    s->ring_head = DET_RING - 1;
     struct det_node *n = &d->nodes[ni];
+    s->next = n->series_head;
+    n->series_head = d->n_series + 1;
     if (gpu >= 0) {
         if ((uint8_t)(gpu + 1) > n->gpu_count) n->gpu_count = (uint8_t)(gpu + 1);
-        if (s->inst_hash) n->dcgm_inst = s->inst_hash;
+        if (s->inst_hash && !n->dcgm_inst) n->dcgm_inst = s->inst_hash;
     }
     uint64_t k = hash64(id) & d->mask_sid;
     while (d->sid_slots[k]) k = (k + 1) & d->mask_sid;
@@ -432,13 +705,16 @@ uint32_t gw_det_series(struct gw_det *d, uint64_t id, const uint8_t *labels, siz
 
 /* ------------------------------------------------------------ evaluation */
 
-static void peer_stats(struct gw_det *d, int64_t t, int64_t iv)
+/* Peer statistics of the bucket ending at T: the busy GPUs' median power
+ * and SM clock, the busy nodes' median interrupt rate, runnable processes
+ * and GPU util, and the fleet transition mask. */
+static void peer_stats(struct gw_det *d, int64_t T)
 {
-    size_t need = (size_t)d->n_nodes * DET_MAX_GPUS * 2 + (size_t)d->n_nodes * 2 + 4;
+    size_t need = (size_t)d->n_nodes * DET_MAX_GPUS * 2 + (size_t)d->n_nodes * 3 + 4;
     if (need > d->scratch_cap) {
         double *p = realloc(d->scratch, need * sizeof *p);
         if (!p) {
-            d->med_power = d->med_clock = d->med_intr = d->med_procs = NAN;
+            d->med_power = d->med_clock = d->med_intr = d->med_procs = d->med_util = NAN;
             d->n_busy_gpus = d->n_busy_nodes = 0;
             return;
         }
@@ -446,79 +722,77 @@ static void peer_stats(struct gw_det *d, int64_t t, int64_t iv)
         d->scratch_cap = need;
     }
     double *pw = d->scratch, *ck = pw + (size_t)d->n_nodes * DET_MAX_GPUS;
-    double *ir = ck + (size_t)d->n_nodes * DET_MAX_GPUS, *pr = ir + d->n_nodes;
-    size_t npw = 0, nck = 0, nir = 0, npr = 0;
-    uint32_t changed = 0, tracked = 0;
+    double *ir = ck + (size_t)d->n_nodes * DET_MAX_GPUS, *pr = ir + d->n_nodes, *ut = pr + d->n_nodes;
+    size_t npw = 0, nck = 0, nir = 0, npr = 0, nut = 0;
+    uint32_t changed = 0, tracked = 0, was_busy = 0;
     for (uint32_t i = 0; i < d->n_nodes; i++) {
         struct det_node *n = &d->nodes[i];
-        double usum = 0;
+        if (!det_node_live(n)) continue;
+        double usum = 0, v;
         unsigned un = 0;
         for (unsigned g = 0; g < n->gpu_count; g++) {
             struct det_gpu *x = &n->gpus[g];
-            if (!det_fresh(&x->util, t, iv) || x->util.v >= d->c.sentinel_min) continue;
-            usum += x->util.v;
+            double u;
+            if (!det_at(d, x->slot[G_UTIL], T, &u) || u >= d->c.sentinel_min) continue;
+            usum += u;
             un++;
-            if (x->util.v < 80) continue;
-            if (det_fresh(&x->power, t, iv) && x->power.v < d->c.sentinel_min) pw[npw++] = x->power.v;
-            if (det_fresh(&x->clock, t, iv) && x->clock.v < d->c.sentinel_min) ck[nck++] = x->clock.v;
+            if (u < 80) continue;
+            if (det_at(d, x->slot[G_POWER], T, &v) && v < d->c.sentinel_min) pw[npw++] = v;
+            if (det_at(d, x->slot[G_CLOCK], T, &v) && v < d->c.sentinel_min) ck[nck++] = v;
         }
         n->busy_prev = n->busy;
         n->busy = un > 0 && usum / un >= 50;
+        was_busy += n->busy_prev;
         if (un > 0) {
             tracked++;
             if (n->busy != n->busy_prev) changed++;
         }
         if (n->busy) {
-            if (n->intr_rate_t != INT64_MIN && t - n->intr_rate_t <= 2 * iv) ir[nir++] = n->intr_rate;
-            if (det_fresh(&n->procs, t, iv)) pr[npr++] = n->procs.v;
+            ut[nut++] = usum / un;
+            if (det_at(d, n->slot[N_INTR], T, &v)) ir[nir++] = v;
+            if (det_at(d, n->slot[N_PROCS], T, &v)) pr[npr++] = v;
         }
     }
     d->n_busy_gpus = (uint32_t)npw;
-    d->n_busy_nodes = (uint32_t)nir;
+    d->n_busy_nodes = (uint32_t)nut;
+    d->n_was_busy = was_busy;
     d->med_power = npw >= d->c.min_peers ? det_median(pw, npw) : NAN;
     d->med_clock = nck >= d->c.min_peers ? det_median(ck, nck) : NAN;
     d->med_intr = nir >= d->c.min_peers ? det_median(ir, nir) : NAN;
     d->med_procs = npr >= d->c.min_peers ? det_median(pr, npr) : NAN;
-    if (d->med_power == d->med_power) d->ref_power = d->ref_power > 0 ? 0.95 * d->ref_power + 0.05 * d->med_power : d->med_power;
-    if (d->med_clock == d->med_clock) d->ref_clock = d->ref_clock > 0 ? 0.95 * d->ref_clock + 0.05 * d->med_clock : d->med_clock;
+    d->med_util = nut >= d->c.min_peers ? det_median(ut, nut) : NAN;
+    if (d->med_power == d->med_power) d->k.ref_power = d->k.ref_power > 0 ? 0.95 * d->k.ref_power + 0.05 * d->med_power : d->med_power;
+    if (d->med_clock == d->med_clock) d->k.ref_clock = d->k.ref_clock > 0 ? 0.95 * d->k.ref_clock + 0.05 * d->med_clock : d->med_clock;
     /* a fleet-wide transition (job start/stop) masks peer-relative checks */
-    if (tracked >= d->c.min_peers && (double)changed >= d->c.mask_fraction * tracked) d->mask_until = t + d->c.mask_ms;
+    if (tracked >= d->c.min_peers && (double)changed >= d->c.mask_fraction * tracked) d->k.mask_until = T + d->c.mask_ms;
 }
 
-static void evaluate(struct gw_det *d, int64_t t)
+void det_evaluate(struct gw_det *d, int64_t T)
 {
-    int64_t iv = det_interval(d);
-    d->buckets++;
-    peer_stats(d, t, iv);
-    det_d1_eval(d, t);
-    det_d4_eval(d, t);
-    det_d5_eval(d, t);
-    det_d6_eval(d, t);
-}
-
-static void run_due(struct gw_det *d)
-{
-    if (d->now == INT64_MIN) return;
-    int64_t iv = det_interval(d);
-    int64_t grace = d->c.grace_ms > 0 ? d->c.grace_ms : iv;
-    if (d->next_eval == INT64_MIN) d->next_eval = (d->now / iv + 1) * iv;
-    /* a long jump in data time: evaluate once at its end, not every step */
-    if (d->now - grace - d->next_eval > 10 * iv) d->next_eval = ((d->now - grace) / iv) * iv;
-    int ran = 0;
-    while (d->next_eval + grace <= d->now) {
-        evaluate(d, d->next_eval);
-        d->next_eval += iv;
-        ran = 1;
+    d->in_eval = 1;
+    d->eval_t = T;
+    deliver_raises(d, T);
+    int64_t b = det_bucket_of(d, T - 1);
+    if (det_pres_has(&d->k.pres_any, b)) {
+        d->k.buckets++;
+        peer_stats(d, T);
+        det_d1_eval(d, T);
+        det_d4_eval(d, T);
+        det_d5_eval(d, T);
+        det_d6_eval(d, T);
+    } else {
+        det_d1_eval(d, T);   /* pending onsets and collective decisions still come due */
     }
-    if (ran && d->alerts) gw_alerts_advance(d->alerts, d->now);
+    d->in_eval = 0;
+    if (d->alerts) gw_alerts_advance(d->alerts, T);
 }
 
 void gw_det_advance(struct gw_det *d, int64_t t)
 {
     if (!d) return;
+    (void)t;   /* buckets are judged when complete (watermark.c), not when data time moves */
     pthread_mutex_lock(&d->mu);
-    if (t > d->now) d->now = t;
-    run_due(d);
+    det_wm_run(d);
     pthread_mutex_unlock(&d->mu);
 }
 
@@ -526,10 +800,21 @@ void gw_det_finish(struct gw_det *d, int64_t t)
 {
     if (!d) return;
     pthread_mutex_lock(&d->mu);
-    if (t > d->now) d->now = t;
-    run_due(d);
-    if (d->next_eval != INT64_MIN && d->next_eval <= d->now) evaluate(d, d->now);
-    if (d->alerts) gw_alerts_advance(d->alerts, d->now);
+    if (t < d->k.max_t) t = d->k.max_t;
+    if (d->k.iv > 0 && d->k.fleet_b != INT64_MIN) {
+        /* judge every bucket up to t, complete or not */
+        int64_t last = det_bucket_of(d, t);
+        if (last - d->k.fleet_b > 100000) d->k.fleet_b = last - 100000;
+        while (d->k.fleet_b <= last) {
+            det_evaluate(d, (d->k.fleet_b + 1) * d->k.iv);
+            d->k.fleet_b++;
+        }
+        det_wm_recount(d);
+    }
+    d->in_eval = 1;
+    deliver_raises(d, INT64_MAX);
+    d->in_eval = 0;
+    if (d->alerts && t != INT64_MIN) gw_alerts_advance(d->alerts, t);
     pthread_mutex_unlock(&d->mu);
 }
 
@@ -542,21 +827,32 @@ static int is_stale(double v)
     return b == 0x7ff0000000000002ULL;
 }
 
-static void gpu_value(struct det_gpu *x, int role, int64_t t, double v)
+static void learn_interval(struct gw_det *d, struct det_node *n, int64_t dt)
 {
-    struct det_val *dv = NULL;
-    switch (role) {
-    case R_GPU_UTIL: dv = &x->util; break;
-    case R_POWER: dv = &x->power; break;
-    case R_SM_CLOCK: dv = &x->clock; break;
-    case R_GPU_TEMP: dv = &x->temp; break;
-    case R_MEM_TEMP: dv = &x->memtemp; break;
-    case R_CLOCK_REASONS: dv = &x->reasons; break;
-    case R_POWER_LIMIT: dv = &x->limit; break;
-    default: return;
+    int g = grid_slot(dt);
+    if (g < 0) return;
+    if (n->ivh[g] < 65535) n->ivh[g]++;
+    if (d->k.iv > 0) return;
+    d->k.ivh[g]++;
+    uint32_t total = 0, best = 0;
+    int bi = 0;
+    for (int i = 0; i < DET_GRID; i++) {
+        total += d->k.ivh[i];
+        if (d->k.ivh[i] > best) {
+            best = d->k.ivh[i];
+            bi = i;
+        }
     }
-    dv->v = v;
-    dv->t = t;
+    if (total < 64) return;
+    d->k.iv = k_grid[bi];
+    det_wm_locked_interval(d);
+}
+
+static void set_slot(struct gw_det *d, uint32_t *slot, uint32_t handle, int64_t t)
+{
+    if (*slot == handle) return;
+    if (*slot && *slot <= d->n_series && d->series[*slot - 1].last_t > t) return;   /* a newer series feeds it */
+    *slot = handle;
 }
 
 static void sample_locked(struct gw_det *d, uint32_t handle, int64_t t, double v)
@@ -564,43 +860,64 @@ static void sample_locked(struct gw_det *d, uint32_t handle, int64_t t, double v
     if (handle == 0 || handle > d->n_series) return;
     struct det_series *s = &d->series[handle - 1];
     if (s->last_t != INT64_MIN && t <= s->last_t) return;
-    d->samples++;
+    d->k.samples++;
     struct det_node *n = &d->nodes[s->node];
+    int64_t old_t = s->last_t;
+    uint32_t old_ns = s->nsamp;
+    int first_node_sample = n->first_seen == INT64_MIN;
+    if (first_node_sample || t < n->first_seen) n->first_seen = t;
+    if (t > n->max_t) n->max_t = t;
+    if (t > d->k.max_t) d->k.max_t = t;
+    if (d->k.iv <= 0 && t < d->k.min_t) d->k.min_t = t;
+    if (first_node_sample) det_wm_node_added(d, s->node);
+    int64_t b = d->k.iv > 0 ? det_bucket_of(d, t) : INT64_MIN;
+    if (b != INT64_MIN && d->k.fleet_b != INT64_MIN && b < d->k.fleet_b) d->k.late++;
     if (is_stale(v)) {
-        /* the series went away: keep its last value for a reseed, count nothing as seen */
+        /* the series went away: keep its last value for a reseed */
         s->last_t = t;
+        if (s->nsamp < UINT32_MAX) s->nsamp++;
+        det_wm_sample(d, s, old_t, old_ns);
         return;
     }
-    if (n->first_seen == INT64_MIN) n->first_seen = t;
-    if ((s->role == R_GPU_TEMP || s->role == R_UP) && s->last_t != INT64_MIN && d->c.interval_ms <= 0) {
-        double dt = (double)(t - s->last_t);
-        if (dt >= 1000 && dt <= 600000) {
-            d->interval_est = d->interval_est > 0 ? d->interval_est * 0.995 + dt * 0.005 : dt;
-            n->iv_est = n->iv_est > 0 ? n->iv_est * 0.95 + dt * 0.05 : dt;
+    if (b != INT64_MIN) det_pres_set(&d->k.pres_any, b);
+    if ((s->role == R_GPU_TEMP || s->role == R_UP || s->role == R_PROCS_RUNNING) && old_t != INT64_MIN &&
+        d->c.interval_ms <= 0)
+        learn_interval(d, n, t - old_t);
+    if (d->k.iv > 0 && b == INT64_MIN) b = det_bucket_of(d, t);
+    /* exporter of an `up` / scrape_* series without a job hint */
+    uint8_t job = s->job;
+    if (job == JOB_UNKNOWN) job = n->dcgm_inst ? (s->inst_hash == n->dcgm_inst ? JOB_DCGM : JOB_NODE) : JOB_NODE;
+    if (s->role == R_UP) {
+        if (b != INT64_MIN) {
+            det_pres_set(&n->up_seen[job], b);
+            if (v == 1) det_pres_set(&n->answered[job], b);
+        }
+        if (v == 1 && t > n->last_answer[job]) n->last_answer[job] = t;
+    } else if (s->role != R_SCRAPE_DUR) {
+        if (b != INT64_MIN) det_pres_set(&n->answered[job], b);
+        if (t > n->last_answer[job]) n->last_answer[job] = t;
+        if (s->gpu >= 0) {
+            struct det_gpu *x = &n->gpus[s->gpu];
+            if (x->first_seen == INT64_MIN || t < x->first_seen) x->first_seen = t;
+            if (t > x->last_seen) x->last_seen = t;
+            if (b != INT64_MIN) {
+                det_pres_set(&x->pres, b);
+                det_pres_set(&n->any_gpu, b);
+            }
         }
     }
-    if (s->role == R_UP) {
-        int which = (n->dcgm_inst && s->inst_hash == n->dcgm_inst) ? 0 : 1;
-        n->up_t[which] = t;
-        n->up_v[which] = v;
-        if (v == 1) n->up_ok_t[which] = t;
-        if (which == 0 && v == 1 && (n->last_dcgm == INT64_MIN || t > n->last_dcgm + det_interval(d) / 2) &&
-            n->up_without_gpu < 255)
-            n->up_without_gpu++;
-    } else {
-        if (t > n->last_data) n->last_data = t;
-        if (s->gpu >= 0) {
-            if (n->last_dcgm == INT64_MIN || t > n->last_dcgm + det_interval(d) / 2) n->dcgm_scrapes++;
-            if (t > n->last_dcgm) n->last_dcgm = t;
-            n->up_without_gpu = 0;
-            struct det_gpu *x = &n->gpus[s->gpu];
-            x->scrape_no = n->dcgm_scrapes;
-            if (x->first_seen == INT64_MIN) x->first_seen = t;
-            if (t > x->last_seen) x->last_seen = t;
-            gpu_value(x, s->role, t, v);
-        } else if (t > n->last_node) {
-            n->last_node = t;
+    /* the ring the evaluations read */
+    int gs = s->gpu >= 0 ? gpu_slot_of(s->role) : -1;
+    int ns = s->gpu < 0 ? node_slot_of(s->role, job) : -1;
+    if (gs >= 0 || ns >= 0) {
+        if (is_rate_role(s->role)) {
+            if (old_t != INT64_MIN && v >= s->last_v && t > old_t && s->last_v == s->last_v)
+                ring_push(s, t, (v - s->last_v) * 1000.0 / (double)(t - old_t));
+        } else {
+            ring_push(s, t, v);
         }
+        if (gs >= 0) set_slot(d, &n->gpus[s->gpu].slot[gs], handle, t);
+        else set_slot(d, &n->slot[ns], handle, t);
     }
     switch (s->role) {
     case R_XID:
@@ -623,25 +940,13 @@ static void sample_locked(struct gw_det *d, uint32_t handle, int64_t t, double v
         else x->viol_power_last += dlt;
         break;
     }
-    case R_INTR:
-        if (s->last_t != INT64_MIN && v >= s->last_v && t > s->last_t) {
-            n->intr_rate = (v - s->last_v) * 1000.0 / (double)(t - s->last_t);
-            n->intr_rate_t = t;
-        }
-        break;
-    case R_PROCS_RUNNING:
-        n->procs.v = v;
-        n->procs.t = t;
-        break;
     default:
         break;
     }
     s->last_t = t;
     s->last_v = v;
-    if (t > d->now) {
-        d->now = t;
-        run_due(d);
-    }
+    if (s->nsamp < UINT32_MAX) s->nsamp++;
+    det_wm_sample(d, s, old_t, old_ns);
 }
 
 void gw_det_sample(struct gw_det *d, uint32_t handle, int64_t t, double v)
@@ -658,16 +963,21 @@ void gw_det_stats(struct gw_det *d, struct gw_det_stats *st)
     if (!d) return;
     pthread_mutex_lock(&d->mu);
     st->series = d->n_series;
-    st->nodes = d->n_nodes;
-    for (uint32_t i = 0; i < d->n_nodes; i++)
+    for (uint32_t i = 0; i < d->n_nodes; i++) {
+        if (!det_node_live(&d->nodes[i])) continue;
+        st->nodes++;
         for (unsigned g = 0; g < d->nodes[i].gpu_count; g++)
             if (d->nodes[i].gpus[g].first_seen != INT64_MIN) st->gpus++;
-    st->samples = d->samples;
-    st->buckets = d->buckets;
-    memcpy(st->raises, d->raises, sizeof st->raises);
+    }
+    st->samples = d->k.samples;
+    st->buckets = d->k.buckets;
+    memcpy(st->raises, d->k.raises, sizeof st->raises);
     st->interval_ms = det_interval(d);
+    st->late = d->k.late;
+    st->joins = d->k.joins;
+    st->judged_t = d->k.iv > 0 && d->k.fleet_b != INT64_MIN ? d->k.fleet_b * d->k.iv : INT64_MIN;
     st->bytes = sizeof *d + (uint64_t)d->cap_series * sizeof(struct det_series) + (d->mask_sid + 1) * 4 +
                 (uint64_t)d->cap_nodes * sizeof(struct det_node) + (d->mask_node + 1) * 4 +
-                d->scratch_cap * sizeof(double);
+                d->scratch_cap * sizeof(double) + (d->q ? DET_QRAISES * sizeof *d->q : 0);
     pthread_mutex_unlock(&d->mu);
 }
