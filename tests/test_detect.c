@@ -809,6 +809,536 @@ static void test_detect_wants_metric(void **state)
     assert_false(gw_det_wants_metric("DCGM_FI_DEV_XID", 15));
 }
 
+/* ------------------------------------------------------------ mini cluster
+ * A second generator for the generalisation tests: any scrape interval,
+ * five label styles (dcgm-exporter `hostname` / `Hostname`, kube-prometheus
+ * with the exporter pod in Hostname and the node in `node`, node_exporter
+ * under an FQDN, or under an IP joined by node_uname_info), failure
+ * signatures and baits switched on per scenario. Every sample is recorded
+ * in time order, so the same data can be replayed in any arrival order. */
+
+enum { ST_HOSTNAME, ST_LEGACY, ST_KUBE, ST_FQDN, ST_IP, ST_COUNT };
+enum { MS_UTIL, MS_POWER, MS_CLOCK, MS_MCLOCK, MS_TEMP, MS_MEMTEMP, MS_FB, MS_REASONS, MS_GPU_N };
+enum { MN_INTR, MN_PROCS, MN_AVAIL, MN_TOTAL, MN_UNAME, MN_UP_DCGM, MN_UP_NODE, MN_N };
+static const char *k_gm[MS_GPU_N] = {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_SM_CLOCK",
+                                     "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP",
+                                     "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"};
+static const char *k_nm[MN_N] = {"node_intr_total", "node_procs_running", "node_memory_MemAvailable_bytes",
+                                 "node_memory_MemTotal_bytes", "node_uname_info", "up", "up"};
+
+#define MC_NODES 8
+#define MC_GPUS 8
+#define MC_SERIES (MC_NODES * (MC_GPUS * MS_GPU_N + MN_N) + 64)
+
+struct mc_scn {
+    int64_t iv;
+    int style;
+    int steps;
+    int frozen_at, collapse_at, throttle_at, vanish_at, xid_at, mempress_at;   /* step, -1 off */
+    int ckpt_at, jobend_at, idle_gpu;                                        /* baits */
+};
+
+struct mc_sample {
+    uint32_t series;
+    int64_t t;
+    double v;
+};
+
+struct mc {
+    struct mc_scn sc;
+    uint8_t lab[MC_SERIES][400];
+    size_t lab_len[MC_SERIES];
+    uint32_t n_series;
+    uint32_t gs[MC_NODES][MC_GPUS][MS_GPU_N], ns[MC_NODES][MN_N], xid[MC_NODES];
+    struct mc_sample *smp;
+    size_t n, cap;
+};
+
+static uint32_t mc_hash(uint32_t a, uint32_t b)
+{
+    uint32_t h = a * 2654435761u ^ (b + 0x9e3779b9u + (a << 6) + (a >> 2));
+    h ^= h >> 15;
+    h *= 0x2c1b3c6dU;
+    h ^= h >> 12;
+    return h;
+}
+
+static uint32_t mc_series(struct mc *m, const char *metric, int node, int gpu, int job_dcgm, const char *xname,
+                          const char *xval)
+{
+    char host[16], fqdn[64], ip[32], pod[48], node_ip[32], gpus[8], inst[80];
+    snprintf(host, sizeof host, "dgx%03d", node + 11);
+    snprintf(fqdn, sizeof fqdn, "%s.cluster.example.com", host);
+    snprintf(ip, sizeof ip, "10.0.3.%d", 20 + node);
+    snprintf(pod, sizeof pod, "nvidia-dcgm-exporter-%c%c%c%c%c", 'a' + node, 'k', 'q' + node % 5, 'x', 'b' + node % 3);
+    snprintf(node_ip, sizeof node_ip, "10.244.%d.7", node + 1);
+    snprintf(gpus, sizeof gpus, "%d", gpu);
+    struct gw_label ls[16];
+    size_t n = 0;
+#define L(nm, v) ls[n++] = (struct gw_label){nm, (uint32_t)strlen(nm), v, (uint32_t)strlen(v)}
+    L("__name__", metric);
+    if (xname) L(xname, xval);
+    if (gpu >= 0) L("gpu", gpus);
+    if (job_dcgm) {
+        L("job", m->sc.style == ST_KUBE ? "nvidia-dcgm-exporter" : "dcgm");
+        switch (m->sc.style) {
+        case ST_HOSTNAME: snprintf(inst, sizeof inst, "%s:9400", host); if (gpu >= 0) L("hostname", host); break;
+        case ST_LEGACY: snprintf(inst, sizeof inst, "%s:9400", host); if (gpu >= 0) L("Hostname", host); break;
+        case ST_KUBE:
+            snprintf(inst, sizeof inst, "%s:9400", node_ip);
+            if (gpu >= 0) L("Hostname", pod);
+            L("pod", pod);
+            L("namespace", "gpu-operator");
+            L("node", host);
+            break;
+        case ST_FQDN: snprintf(inst, sizeof inst, "%s:9400", fqdn); if (gpu >= 0) L("hostname", host); break;
+        default: snprintf(inst, sizeof inst, "%s:9400", ip); if (gpu >= 0) L("Hostname", host); break;
+        }
+    } else {
+        L("job", m->sc.style == ST_KUBE ? "node-exporter" : "node");
+        if (m->sc.style == ST_FQDN) snprintf(inst, sizeof inst, "%s:9100", fqdn);
+        else if (m->sc.style == ST_KUBE || m->sc.style == ST_IP) snprintf(inst, sizeof inst, "%s:9100", m->sc.style == ST_KUBE ? node_ip : ip);
+        else snprintf(inst, sizeof inst, "%s:9100", host);
+        if (!strcmp(metric, "node_uname_info")) L("nodename", m->sc.style == ST_FQDN ? fqdn : host);
+    }
+    L("instance", inst);
+#undef L
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && strcmp(ls[j - 1].name, ls[j].name) > 0; j--) {
+            struct gw_label x = ls[j];
+            ls[j] = ls[j - 1];
+            ls[j - 1] = x;
+        }
+    assert_true(m->n_series < MC_SERIES);
+    uint32_t id = m->n_series++;
+    m->lab_len[id] = gw_labels_encode(ls, n, m->lab[id]);
+    return id;
+}
+
+static void mc_put(struct mc *m, uint32_t series, int64_t t, double v)
+{
+    if (m->n == m->cap) {
+        m->cap = m->cap ? m->cap * 2 : 65536;
+        m->smp = realloc(m->smp, m->cap * sizeof *m->smp);
+        assert_non_null(m->smp);
+    }
+    m->smp[m->n++] = (struct mc_sample){series, t, v};
+}
+
+/* Generates the whole scenario into m->smp (time order, node by node). */
+static void mc_build(struct mc *m, const struct mc_scn *sc)
+{
+    memset(m, 0, sizeof *m);
+    m->sc = *sc;
+    for (int n = 0; n < MC_NODES; n++) {
+        for (int g = 0; g < MC_GPUS; g++)
+            for (int k = 0; k < MS_GPU_N; k++) m->gs[n][g][k] = mc_series(m, k_gm[k], n, g, 1, NULL, NULL);
+        for (int k = 0; k < MN_N; k++) m->ns[n][k] = mc_series(m, k_nm[k], n, -1, k == MN_UP_DCGM, NULL, NULL);
+        m->xid[n] = UINT32_MAX;
+    }
+    double intr[MC_NODES] = {0}, frozen[MS_GPU_N] = {0};
+    int64_t t0 = 1764000000000LL - 1764000000000LL % sc->iv;
+    for (int st = 0; st < sc->steps; st++) {
+        int64_t base = t0 + (int64_t)st * sc->iv;
+        int ckpt = sc->ckpt_at >= 0 && st >= sc->ckpt_at && st < sc->ckpt_at + 6;
+        for (int n = 0; n < MC_NODES; n++) {
+            int64_t td = base + 900 + n * 37, tn = base + 400 + n * 41;   /* per-target offsets */
+            int collapsed = sc->collapse_at >= 0 && n == 2 && st >= sc->collapse_at;
+            int ended = sc->jobend_at >= 0 && n == 5 && st >= sc->jobend_at;
+            for (int g = 0; g < MC_GPUS; g++) {
+                if (sc->vanish_at >= 0 && n == 4 && g == 6 && st >= sc->vanish_at) continue;
+                uint32_t j = mc_hash((uint32_t)(n * 16 + g), (uint32_t)st) % 7;
+                int idle = ended || (sc->idle_gpu && n == 6 && g == 3);
+                double v[MS_GPU_N];
+                v[MS_UTIL] = idle ? 0 : collapsed ? 3 + j % 3 : ckpt ? 35 + j : 95 + j % 5;
+                v[MS_POWER] = idle ? 72 : collapsed ? 90 + j : ckpt ? 330 + 5 * j : 600 + 10.0 * j;
+                v[MS_CLOCK] = idle ? 210 : 1950 - 15.0 * j;
+                v[MS_MCLOCK] = idle ? 405 : 2619 - (double)(j % 2);
+                v[MS_TEMP] = idle ? 31 : 62 + (double)(j % 4) + (double)(st % 9 == 0);
+                v[MS_MEMTEMP] = idle ? 29 : 58 + (double)(j % 3);
+                v[MS_FB] = ended ? 0 : idle ? 0 : 71000 + 3.0 * j;
+                v[MS_REASONS] = idle ? 1 : 0;
+                if (sc->throttle_at >= 0 && n == 3 && g == 1 && st >= sc->throttle_at) {
+                    v[MS_REASONS] = 0x20;
+                    v[MS_CLOCK] = 1590 - 10.0 * j;
+                    v[MS_TEMP] += 6 + (st - sc->throttle_at < 6 ? st - sc->throttle_at : 6);
+                }
+                if (sc->frozen_at >= 0 && n == 1 && g == 5) {
+                    if (st == sc->frozen_at - 1)
+                        for (int k = 0; k < MS_GPU_N; k++) frozen[k] = v[k];
+                    if (st >= sc->frozen_at) {
+                        for (int k = 0; k < MS_GPU_N; k++) v[k] = frozen[k];
+                        v[MS_POWER] = 80 + (double)(j % 3);
+                    }
+                }
+                for (int k = 0; k < MS_GPU_N; k++) mc_put(m, m->gs[n][g][k], td, v[k]);
+            }
+            if (sc->xid_at >= 0 && n == 7 && st >= sc->xid_at) {
+                if (m->xid[n] == UINT32_MAX) m->xid[n] = mc_series(m, "DCGM_FI_DEV_XID_ERRORS", n, 0, 1, "err_code", "79");
+                mc_put(m, m->xid[n], td, 79);
+            }
+            intr[n] += (collapsed ? 0.25 : ended ? 0.3 : 1.0) * 10000.0 * (double)sc->iv / 1000.0 *
+                       (1 + 0.02 * (double)(mc_hash((uint32_t)n, (uint32_t)st) % 5));
+            double total = 2.0e12, avail = 1.2e12;
+            if (sc->mempress_at >= 0 && n == 2 && st >= sc->mempress_at) avail = 0.03e12;
+            mc_put(m, m->ns[n][MN_INTR], tn, intr[n]);
+            mc_put(m, m->ns[n][MN_PROCS], tn, collapsed ? 0 : ended ? 1 : 40 + n);
+            mc_put(m, m->ns[n][MN_AVAIL], tn, avail);
+            mc_put(m, m->ns[n][MN_TOTAL], tn, total);
+            mc_put(m, m->ns[n][MN_UNAME], tn, 1);
+            mc_put(m, m->ns[n][MN_UP_DCGM], td, 1);
+            mc_put(m, m->ns[n][MN_UP_NODE], tn, 1);
+        }
+    }
+}
+
+static void mc_free(struct mc *m)
+{
+    free(m->smp);
+}
+
+/* Alert transitions as the alert table reports them: the arrival-order
+ * invariant compares these lists. */
+struct transitions {
+    char line[4096][320];
+    size_t n;
+};
+
+static void on_transition(void *ud, const struct gw_alert *a)
+{
+    struct transitions *tr = ud;
+    if (tr->n < 4096)
+        snprintf(tr->line[tr->n++], sizeof tr->line[0], "%s %s gpu=%d %s active=%lld fired=%lld resolved=%lld",
+                 a->alertname, a->hostname, a->gpu, gw_alert_state_name(a->state), (long long)a->active_at,
+                 (long long)a->fired_at, (long long)a->resolved_at);
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+struct replay {
+    struct gw_alerts *al;
+    struct gw_det *d;
+    uint32_t h[MC_SERIES];
+    struct transitions *tr;
+};
+
+static void replay_open(struct replay *r, const struct gw_det_config *c)
+{
+    memset(r, 0, sizeof *r);
+    struct gw_alerts_opts ao;
+    gw_alerts_opts_default(&ao);
+    struct gw_error err = {0};
+    assert_int_equal(gw_alerts_open(&r->al, &ao, &err), GW_OK);
+    r->tr = calloc(1, sizeof *r->tr);
+    assert_non_null(r->tr);
+    gw_alerts_on_change(r->al, on_transition, r->tr);
+    assert_int_equal(gw_det_new(&r->d, c, r->al, &err), GW_OK);
+}
+
+static void replay_feed(struct replay *r, const struct mc *m, size_t i)
+{
+    const struct mc_sample *x = &m->smp[i];
+    if (!r->h[x->series]) r->h[x->series] = gw_det_series(r->d, x->series + 1, m->lab[x->series], m->lab_len[x->series]);
+    if (r->h[x->series] != UINT32_MAX) gw_det_sample(r->d, r->h[x->series], x->t, x->v);
+}
+
+static void replay_close(struct replay *r)
+{
+    gw_det_free(r->d);
+    gw_alerts_close(r->al);
+    free(r->tr);
+}
+
+/* In time order. */
+static void replay_in_order(struct replay *r, const struct mc *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        replay_feed(r, m, i);
+        if (i + 1 == m->n || m->smp[i + 1].t / m->sc.iv != m->smp[i].t / m->sc.iv) gw_det_advance(r->d, m->smp[i].t);
+    }
+    gw_det_finish(r->d, m->smp[m->n - 1].t + m->sc.iv);
+}
+
+/* As Prometheus' remote-write shards deliver it: series spread over
+ * `shards` queues by hash, each queue lagging 0..max_lag_ms behind (its
+ * lag changing every 20 scrapes), batches of random size interleaved at
+ * random, about 1 % of the batches sent twice (a retry). Per-series order
+ * is kept. */
+static void replay_sharded(struct replay *r, const struct mc *m, uint32_t seed, unsigned shards, int64_t max_lag_ms)
+{
+    size_t *next = calloc(shards, sizeof *next);
+    size_t **idx = calloc(shards, sizeof *idx), *cnt = calloc(shards, sizeof *cnt);
+    assert_non_null(next);
+    for (unsigned k = 0; k < shards; k++) idx[k] = malloc(m->n * sizeof **idx);
+    for (size_t i = 0; i < m->n; i++) {
+        unsigned k = mc_hash(m->smp[i].series, seed) % shards;
+        idx[k][cnt[k]++] = i;
+    }
+    uint32_t rng = seed * 7919u + 1;
+    int64_t first = m->smp[0].t, last = m->smp[m->n - 1].t;
+    int64_t step = m->sc.iv / 3;
+    for (int64_t w = first; ; w += step) {
+        int more = 0;
+        for (;;) {
+            /* shards with something releasable at wall time w */
+            unsigned ready[64], nr = 0;
+            for (unsigned k = 0; k < shards; k++) {
+                int64_t lag = (int64_t)(mc_hash(k + 100, (uint32_t)((w - first) / (20 * m->sc.iv)) + seed) % 1000) *
+                              max_lag_ms / 999;
+                if (next[k] < cnt[k] && m->smp[idx[k][next[k]]].t <= w - lag) ready[nr++] = k;
+            }
+            if (!nr) break;
+            rng = rng * 1103515245u + 12345u;
+            unsigned k = ready[(rng >> 8) % nr];
+            int64_t lag = (int64_t)(mc_hash(k + 100, (uint32_t)((w - first) / (20 * m->sc.iv)) + seed) % 1000) *
+                          max_lag_ms / 999;
+            rng = rng * 1103515245u + 12345u;
+            size_t batch = 1 + (rng >> 8) % 300, from = next[k];
+            while (batch-- && next[k] < cnt[k] && m->smp[idx[k][next[k]]].t <= w - lag) replay_feed(r, m, idx[k][next[k]++]);
+            rng = rng * 1103515245u + 12345u;
+            if ((rng >> 8) % 100 == 0)   /* a retried batch: exact duplicates */
+                for (size_t i = from; i < next[k]; i++) replay_feed(r, m, idx[k][i]);
+        }
+        gw_det_advance(r->d, w);
+        for (unsigned k = 0; k < shards; k++) more |= next[k] < cnt[k];
+        if (!more && w > last) break;
+    }
+    gw_det_finish(r->d, last + m->sc.iv);
+    for (unsigned k = 0; k < shards; k++) free(idx[k]);
+    free(idx);
+    free(cnt);
+    free(next);
+}
+
+static void sort_tr(struct transitions *tr)
+{
+    qsort(tr->line, tr->n, sizeof tr->line[0], cmp_line);
+}
+
+static int has_alert(const struct transitions *tr, const char *what)
+{
+    for (size_t i = 0; i < tr->n; i++)
+        if (strstr(tr->line[i], what)) return 1;
+    return 0;
+}
+
+static void print_tr(const char *title, const struct transitions *tr)
+{
+    fprintf(stderr, "%s (%zu transitions)\n", title, tr->n);
+    for (size_t i = 0; i < tr->n; i++) fprintf(stderr, "  %s\n", tr->line[i]);
+}
+
+static const struct mc_scn k_failures = {
+    .iv = 30000, .style = ST_HOSTNAME, .steps = 160, .frozen_at = 40, .collapse_at = 70, .throttle_at = 100,
+    .vanish_at = 120, .xid_at = 60, .mempress_at = 55, .ckpt_at = 20, .jobend_at = -1, .idle_gpu = 1,
+};
+
+/* Each deployment style names the same eight machines, once each. */
+static void test_detect_identity_styles(void **state)
+{
+    (void)state;
+    for (int style = 0; style < ST_COUNT; style++) {
+        struct mc_scn sc = k_failures;
+        sc.style = style;
+        sc.steps = 90;
+        struct mc *m = malloc(sizeof *m);
+        mc_build(m, &sc);
+        struct replay r;
+        replay_open(&r, NULL);
+        replay_in_order(&r, m);
+        struct gw_det_stats st;
+        gw_det_stats(r.d, &st);
+        if (st.nodes != MC_NODES) fprintf(stderr, "style %d: %llu nodes\n", style, (unsigned long long)st.nodes);
+        assert_int_equal(st.nodes, MC_NODES);
+        assert_int_equal(st.gpus, MC_NODES * MC_GPUS);
+        /* alerts name the machine (dgx013 is node 2), never a pod or an IP */
+        sort_tr(r.tr);
+        if (!has_alert(r.tr, "NodeActivityCollapse dgx013 gpu=-1 firing")) print_tr("styles", r.tr);
+        assert_true(has_alert(r.tr, "NodeActivityCollapse dgx013 gpu=-1 firing"));
+        assert_true(has_alert(r.tr, "GpuFrozen dgx012 gpu=5 firing"));
+        for (size_t i = 0; i < r.tr->n; i++) {
+            assert_null(strstr(r.tr->line[i], "dcgm-exporter"));
+            assert_null(strstr(r.tr->line[i], " 10."));
+        }
+        replay_close(&r);
+        mc_free(m);
+        free(m);
+    }
+}
+
+static void test_detect_identity_overrides(void **state)
+{
+    (void)state;
+    struct gw_det_config c;
+    gw_det_config_default(&c);
+    snprintf(c.node_labels, sizeof c.node_labels, "instance");
+    snprintf(c.node_regex, sizeof c.node_regex, "(dgx[0-9]+).*");
+    snprintf(c.node_map, sizeof c.node_map, "dgx011 = head-node");
+    struct mc_scn sc = k_failures;
+    sc.style = ST_FQDN;
+    sc.steps = 20;
+    struct mc *m = malloc(sizeof *m);
+    mc_build(m, &sc);
+    struct replay r;
+    replay_open(&r, &c);
+    replay_in_order(&r, m);
+    struct gw_det_stats st;
+    gw_det_stats(r.d, &st);
+    assert_int_equal(st.nodes, MC_NODES);
+    replay_close(&r);
+    /* a bad regex is refused with a message */
+    snprintf(c.node_regex, sizeof c.node_regex, "(dgx[0-9+");
+    struct gw_det *d = NULL;
+    struct gw_error err = {0};
+    assert_int_equal(gw_det_new(&d, &c, NULL, &err), GW_EINVAL);
+    assert_non_null(strstr(err.msg, "node_regex"));
+    mc_free(m);
+    free(m);
+}
+
+/* The invariant: any sharded arrival within the lateness gives exactly the
+ * alerts of the in-order feed (same names, nodes, GPUs, start and end). */
+static void check_arrival(const struct mc_scn *sc, const struct gw_det_config *c, unsigned runs, int64_t max_lag)
+{
+    struct mc *m = malloc(sizeof *m);
+    mc_build(m, sc);
+    struct replay ref;
+    replay_open(&ref, c);
+    replay_in_order(&ref, m);
+    sort_tr(ref.tr);
+    assert_true(ref.tr->n > 0);
+    for (unsigned i = 0; i < runs; i++) {
+        struct replay r;
+        replay_open(&r, c);
+        unsigned shards = 1 + mc_hash(i, 77) % 12;
+        replay_sharded(&r, m, 1000 + i, shards, max_lag);
+        sort_tr(r.tr);
+        int same = r.tr->n == ref.tr->n;
+        for (size_t k = 0; same && k < r.tr->n; k++) same = !strcmp(r.tr->line[k], ref.tr->line[k]);
+        if (!same) {
+            fprintf(stderr, "run %u (%u shards, lag up to %lld ms) differs\n", i, shards, (long long)max_lag);
+            print_tr("in order", ref.tr);
+            print_tr("sharded", r.tr);
+        }
+        assert_true(same);
+        replay_close(&r);
+    }
+    replay_close(&ref);
+    mc_free(m);
+    free(m);
+}
+
+static void test_detect_arrival_order_independent(void **state)
+{
+    (void)state;
+    /* default lateness (60 s at 30 s scrapes): shards up to 50 s apart */
+    check_arrival(&k_failures, NULL, 12, 50000);
+    /* shards several scrapes apart need a longer lateness */
+    struct gw_det_config c;
+    gw_det_config_default(&c);
+    c.lateness_ms = 150000;
+    check_arrival(&k_failures, &c, 6, 140000);
+    /* other intervals and label styles */
+    struct mc_scn sc = k_failures;
+    sc.iv = 15000;
+    sc.style = ST_KUBE;
+    check_arrival(&sc, NULL, 6, 50000);
+    sc.iv = 60000;
+    sc.style = ST_IP;
+    check_arrival(&sc, NULL, 6, 100000);
+}
+
+/* First firing of an alert in a transition list (data time), or -1. */
+static int64_t fired_at(const struct transitions *tr, const char *what)
+{
+    for (size_t i = 0; i < tr->n; i++)
+        if (strstr(tr->line[i], what) && strstr(tr->line[i], " firing ")) {
+            const char *f = strstr(tr->line[i], "fired=");
+            return f ? atoll(f + 6) : -1;
+        }
+    return -1;
+}
+
+/* Time to alert: each signature fires within 5 minutes of its onset at
+ * 15, 30 and 60 s scrapes; the baits (a checkpoint, an idle GPU next to
+ * busy siblings, one node's job ending) raise nothing. */
+static void test_detect_time_to_alert(void **state)
+{
+    (void)state;
+    const int64_t ivs[3] = {15000, 30000, 60000};
+    for (int k = 0; k < 3; k++) {
+        struct mc_scn sc = k_failures;
+        sc.iv = ivs[k];
+        /* the same wall-clock schedule at every interval */
+        int64_t per_min = 60000 / sc.iv;
+        sc.steps = (int)(80 * per_min);
+        sc.ckpt_at = (int)(10 * per_min);
+        sc.frozen_at = (int)(20 * per_min);
+        sc.mempress_at = (int)(27 * per_min);
+        sc.xid_at = (int)(30 * per_min);
+        sc.collapse_at = (int)(35 * per_min);
+        sc.throttle_at = (int)(50 * per_min);
+        sc.vanish_at = (int)(60 * per_min);
+        struct mc *m = malloc(sizeof *m);
+        mc_build(m, &sc);
+        struct replay r;
+        replay_open(&r, NULL);
+        replay_in_order(&r, m);
+        int64_t t0 = m->smp[0].t - 900 - 0;   /* step 0 */
+        t0 -= t0 % sc.iv;
+        struct {
+            const char *what;
+            int at;
+        } want[] = {
+            {"GpuFrozen dgx012 gpu=5", sc.frozen_at},        {"NodeMemoryPressure dgx013", sc.mempress_at},
+            {"GpuXidError dgx018 gpu=0", sc.xid_at},         {"NodeActivityCollapse dgx013", sc.collapse_at},
+            {"GpuThrottling dgx014 gpu=1", sc.throttle_at},  {"GpuVanished dgx015 gpu=6", sc.vanish_at},
+        };
+        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+            int64_t f = fired_at(r.tr, want[i].what), onset = t0 + (int64_t)want[i].at * sc.iv;
+            if (f < 0 || f - onset > 5 * MIN) {
+                fprintf(stderr, "interval %lld ms: %s fired %lld s after its onset\n", (long long)sc.iv, want[i].what,
+                        f < 0 ? -1LL : (long long)((f - onset) / 1000));
+                print_tr("alerts", r.tr);
+            }
+            assert_true(f >= onset && f - onset <= 5 * MIN);
+        }
+        /* nothing else: the checkpoint, the idle GPU and every other node stay quiet */
+        for (size_t i = 0; i < r.tr->n; i++) {
+            int expected = 0;
+            for (size_t j = 0; j < sizeof want / sizeof want[0]; j++) expected |= strstr(r.tr->line[i], want[j].what) != NULL;
+            if (!expected) fprintf(stderr, "unexpected: %s\n", r.tr->line[i]);
+            assert_true(expected);
+        }
+        replay_close(&r);
+        mc_free(m);
+        free(m);
+    }
+}
+
+/* One node's job ends (GPUs idle, memory freed, interrupts down) while the
+ * others train on: no collapse, no frozen GPU. */
+static void test_detect_job_end_on_one_node_is_quiet(void **state)
+{
+    (void)state;
+    struct mc_scn sc = {.iv = 30000, .style = ST_HOSTNAME, .steps = 120, .frozen_at = -1, .collapse_at = -1,
+                        .throttle_at = -1, .vanish_at = -1, .xid_at = -1, .mempress_at = -1, .ckpt_at = 30,
+                        .jobend_at = 60, .idle_gpu = 1};
+    struct mc *m = malloc(sizeof *m);
+    mc_build(m, &sc);
+    struct replay r;
+    replay_open(&r, NULL);
+    replay_in_order(&r, m);
+    if (r.tr->n) print_tr("job end", r.tr);
+    assert_int_equal(r.tr->n, 0);
+    replay_close(&r);
+    mc_free(m);
+    free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -827,6 +1357,11 @@ int main(void)
         cmocka_unit_test(test_detect_config_file),
         cmocka_unit_test(test_detect_snapshot_restart),
         cmocka_unit_test(test_detect_wants_metric),
+        cmocka_unit_test(test_detect_identity_styles),
+        cmocka_unit_test(test_detect_identity_overrides),
+        cmocka_unit_test(test_detect_arrival_order_independent),
+        cmocka_unit_test(test_detect_time_to_alert),
+        cmocka_unit_test(test_detect_job_end_on_one_node_is_quiet),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -185,12 +185,13 @@ int det_node_interval_known(const struct gw_det *d, const struct det_node *n)
     return total >= 2;
 }
 
-/* Lateness: configured, else 60 s within 2 to 6 intervals (the rings hold
- * DET_RING samples a series may be ahead by). */
+/* Lateness: configured, else 60 s within 2 to 6 intervals. A series may be
+ * this far ahead of the bucket being judged while the evaluations still
+ * read up to 4 of its samples before it: the rings hold DET_RING. */
 int64_t det_default_lateness(const struct gw_det *d)
 {
     int64_t iv = d->k.iv;
-    if (d->c.lateness_ms > 0) return d->c.lateness_ms < (DET_RING - 2) * iv ? d->c.lateness_ms : (DET_RING - 2) * iv;
+    if (d->c.lateness_ms > 0) return d->c.lateness_ms < (DET_RING - 4) * iv ? d->c.lateness_ms : (DET_RING - 4) * iv;
     int64_t l = 60000;
     if (l < 2 * iv) l = 2 * iv;
     if (l > 6 * iv) l = 6 * iv;
