@@ -3,8 +3,9 @@
  *
  * GpuFrozen (a GSP hang, XID 119/120, which reaches the exporter minutes
  * later or never): in a bucket, the GPU draws less than
- * frozen_power_ratio of its busy sibling GPUs' median power (the fleet's
- * busy median on a single-GPU node) while its readings claim work (util
+ * frozen_power_ratio of its busy sibling GPUs' median power (without busy
+ * siblings: its own busy baseline, else the fleet's busy median) while
+ * its readings claim work (util
  * >= 50 % or an SM clock at the siblings' level) and at least two of them
  * (util, SM and memory clocks, die and HBM temperature, FB used) repeat
  * bit-identically on frozen_same samples although the same reading of a
@@ -21,17 +22,23 @@
  * (slow averages over buckets in which it trained) and the busy nodes'
  * medians, its interrupt rate (I), runnable processes (P) and mean GPU
  * util (G) fall below collapse_ratio. Fires on I and P while its GPUs
- * still look busy (the report's gpu071), or on I or P together with G while
+ * still look busy (the report's gpu071), or on I together with G while
  * its GPUs keep their memory allocated (FB used at >= half its baseline:
  * the training processes did not exit, so this is no job end), for
  * collapse_buckets buckets, with at least min_peers other nodes still busy
  * and no fleet-wide transition under way (job start/stop).
+ *
+ * Both are suppressed in a bucket where more than 5 % of the GPUs (more
+ * than 10 % of the busy nodes), and more than two, hit at once: one
+ * failure takes one GPU or one node, a staggered fleet-wide phase takes
+ * many.
  *
  * NodeMemoryPressure (often the first sign of such a collapse): host
  * MemAvailable below mem_avail_ratio of MemTotal, or more than swap_rate
  * pages swapped out per second, for mempress_buckets buckets. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "detect_int.h"
 
@@ -85,8 +92,12 @@ static double slow_avg(double base, double x, double w)
     return base > 0 ? (1 - w) * base + w * x : x;
 }
 
-static void frozen_gpus(struct gw_det *d, struct det_node *n, int64_t T, double *scratch)
+/* pass 0 counts hits (no state changes); pass 1 applies them, with every
+ * hit suppressed when too many GPUs or nodes hit at once (a fleet-wide
+ * phase - a checkpoint, a job step - seen staggered, not one failure). */
+static unsigned frozen_gpus(struct gw_det *d, struct det_node *n, int64_t T, double *scratch, int pass, int suppress)
 {
+    unsigned hits = 0;
     unsigned same = d->c.frozen_same >= 2 ? d->c.frozen_same : 2;
     for (unsigned g = 0; g < n->gpu_count; g++) {
         struct det_gpu *x = &n->gpus[g];
@@ -94,7 +105,7 @@ static void frozen_gpus(struct gw_det *d, struct det_node *n, int64_t T, double 
         int hp = det_at(d, x->slot[G_POWER], T, &p) && p < d->c.sentinel_min;
         int hu = det_at(d, x->slot[G_UTIL], T, &u) && u < d->c.sentinel_min;
         if (!hp) {
-            x->frozen_streak = 0;
+            if (pass) x->frozen_streak = 0;
             continue;
         }
         /* busy siblings' median power and SM clock */
@@ -109,14 +120,15 @@ static void frozen_gpus(struct gw_det *d, struct det_node *n, int64_t T, double 
             if (det_at(d, y->slot[G_CLOCK], T, &ov) && ov < d->c.sentinel_min) ck[nc++] = ov;
         }
         double ref_p = np >= 2 ? det_median(pw, np) : NAN, ref_c = nc >= 2 ? det_median(ck, nc) : NAN;
-        if (ref_p != ref_p && n->gpu_count <= 1) {   /* a single-GPU node: the fleet's busy GPUs */
-            ref_p = d->med_power == d->med_power ? d->med_power : NAN;
-            ref_c = d->med_clock == d->med_clock ? d->med_clock : NAN;
-        }
+        /* no busy siblings (the job died with the hang, or a single-GPU
+         * node): this GPU's own busy power, else the fleet's busy GPUs */
+        int from_siblings = ref_p == ref_p;
+        if (ref_p != ref_p) ref_p = x->base_power > 0 ? x->base_power : d->med_power == d->med_power ? d->med_power : d->k.ref_power > 0 ? d->k.ref_power : NAN;
+        if (ref_c != ref_c) ref_c = d->med_clock == d->med_clock ? d->med_clock : d->k.ref_clock > 0 ? d->k.ref_clock : NAN;
         int low_power = ref_p == ref_p && ref_p > 0 && p < d->c.frozen_power_ratio * ref_p;
-        if (hu && u >= 50 && x->base_power >= 0 && !low_power) x->base_power = slow_avg(x->base_power, p, 0.05);
+        if (pass && hu && u >= 50 && !low_power) x->base_power = slow_avg(x->base_power, p, 0.05);
         if (!low_power) {
-            x->frozen_streak = 0;
+            if (pass) x->frozen_streak = 0;
             continue;
         }
         /* readings repeating while a sibling's same reading changed */
@@ -151,7 +163,14 @@ static void frozen_gpus(struct gw_det *d, struct det_node *n, int64_t T, double 
          * idle GPU next to busy siblings repeats its idle readings too */
         int hc = det_at(d, x->slot[G_CLOCK], T, &c) && c < d->c.sentinel_min;
         int claims = (hu && u >= 50) || (hc && ref_c == ref_c && c >= 0.8 * ref_c);
-        int hit = claims && (frozen >= 2 || (frozen >= 1 && (busy_util || slow_scrape)) || (busy_util && idle_clock));
+        /* against its own or the fleet's past (no busy sibling to compare
+         * with): only the full picture - busy util at idle clocks with a
+         * frozen reading */
+        int hit = from_siblings ? claims && (frozen >= 2 || (frozen >= 1 && (busy_util || slow_scrape)) || (busy_util && idle_clock))
+                                : busy_util && idle_clock && (frozen >= 1 || slow_scrape);
+        hits += (unsigned)hit;
+        if (!pass) continue;
+        hit &= !suppress;
         x->frozen_streak = hit ? (uint8_t)(x->frozen_streak < 255 ? x->frozen_streak + 1 : 255) : 0;
         if (x->frozen_streak < d->c.frozen_buckets) continue;
         char summary[256], ev[384];
@@ -169,6 +188,7 @@ static void frozen_gpus(struct gw_det *d, struct det_node *n, int64_t T, double 
         };
         det_raise(d, &a, T, 4);
     }
+    return hits;
 }
 
 /* Node mean GPU util and FB used at T (NAN when unknown). */
@@ -191,7 +211,7 @@ static void node_gpu_means(const struct gw_det *d, const struct det_node *n, int
     *fb = fn ? fs / fn : NAN;
 }
 
-static void collapse(struct gw_det *d, struct det_node *n, int64_t T, int masked)
+static int collapse(struct gw_det *d, struct det_node *n, int64_t T, int masked, int pass, int suppress)
 {
     double intr, procs, util, fb;
     int hi = det_at(d, n->slot[N_INTR], T, &intr), hpr = det_at(d, n->slot[N_PROCS], T, &procs);
@@ -206,16 +226,24 @@ static void collapse(struct gw_det *d, struct det_node *n, int64_t T, int masked
             (d->med_procs != d->med_procs || procs < r * d->med_procs);
     int G = util == util && trained && util < r * n->base_util && (d->med_util != d->med_util || util < r * d->med_util);
     int fb_held = fb != fb || n->base_fb <= 0 || fb >= 0.5 * n->base_fb;
-    int hit = peers && trained && ((I && P && !G) || ((I || P) && G && fb_held));
+    int gpus_busy = util == util && util >= 50;
+    int hit = peers && trained && I && ((P && gpus_busy && !G) || (G && fb_held));
+    if (!pass) return hit;
+    int raw = hit;
+    hit &= !suppress;
     n->collapse_streak = hit ? (uint8_t)(n->collapse_streak < 255 ? n->collapse_streak + 1 : 255) : 0;
+    if (hit && getenv("GW_DET_DEBUG"))
+        fprintf(stderr, "collapse %s T=%lld I=%d P=%d G=%d fb_held=%d intr=%g/%g/%g procs=%g/%g/%g util=%g/%g/%g fb=%g/%g busy=%d\n",
+                n->name, (long long)T, I, P, G, fb_held, hi ? intr : -1, n->base_intr, d->med_intr, hpr ? procs : -1,
+                n->base_procs, d->med_procs, util, n->base_util, d->med_util, fb, n->base_fb, n->busy);
     /* baselines learn only from plain training buckets */
-    if (!hit && !masked && n->busy && util == util && util >= 50) {
+    if (!raw && !masked && n->busy && util == util && util >= 50) {
         n->base_util = slow_avg(n->base_util, util, 0.05);
         if (hi) n->base_intr = slow_avg(n->base_intr, intr, 0.05);
         if (hpr) n->base_procs = slow_avg(n->base_procs, procs, 0.05);
         if (fb == fb) n->base_fb = slow_avg(n->base_fb, fb, 0.05);
     }
-    if (n->collapse_streak < d->c.collapse_buckets) return;
+    if (n->collapse_streak < d->c.collapse_buckets) return hit;
     char summary[256], ev[400];
     snprintf(summary, sizeof summary, "%s: the OS stopped making progress while the rest of the session trains", n->name);
     snprintf(ev, sizeof ev,
@@ -229,6 +257,7 @@ static void collapse(struct gw_det *d, struct det_node *n, int64_t T, int masked
         .score = (I + P + G) >= 3 ? 0.9 : 0.7, .hold_ms = 3 * det_interval(d),
     };
     det_raise(d, &a, T, 4);
+    return hit;
 }
 
 static void memory_pressure(struct gw_det *d, struct det_node *n, int64_t T)
@@ -256,11 +285,22 @@ void det_d4_eval(struct gw_det *d, int64_t T)
 {
     int masked = T < d->k.mask_until;
     double scratch[2 * DET_MAX_GPUS];
+    unsigned frozen = 0, collapsed = 0, gpus = 0;
     for (uint32_t i = 0; i < d->n_nodes; i++) {
         struct det_node *n = &d->nodes[i];
         if (!det_node_live(n)) continue;
-        frozen_gpus(d, n, T, scratch);
-        collapse(d, n, T, masked);
+        gpus += n->gpu_count;
+        frozen += frozen_gpus(d, n, T, scratch, 0, 0);
+        collapsed += (unsigned)collapse(d, n, T, masked, 0, 0);
+    }
+    /* one failure hits one GPU or one node; a share of the fleet at once is a phase */
+    int frozen_wide = frozen > 2 && frozen > gpus / 20;
+    int collapse_wide = collapsed > 2 && collapsed > d->n_busy_nodes / 10;
+    for (uint32_t i = 0; i < d->n_nodes; i++) {
+        struct det_node *n = &d->nodes[i];
+        if (!det_node_live(n)) continue;
+        frozen_gpus(d, n, T, scratch, 1, frozen_wide);
+        collapse(d, n, T, masked, 1, collapse_wide);
         memory_pressure(d, n, T);
     }
 }
