@@ -78,7 +78,7 @@ struct gw_sim_config {
     enum gw_sim_gpu_model gpu_model;       /* GW_SIM_GPU_B200 */
     double bait_scale;         /* multiplies every bait hazard (1.0; 0..100) */
     int shape_jitter;          /* 0: fixed failure signatures; 1: drawn per failure within the
-                                  documented ranges (docs/simulator.md 5.6) */
+                                  documented ranges (docs/simulator.md 5.5) */
 };
 /* Sets nodes (spares included) with ~5% spares (at least 1 from 2 nodes)
  * and a host numbering wide enough for them. */
@@ -142,7 +142,7 @@ enum gw_sim_fault_effect {
 };
 
 /* Parameters of a failure's signature in the series: fixed defaults, or
- * drawn within documented ranges with shape_jitter (docs/simulator.md 5.6). */
+ * drawn within documented ranges with shape_jitter (docs/simulator.md 5.5). */
 struct gw_sim_signature {
     double mag;                /* precursor magnitude multiplier (1) */
     double onset;              /* share of the precursor ramp before its signal shows (0.3) */

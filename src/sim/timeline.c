@@ -190,7 +190,7 @@ static void sig_fixed(struct gw_sim_signature *g, double sev)
 }
 
 /* Random signature parameters, uniform within the documented ranges
- * (docs/simulator.md 5.6). */
+ * (docs/simulator.md 5.5). */
 static void sig_random(struct gw_sim_rng *r, struct gw_sim_signature *g)
 {
     g->mag = gw_sim_rng_uniform(r, 0.5, 2.0);
