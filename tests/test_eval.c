@@ -492,6 +492,206 @@ static void test_eval_run_smoke(void **state)
     gw_eval_report_free(&rep);
 }
 
+
+/* ------------------------------------------------------------ variations */
+static void test_eval_unknown_host_is_false(void **state)
+{
+    (void)state;
+    struct gw_sim_timeline tl;
+    struct gw_sim_failure fs[5];
+    make_timeline(&tl, fs);   /* f0: nvlink on node 1 GPU 2 at 5 h */
+    const int64_t tf = T0 + 5 * HOUR;
+    struct gw_eval_alert al[2];
+    al[0] = alert("GpuNvlinkErrors", "D1", GW_SEV_CRITICAL, UINT32_MAX, 2, tf, tf + 10 * MIN);
+    snprintf(al[0].host, sizeof al[0].host, "nvidia-dcgm-exporter-x7k2p");
+    al[1] = alert("GpuNvlinkErrors", "D7", GW_SEV_CRITICAL, 1, 2, tf + 30000, tf + 10 * MIN);
+    struct gw_eval_report rep;
+    memset(&rep, 0, sizeof rep);
+    score(&tl, al, 2, &rep);
+    assert_int_equal(rep.unknown_host_alerts, 1);
+    assert_int_equal(row(&rep, "combined")->false_alarms, 1);
+    assert_int_equal(rep.n_false_alarms, 1);
+    assert_string_equal(rep.false_alarms[0].host, "nvidia-dcgm-exporter-x7k2p");
+    assert_true(rep.det_present & (1u << 7));
+    assert_int_equal(fail_by_id(&rep, 0)->t_detect_by[7], tf + 30000);
+    struct gw_eval_var_row vr;
+    assert_int_equal(gw_eval_var_row(&rep, 1, "x", &vr), GW_OK);
+    assert_int_equal(vr.det_caught[7], 1);
+    assert_true(fabs(vr.delay_median_min[7] - 0.5) < 1e-9);
+    gw_eval_report_free(&rep);
+}
+
+struct order_rec {
+    uint32_t *id;
+    int64_t *t;
+    size_t n, cap, batches;
+    int64_t last_batch_t;
+};
+
+static void rec_sample(void *ud, uint32_t id, int64_t t, double v)
+{
+    struct order_rec *r = ud;
+    (void)v;
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 4096;
+        r->id = realloc(r->id, r->cap * sizeof *r->id);
+        r->t = realloc(r->t, r->cap * sizeof *r->t);
+        assert_true(r->id && r->t);
+    }
+    r->id[r->n] = id;
+    r->t[r->n++] = t;
+}
+
+static void rec_batch(void *ud, int64_t t)
+{
+    struct order_rec *r = ud;
+    r->batches++;
+    r->last_batch_t = t;
+}
+
+static void shuffle_run(uint64_t seed, struct order_rec *r, struct order_rec *in)
+{
+    struct gw_sim_config cfg;
+    struct gw_error err = {0};
+    gw_sim_config_default(&cfg);
+    cfg.start_ms = T0;
+    assert_int_equal(gw_sim_config_profile(&cfg, "smoke", &err), GW_OK);
+    cfg.duration_ms = 40 * MIN;
+    struct gw_sim_timeline *tl = NULL;
+    struct gw_sim_gen *g = NULL;
+    assert_int_equal(gw_sim_timeline_build(&cfg, &tl, &err), GW_OK);
+    assert_int_equal(gw_sim_gen_open(&g, tl, NULL, NULL, &err), GW_OK);
+    struct gw_eval_shuffler *sh = NULL;
+    assert_int_equal(gw_eval_shuffler_new(&sh, seed, 4, 3, rec_sample, rec_batch, r), GW_OK);
+    struct gw_sim_scrape s;
+    while (gw_sim_gen_next(g, &s, &err) == 1) {
+        if (in)
+            for (size_t i = 0; i < s.n; i++)
+                rec_sample(in, s.series[i], s.t, s.v[i]);
+        assert_int_equal(gw_eval_shuffler_scrape(sh, &s), GW_OK);
+    }
+    gw_eval_shuffler_flush(sh);
+    gw_eval_shuffler_free(sh);
+    gw_sim_gen_close(g);
+    gw_sim_timeline_free(tl);
+}
+
+static void test_eval_shuffler_keeps_series_order(void **state)
+{
+    (void)state;
+    struct order_rec a = {0}, b = {0}, c = {0}, in = {0};
+    shuffle_run(5, &a, &in);
+    shuffle_run(5, &b, NULL);
+    shuffle_run(6, &c, NULL);
+    assert_int_equal(a.n, in.n);
+    assert_true(a.batches > 100);
+    /* per-series order kept; every sample delivered once */
+    size_t max_id = 0;
+    for (size_t i = 0; i < a.n; i++) if (a.id[i] > max_id) max_id = a.id[i];
+    int64_t *last = malloc((max_id + 1) * sizeof *last);
+    size_t *cnt = calloc(max_id + 1, sizeof *cnt);
+    for (size_t i = 0; i <= max_id; i++) last[i] = INT64_MIN;
+    for (size_t i = 0; i < a.n; i++) {
+        assert_true(a.t[i] > last[a.id[i]]);
+        last[a.id[i]] = a.t[i];
+        cnt[a.id[i]]++;
+    }
+    for (size_t i = 0; i < in.n; i++) cnt[in.id[i]]--;
+    for (size_t i = 0; i <= max_id; i++) assert_int_equal(cnt[i], 0);
+    /* deterministic for a seed, another order for another seed and than the input */
+    assert_int_equal(a.n, b.n);
+    assert_memory_equal(a.id, b.id, a.n * sizeof *a.id);
+    size_t diff_c = 0, diff_in = 0;
+    int64_t newest = INT64_MIN, skew = 0;
+    for (size_t i = 0; i < a.n; i++) {
+        diff_c += a.id[i] != c.id[i];
+        diff_in += a.id[i] != in.id[i];
+        if (a.t[i] > newest) newest = a.t[i];
+        if (newest - a.t[i] > skew) skew = newest - a.t[i];
+    }
+    assert_true(diff_c > a.n / 10 && diff_in > a.n / 10);
+    assert_true(skew > 30000 && skew < 6 * 30000);   /* shards lag each other by scrapes */
+    free(last);
+    free(cnt);
+    free(a.id); free(a.t); free(b.id); free(b.t); free(c.id); free(c.t); free(in.id); free(in.t);
+}
+
+static void test_eval_variation_families(void **state)
+{
+    (void)state;
+    struct gw_sim_config base;
+    struct gw_det_config dc;
+    struct gw_error err = {0};
+    gw_sim_config_default(&base);
+    base.start_ms = T0;
+    assert_int_equal(gw_sim_config_profile(&base, "smoke", &err), GW_OK);
+    base.duration_ms = 3 * 3600000LL;
+    base.failure_scale = 30;
+    gw_det_config_default(&dc);
+    size_t nf = gw_eval_family_count();
+    assert_true(nf >= 10);
+    const char *want[] = {"baseline", "labels-kube", "labels-fqdn-ip", "interval-15s", "interval-60s",
+                          "small-cluster", "large-cluster", "gpu-a100-h100", "baits-x2", "arrival-shuffled"};
+    struct gw_eval_var_row rows[16];
+    struct gw_eval_report all[32];
+    size_t n_all = 0;
+    memset(all, 0, sizeof all);
+    for (size_t f = 0; f < nf && f < 15; f++) {
+        assert_string_equal(gw_eval_family_name(f), want[f]);
+        struct gw_eval_report reps[2];
+        memset(reps, 0, sizeof reps);
+        for (size_t i = 0; i < 2; i++) {
+            struct gw_sim_config cfg;
+            struct gw_eval_opts o;
+            assert_int_equal(gw_eval_family_config(f, i, 1 + i, &base, &cfg, &o, &err), GW_OK);
+            assert_int_equal(cfg.shape_jitter, 1);
+            if (!strcmp(want[f], "labels-fqdn-ip"))
+                assert_int_equal(cfg.label_style, i ? GW_SIM_LABELS_IP : GW_SIM_LABELS_FQDN);
+            if (!strcmp(want[f], "gpu-a100-h100"))
+                assert_int_equal(cfg.gpu_model, i ? GW_SIM_GPU_H100 : GW_SIM_GPU_A100);
+            if (!strcmp(want[f], "interval-60s")) assert_int_equal(cfg.interval_ms, 60000);
+            if (!strcmp(want[f], "small-cluster")) assert_int_equal(cfg.nodes, 8);
+            if (!strcmp(want[f], "large-cluster")) {
+                assert_int_equal(cfg.nodes, 128);
+                cfg.duration_ms = 3600000;   /* keep the unit test fast */
+            }
+            if (!strcmp(want[f], "baits-x2")) assert_true(cfg.bait_scale == 2.0);
+            if (!strcmp(want[f], "arrival-shuffled")) assert_true(o.shuffle_seed != 0);
+            else assert_true(o.shuffle_seed == 0);
+            if (cfg.nodes > 8 && cfg.nodes < 128) {
+                gw_sim_config_set_nodes(&cfg, 4);
+            }
+            assert_int_equal(gw_eval_run(&cfg, &dc, &o, &reps[i], NULL, NULL, &err), GW_OK);
+            all[n_all++] = reps[i];
+        }
+        assert_int_equal(gw_eval_var_row(reps, 2, want[f], &rows[f]), GW_OK);
+        assert_int_equal(rows[f].runs, 2);
+        assert_string_equal(rows[f].name, want[f]);
+        assert_true(rows[f].caught <= rows[f].failures);
+        assert_true(rows[f].days > 0);
+    }
+    assert_int_equal(gw_eval_var_row(all, n_all, "total", &rows[nf]), GW_OK);
+    uint32_t fsum = 0;
+    for (size_t f = 0; f < nf; f++) fsum += rows[f].failures;
+    assert_int_equal(rows[nf].failures, fsum);
+    assert_true(fsum > 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&buf, &len);
+    assert_int_equal(gw_eval_var_print(rows, nf + 1, 1, mf), GW_OK);
+    fclose(mf);
+    assert_non_null(strstr(buf, "{\"families\":[{\"name\":\"baseline\""));
+    assert_non_null(strstr(buf, "\"name\":\"arrival-shuffled\""));
+    assert_non_null(strstr(buf, "\"totals\":{\"name\":\"total\""));
+    free(buf);
+    mf = open_memstream(&buf, &len);
+    assert_int_equal(gw_eval_var_print(rows, nf + 1, 0, mf), GW_OK);
+    fclose(mf);
+    assert_non_null(strstr(buf, "interval-15s"));
+    free(buf);
+    for (size_t i = 0; i < n_all; i++) gw_eval_report_free(&all[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -506,6 +706,9 @@ int main(void)
         cmocka_unit_test(test_eval_alert_prefers_its_own_gpu),
         cmocka_unit_test(test_eval_print_table_and_json),
         cmocka_unit_test(test_eval_run_smoke),
+        cmocka_unit_test(test_eval_unknown_host_is_false),
+        cmocka_unit_test(test_eval_shuffler_keeps_series_order),
+        cmocka_unit_test(test_eval_variation_families),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

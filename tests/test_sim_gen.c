@@ -725,6 +725,440 @@ static void test_sim_gen_filter(void **state)
     gw_sim_timeline_free(tl);
 }
 
+
+/* ------------------------------------------------------------ variations */
+
+static struct gw_sim_timeline *build_cfg(const struct gw_sim_config *c)
+{
+    struct gw_error err = {0};
+    struct gw_sim_timeline *tl = NULL;
+    if (gw_sim_timeline_build(c, &tl, &err) != GW_OK)
+        fail_msg("timeline: %s", err.msg);
+    return tl;
+}
+
+static struct gw_sim_config smoke_cfg(uint64_t seed, int64_t duration_ms)
+{
+    struct gw_sim_config c;
+    struct gw_error err = {0};
+    gw_sim_config_default(&c);
+    assert_int_equal(gw_sim_config_profile(&c, "smoke", &err), GW_OK);
+    c.seed = seed;
+    c.start_ms = T0;
+    c.duration_ms = duration_ms;
+    return c;
+}
+
+static int is_node_name(const struct gw_sim_timeline *tl, const char *h)
+{
+    for (uint32_t i = 0; i < tl->cfg.nodes; i++)
+        if (strcmp(gw_sim_node_name(tl, i), h) == 0)
+            return 1;
+    return 0;
+}
+
+static void test_sim_gen_label_styles(void **state)
+{
+    (void)state;
+    for (int style = 0; style < GW_SIM_LABELS_COUNT_; style++) {
+        struct gw_sim_config c = smoke_cfg(5, HOUR / 2);
+        c.label_style = (enum gw_sim_label_style)style;
+        struct gw_sim_timeline *tl = build_cfg(&c);
+        struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
+        /* node_uname_info: nodename -> instance host part */
+        char uname_inst[8][128], uname_node[8][64];
+        size_t n_uname = 0, n_dcgm = 0, n_node = 0;
+        for (uint32_t id = 0; id < gw_sim_gen_series_count(g); id++) {
+            const char *m = gw_sim_gen_series_metric(g, id);
+            if (strcmp(m, "node_uname_info") == 0) {
+                assert_true(n_uname < 8);
+                label_of(g, id, "nodename", uname_node[n_uname], sizeof uname_node[0]);
+                label_of(g, id, "instance", uname_inst[n_uname], sizeof uname_inst[0]);
+                assert_true(is_node_name(tl, uname_node[n_uname]));
+                n_uname++;
+            }
+        }
+        assert_int_equal(n_uname, c.nodes);
+        for (uint32_t id = 0; id < gw_sim_gen_series_count(g); id++) {
+            const char *m = gw_sim_gen_series_metric(g, id);
+            char inst[128], job[64], hl[64], Hl[64], node[64], pod[64], ns[64];
+            label_of(g, id, "instance", inst, sizeof inst);
+            label_of(g, id, "job", job, sizeof job);
+            label_of(g, id, "hostname", hl, sizeof hl);
+            label_of(g, id, "Hostname", Hl, sizeof Hl);
+            label_of(g, id, "node", node, sizeof node);
+            label_of(g, id, "pod", pod, sizeof pod);
+            label_of(g, id, "namespace", ns, sizeof ns);
+            int dcgm = strncmp(m, "DCGM_", 5) == 0;
+            int nodeexp = strncmp(m, "node_", 5) == 0;
+            n_dcgm += dcgm;
+            n_node += nodeexp;
+            switch ((enum gw_sim_label_style)style) {
+            case GW_SIM_LABELS_HOSTNAME:
+                if (dcgm) assert_true(is_node_name(tl, hl) && !Hl[0]);
+                break;
+            case GW_SIM_LABELS_LEGACY:
+                if (dcgm) assert_true(is_node_name(tl, Hl) && !hl[0]);
+                break;
+            case GW_SIM_LABELS_KUBE:
+                if (dcgm) {
+                    /* Hostname is the exporter pod, never the node; the node is in node= */
+                    assert_int_equal(strlen(Hl), strlen("nvidia-dcgm-exporter-") + 5);
+                    assert_memory_equal(Hl, "nvidia-dcgm-exporter-", 21);
+                    for (size_t i = 21; i < 26; i++)
+                        assert_true((Hl[i] >= 'a' && Hl[i] <= 'z') || (Hl[i] >= '0' && Hl[i] <= '9'));
+                    assert_string_equal(pod, Hl);
+                    assert_false(is_node_name(tl, Hl));
+                    assert_true(is_node_name(tl, node));
+                    assert_string_equal(ns, "gpu-operator");
+                    assert_string_equal(job, "nvidia-dcgm-exporter");
+                    assert_memory_equal(inst, "10.244.", 7);
+                    assert_non_null(strstr(inst, ":9400"));
+                }
+                if (nodeexp) {
+                    assert_true(!node[0] && !hl[0] && !Hl[0]);
+                    assert_memory_equal(inst, "10.0.", 5);
+                    assert_non_null(strstr(inst, ":9100"));
+                    assert_string_equal(job, "node-exporter");
+                    assert_string_equal(ns, "monitoring");
+                    assert_memory_equal(pod, "node-exporter-", 14);
+                }
+                if (strcmp(m, "up") == 0 && strcmp(job, "nvidia-dcgm-exporter") == 0)
+                    assert_true(is_node_name(tl, node) && pod[0] && !Hl[0]);
+                if (strcmp(m, "up") == 0 && strcmp(job, "node-exporter") == 0)
+                    assert_true(!node[0] && pod[0]);
+                break;
+            case GW_SIM_LABELS_FQDN:
+                if (dcgm) {
+                    assert_true(is_node_name(tl, hl));
+                    char want[128];
+                    snprintf(want, sizeof want, "%s.cluster.example.com:9400", hl);
+                    assert_string_equal(inst, want);
+                }
+                if (nodeexp) assert_non_null(strstr(inst, ".cluster.example.com:9100"));
+                break;
+            case GW_SIM_LABELS_IP:
+                if (dcgm) {
+                    /* the host IP of the DCGM instance is node_uname_info's instance for that node */
+                    assert_true(is_node_name(tl, Hl));
+                    size_t k;
+                    for (k = 0; k < n_uname && strcmp(uname_node[k], Hl) != 0; k++)
+                        ;
+                    assert_true(k < n_uname);
+                    char want[128];
+                    snprintf(want, sizeof want, "%.*s:9400", (int)(strlen(uname_inst[k]) - 5), uname_inst[k]);
+                    assert_string_equal(inst, want);
+                    assert_memory_equal(inst, "10.0.", 5);
+                }
+                break;
+            case GW_SIM_LABELS_COUNT_:
+                break;
+            }
+        }
+        /* kube: node_uname_info is the one join from the host IP to the node name */
+        if (style == GW_SIM_LABELS_KUBE)
+            for (size_t k = 0; k < n_uname; k++)
+                assert_memory_equal(uname_inst[k], "10.0.", 5);
+        assert_true(n_dcgm > 100 && n_node > 1000);
+        gw_sim_gen_close(g);
+        gw_sim_timeline_free(tl);
+    }
+}
+
+static void test_sim_gen_gpu_models(void **state)
+{
+    (void)state;
+    const enum gw_sim_gpu_model models[] = {GW_SIM_GPU_A100, GW_SIM_GPU_H100, GW_SIM_GPU_B200};
+    const char *names[] = {"NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA B200"};
+    const double limit[] = {400, 700, 1000}, smmax[] = {1410, 1980, 1965};
+    for (int mi = 0; mi < 3; mi++) {
+        struct gw_sim_config c = smoke_cfg(3, 8 * HOUR);
+        c.gpu_model = models[mi];
+        c.failure_scale = 0;
+        struct gw_sim_timeline *tl = build_cfg(&c);
+        struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
+        struct gw_sim_scrape s;
+        struct gw_error err = {0};
+        double pmax = 0, pmin = 1e9, busy_sum = 0;
+        size_t busy_n = 0, checked = 0;
+        while (gw_sim_gen_next(g, &s, &err) == 1) {
+            if (s.job != GW_SIM_JOB_DCGM)
+                continue;
+            struct gw_sim_node_state st;
+            assert_int_equal(gw_sim_node_state_at(tl, s.node, s.t, &st), GW_OK);
+            for (size_t i = 0; i < s.n; i++) {
+                const char *m = gw_sim_gen_series_metric(g, s.series[i]);
+                double v = s.v[i];
+                if (strcmp(m, "DCGM_FI_DEV_POWER_USAGE") == 0) {
+                    if (v > 1e12) continue;
+                    pmax = v > pmax ? v : pmax;
+                    pmin = v < pmin ? v : pmin;
+                    if (st.phase == GW_SIM_PHASE_TRAIN && st.n_failures == 0) {
+                        const struct gw_sim_gpu_spec *sp = gw_sim_gpu_spec(models[mi]);
+                        assert_true(v >= sp->busy_power_lo_w - 1 && v <= sp->busy_power_hi_w + 1);
+                        busy_sum += v;
+                        busy_n++;
+                    }
+                } else if (strcmp(m, "DCGM_FI_DEV_SM_CLOCK") == 0) {
+                    assert_true(v <= smmax[mi]);
+                } else if (strcmp(m, "DCGM_FI_DEV_ENFORCED_POWER_LIMIT") == 0) {
+                    assert_true(v == limit[mi]);
+                    if (checked++ == 0) {
+                        char mn[64];
+                        label_of(g, s.series[i], "modelName", mn, sizeof mn);
+                        assert_string_equal(mn, names[mi]);
+                    }
+                }
+            }
+        }
+        assert_true(busy_n > 100);
+        assert_true(pmax <= limit[mi] + 1);
+        assert_true(pmin < 0.25 * limit[mi]);   /* idle GPUs draw the model's idle power */
+        assert_true(busy_sum / (double)busy_n > 0.6 * limit[mi]);
+        gw_sim_gen_close(g);
+        gw_sim_timeline_free(tl);
+    }
+}
+
+static void test_sim_gen_intervals(void **state)
+{
+    (void)state;
+    const int64_t ivs[] = {15000, 60000};
+    for (int k = 0; k < 2; k++) {
+        struct gw_sim_config c = smoke_cfg(4, 2 * HOUR);
+        c.interval_ms = ivs[k];
+        struct gw_sim_timeline *tl = build_cfg(&c);
+        struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
+        struct gw_sim_scrape s;
+        struct gw_error err = {0};
+        int64_t last = INT64_MIN;
+        size_t n = 0;
+        while (gw_sim_gen_next(g, &s, &err) == 1) {
+            if (s.node != 0 || s.job != GW_SIM_JOB_DCGM)
+                continue;
+            if (last != INT64_MIN) {
+                int64_t d = s.t - last;
+                assert_true(d > 0);
+                /* one interval +- twice the jitter, or a missed scrape */
+                assert_true(d % ivs[k] <= 2 * c.jitter_ms || ivs[k] - d % ivs[k] <= 2 * c.jitter_ms);
+            }
+            last = s.t;
+            n++;
+        }
+        int64_t rounds = 2 * HOUR / ivs[k];
+        assert_true((int64_t)n >= rounds - 10 && (int64_t)n <= rounds);
+        gw_sim_gen_close(g);
+        gw_sim_timeline_free(tl);
+    }
+}
+
+/* A failure of the wanted effect and class during steady training, found
+ * by scanning seeds of a 12 h smoke cluster with a high failure scale. */
+static struct gw_sim_timeline *find_failure(enum gw_sim_class cls, enum gw_sim_fault_effect eff, int64_t min_len,
+                                            int want_pre, size_t *fi)
+{
+    for (uint64_t seed = 1; seed < 3000; seed++) {
+        struct gw_sim_config c = smoke_cfg(seed, 12 * HOUR);
+        c.failure_scale = 100;
+        struct gw_sim_timeline *tl = build_cfg(&c);
+        for (size_t i = 0; i < tl->n_failures; i++) {
+            const struct gw_sim_failure *f = &tl->failures[i];
+            if (f->cls != cls || f->effect != eff || f->t_fault < T0 + HOUR || f->t_recovered > T0 + 11 * HOUR ||
+                f->t_recovered - f->t_fault < min_len)
+                continue;
+            if (want_pre && f->precursor == GW_SIM_PRE_NONE)
+                continue;
+            if (f->t_precursor_start != GW_SIM_NO_TIME && f->t_precursor_start < T0 + 20 * 60000)
+                continue;
+            struct gw_sim_node_state st;
+            assert_int_equal(gw_sim_node_state_at(tl, f->node, f->t_fault - 60000, &st), GW_OK);
+            if (st.phase != GW_SIM_PHASE_TRAIN || st.n_failures > 1)
+                continue;
+            assert_int_equal(gw_sim_node_state_at(tl, f->node, f->t_fault + 8 * 60000, &st), GW_OK);
+            if (st.phase != GW_SIM_PHASE_TRAIN && cls == GW_SIM_FAIL_SLOW)
+                continue;
+            *fi = i;
+            return tl;
+        }
+        gw_sim_timeline_free(tl);
+    }
+    fail_msg("no seed gives a %s failure", gw_sim_class_name(cls));
+    return NULL;
+}
+
+static void test_sim_gen_os_collapse(void **state)
+{
+    (void)state;
+    size_t fi;
+    struct gw_sim_timeline *tl = find_failure(GW_SIM_OTHER_HW, GW_SIM_EFF_OS_COLLAPSE, 0, 1, &fi);
+    const struct gw_sim_failure *f = &tl->failures[fi];
+    assert_int_equal(f->precursor, GW_SIM_PRE_MEM_PRESSURE);
+    assert_true(f->t_silent - f->t_fault >= 15 * 60000 && f->t_silent - f->t_fault <= 30 * 60000);
+    assert_int_equal(f->xid, 0);
+    struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
+    struct gw_sim_scrape s;
+    struct gw_error err = {0};
+    double intr_prev = -1, t_prev = 0, rate_before = 0, rate_after = 0;
+    size_t nb = 0, na = 0, silent_scrapes = 0, fb_checked = 0;
+    double fb_before[16] = {0};
+    double memtotal = 0, avail_early = 0, avail_late = 1e30;
+    while (gw_sim_gen_next(g, &s, &err) == 1) {
+        if (s.node != f->node)
+            continue;
+        if (s.t >= f->t_silent && s.t < f->t_recovered)
+            silent_scrapes++;
+        for (size_t i = 0; i < s.n; i++) {
+            const char *m = gw_sim_gen_series_metric(g, s.series[i]);
+            double v = s.v[i];
+            if (strcmp(m, "node_intr_total") == 0) {
+                if (intr_prev >= 0 && v >= intr_prev) {
+                    double r = (v - intr_prev) / ((double)s.t - t_prev) * 1000.0;
+                    if (s.t < f->t_fault - 60000 && s.t > f->t_fault - 30 * 60000) { rate_before += r; nb++; }
+                    if (s.t > f->t_fault + 60000 && s.t < f->t_silent) { rate_after += r; na++; }
+                }
+                intr_prev = v;
+                t_prev = (double)s.t;
+            } else if (strcmp(m, "node_procs_running") == 0 && s.t > f->t_fault + 1000 && s.t < f->t_silent) {
+                assert_true(v <= 1);
+            } else if (strcmp(m, "node_memory_MemTotal_bytes") == 0) {
+                memtotal = v;
+            } else if (strcmp(m, "node_memory_MemAvailable_bytes") == 0) {
+                if (s.t < f->t_precursor_start - 60000) avail_early = v;
+                if (s.t < f->t_fault && s.t > f->t_fault - 2 * 60000 && v < avail_late) avail_late = v;
+            } else if (strcmp(m, "DCGM_FI_DEV_GPU_UTIL") == 0 && s.t > f->t_fault + 1000 && s.t < f->t_silent) {
+                assert_true(v <= 10);
+            } else if (strcmp(m, "DCGM_FI_DEV_FB_USED") == 0) {
+                int gpu = label_int(g, s.series[i], "gpu");
+                if (s.t < f->t_fault && s.t > f->t_fault - 5 * 60000) fb_before[gpu] = v;
+                if (s.t > f->t_fault + 1000 && s.t < f->t_silent) {
+                    /* the framebuffer stays allocated */
+                    assert_true(fb_before[gpu] > 0);
+                    assert_true(fabs(v - fb_before[gpu]) < 0.01 * fb_before[gpu]);
+                    fb_checked++;
+                }
+            }
+        }
+    }
+    assert_int_equal(silent_scrapes, 0);   /* the node answers no scrape once silent */
+    assert_true(nb > 5 && na > 5 && fb_checked > 10);
+    double ratio = (rate_after / (double)na) / (rate_before / (double)nb);
+    if (ratio < 0.15 || ratio > 0.4)
+        fail_msg("interrupt rate after the collapse %.2f of before", ratio);
+    /* memory pressure before: MemAvailable falls toward a few percent of MemTotal */
+    assert_true(avail_early > 0.2 * memtotal);
+    assert_true(avail_late < 0.10 * memtotal);
+    gw_sim_gen_close(g);
+    gw_sim_timeline_free(tl);
+}
+
+static void test_sim_gen_gsp_hang(void **state)
+{
+    (void)state;
+    size_t fi;
+    struct gw_sim_timeline *tl = find_failure(GW_SIM_GSP, GW_SIM_EFF_FROZEN, 8 * 60000, 0, &fi);
+    const struct gw_sim_failure *f = &tl->failures[fi];
+    if (f->t_xid_visible != GW_SIM_NO_TIME)
+        assert_true(f->t_xid_visible - f->t_fault >= 2 * 60000 && f->t_xid_visible - f->t_fault <= 16 * 60000);
+    struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
+    struct gw_sim_scrape s;
+    struct gw_error err = {0};
+    const char *frozen[] = {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_GPU_TEMP",
+                            "DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_MEM_COPY_UTIL"};
+    double last[6];
+    int have[6] = {0};
+    size_t repeats = 0, idle_power = 0, slow = 0, xid_early = 0, xid_shown = 0;
+    const double idle = gw_sim_gpu_spec(tl->cfg.gpu_model)->idle_power_w;
+    while (gw_sim_gen_next(g, &s, &err) == 1) {
+        if (s.node != f->node || s.job != GW_SIM_JOB_DCGM)
+            continue;
+        int in = s.t > f->t_fault && s.t < f->t_recovered;
+        for (size_t i = 0; i < s.n; i++) {
+            const char *m = gw_sim_gen_series_metric(g, s.series[i]);
+            if (strcmp(m, "scrape_duration_seconds") == 0 && in && s.t > f->t_fault + 60000)
+                slow += s.v[i] >= 0.6;
+            if (label_int(g, s.series[i], "gpu") != f->gpu || !in)
+                continue;
+            for (int k = 0; k < 6; k++)
+                if (strcmp(m, frozen[k]) == 0) {
+                    if (have[k]) {
+                        uint64_t a, b;
+                        memcpy(&a, &last[k], 8);
+                        memcpy(&b, &s.v[i], 8);
+                        assert_int_equal(a, b);   /* bit-identical, scrape after scrape */
+                        repeats++;
+                    }
+                    last[k] = s.v[i];
+                    have[k] = 1;
+                }
+            if (strcmp(m, "DCGM_FI_DEV_POWER_USAGE") == 0)
+                idle_power += s.v[i] <= idle + 15;
+            if (strcmp(m, "DCGM_FI_DEV_XID_ERRORS") == 0 && s.v[i] >= 119) {
+                xid_shown++;
+                if (f->t_xid_visible == GW_SIM_NO_TIME || s.t < f->t_xid_visible) xid_early++;
+            }
+        }
+    }
+    assert_true(repeats > 6 * 10);
+    assert_true(idle_power > 10);
+    assert_true(slow > 10);   /* the exporter answers slowly */
+    assert_int_equal(xid_early, 0);
+    if (f->t_xid_visible != GW_SIM_NO_TIME && f->t_xid_visible < f->t_recovered)
+        assert_true(xid_shown > 0);
+    gw_sim_gen_close(g);
+    gw_sim_timeline_free(tl);
+}
+
+static void test_sim_gen_thermal_fail_slow(void **state)
+{
+    (void)state;
+    size_t fi;
+    struct gw_sim_timeline *tl = find_failure(GW_SIM_FAIL_SLOW, GW_SIM_EFF_NONE, 20 * 60000, 0, &fi);
+    const struct gw_sim_failure *f = &tl->failures[fi];
+    struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
+    struct gw_sim_scrape s;
+    struct gw_error err = {0};
+    double dtemp = 0, dclk = 0;
+    size_t n = 0, bits = 0, before_bits = 0;
+    const int64_t a = f->t_fault + f->sig.ramp_ms + 60000, b = f->t_fault + 15 * 60000;
+    while (gw_sim_gen_next(g, &s, &err) == 1) {
+        if (s.node != f->node || s.job != GW_SIM_JOB_DCGM)
+            continue;
+        double temp[16] = {0}, clk[16] = {0};
+        for (size_t i = 0; i < s.n; i++) {
+            const char *m = gw_sim_gen_series_metric(g, s.series[i]);
+            int gpu = label_int(g, s.series[i], "gpu");
+            if (gpu < 0) continue;
+            if (strcmp(m, "DCGM_FI_DEV_GPU_TEMP") == 0) temp[gpu] = s.v[i];
+            if (strcmp(m, "DCGM_FI_DEV_SM_CLOCK") == 0) clk[gpu] = s.v[i];
+            if (strcmp(m, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS") == 0 && gpu == f->gpu) {
+                if (s.t > f->t_fault && s.t < f->t_recovered)
+                    bits += ((uint32_t)s.v[i] & 0x20u) != 0;
+                else if (s.t < f->t_fault && f->precursor == GW_SIM_PRE_NONE)
+                    before_bits += ((uint32_t)s.v[i] & 0x60u) != 0;
+            }
+        }
+        if (s.t < a || s.t > b)
+            continue;
+        double ts = 0, cs = 0;   /* siblings share the node's phase */
+        for (uint32_t k = 0; k < tl->cfg.gpus; k++)
+            if ((int32_t)k != f->gpu) { ts += temp[k]; cs += clk[k]; }
+        ts /= tl->cfg.gpus - 1;
+        cs /= tl->cfg.gpus - 1;
+        dtemp += temp[f->gpu] - ts;
+        dclk += 1.0 - clk[f->gpu] / cs;
+        n++;
+    }
+    if (n <= 5 || bits <= 10)
+        fail_msg("fail-slow %zu on %u gpu %d: %zu training scrapes, %zu with bits", fi, f->node, f->gpu, n, bits);
+    assert_int_equal(before_bits, 0);
+    dtemp /= (double)n;
+    dclk /= (double)n;
+    if (dtemp < 5.0 || dtemp > 17.0 || dclk < 0.08 || dclk > 0.32)
+        fail_msg("fail-slow: temperature %.1f C above the siblings, clock %.2f below", dtemp, dclk);
+    gw_sim_gen_close(g);
+    gw_sim_timeline_free(tl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -738,6 +1172,12 @@ int main(void)
         cmocka_unit_test(test_sim_gen_legacy_hostname),
         cmocka_unit_test(test_sim_gen_value_ranges),
         cmocka_unit_test(test_sim_gen_filter),
+        cmocka_unit_test(test_sim_gen_label_styles),
+        cmocka_unit_test(test_sim_gen_gpu_models),
+        cmocka_unit_test(test_sim_gen_intervals),
+        cmocka_unit_test(test_sim_gen_os_collapse),
+        cmocka_unit_test(test_sim_gen_gsp_hang),
+        cmocka_unit_test(test_sim_gen_thermal_fail_slow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

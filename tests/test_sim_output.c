@@ -685,6 +685,168 @@ static void test_sim_output_bad_scheme_fails_at_once(void **state)
     gw_sim_gen_close(g);
 }
 
+
+/* Writes the run's files with a shard seed; returns its stats. */
+static struct gw_sim_output_stats shard_run(struct fx *f, const char *dir, uint64_t seed)
+{
+    struct gw_sim_gen *g = gen(f);
+    struct gw_sim_output_opts o = {.out_dir = dir, .connections = 4, .max_samples_per_request = 300,
+                                   .shard_seed = seed, .max_skew = 3};
+    struct gw_sim_output_stats st;
+    struct gw_error err = {0};
+    assert_int_equal(gw_sim_output_run(g, &o, &st, &err), GW_OK);
+    gw_sim_gen_close(g);
+    return st;
+}
+
+struct seen { uint64_t h; int64_t t; };
+
+static int cmp_seen(const void *a, const void *b)
+{
+    uint64_t x = ((const struct seen *)a)->h, y = ((const struct seen *)b)->h;
+    return (x > y) - (x < y);
+}
+
+/* Replays the files in order: per-series timestamps must increase (an
+ * exact duplicate of a shard's previous request is skipped, as the
+ * receiver answers it with success). Returns the samples kept. */
+static uint64_t replay_check(const char *dir, uint64_t requests, size_t *n_dup, size_t *distinct_sizes,
+                             int64_t *max_skew_ms)
+{
+    struct seen *v = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = 0;
+    uint8_t *prev[64] = {0};
+    size_t prev_len[64] = {0}, sizes[8] = {0}, n_sizes = 0;
+    int64_t newest = INT64_MIN;
+    *n_dup = 0;
+    *max_skew_ms = 0;
+    char line[256];
+    char path[700];
+    snprintf(path, sizeof path, "%s/index.tsv", dir);
+    FILE *ix = fopen(path, "r");
+    assert_non_null(ix);
+    assert_non_null(fgets(line, sizeof line, ix));
+    for (uint64_t k = 1; k <= requests; k++) {
+        unsigned shard = 0;
+        char name[64], mn[32], mx[32];
+        unsigned long long ns = 0;
+        assert_non_null(fgets(line, sizeof line, ix));
+        assert_int_equal(sscanf(line, "%63s %llu %31s %31s %u", name, &ns, mn, mx, &shard), 5);
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        size_t len;
+        uint8_t *body = slurp(path, &len);
+        if (ns > 0 && shard < 64 && prev[shard] && prev_len[shard] == len && memcmp(prev[shard], body, len) == 0) {
+            (*n_dup)++;
+            free(body);
+            continue;
+        }
+        if (ns > 0 && n_sizes < 8) {
+            int found = 0;
+            for (size_t i = 0; i < n_sizes; i++) found |= sizes[i] == ns;
+            if (!found) sizes[n_sizes++] = ns;
+        }
+        struct gw_buf pb;
+        struct gw_arena a;
+        struct gw_rw_request req;
+        struct gw_error err = {0};
+        gw_buf_init(&pb, GW_RW_MAX_BODY);
+        gw_arena_init(&a, 1 << 16, 0);
+        assert_int_equal(gw_snappy_decode(body, len, GW_RW_MAX_BODY, &pb, &err), GW_OK);
+        assert_int_equal(gw_rw_decode(pb.data, pb.len, 1, &a, &req, &err), GW_OK);
+        for (size_t i = 0; i < req.n_series; i++) {
+            const struct gw_rw_series *sr = &req.series[i];
+            size_t need = gw_labels_encoded_size(sr->labels, sr->n_labels);
+            uint8_t *got = malloc(need ? need : 1);
+            gw_labels_encode(sr->labels, sr->n_labels, got);
+            uint64_t h = gw_hash64(got, need);
+            free(got);
+            int64_t t = sr->samples[0].t;
+            if (t > newest) newest = t;
+            if (newest - t > *max_skew_ms) *max_skew_ms = newest - t;
+            size_t j;
+            for (j = 0; j < n && v[j].h != h; j++)
+                ;
+            if (j == n) {
+                if (n == cap) { cap = cap ? cap * 2 : 1024; v = realloc(v, cap * sizeof *v); assert_non_null(v); }
+                v[n].h = h;
+                v[n].t = INT64_MIN;
+                n++;
+            }
+            if (t <= v[j].t)
+                fail_msg("series %016llx: sample at %lld after %lld", (unsigned long long)h, (long long)t,
+                         (long long)v[j].t);
+            v[j].t = t;
+            total++;
+        }
+        gw_arena_free(&a);
+        gw_buf_free(&pb);
+        if (shard < 64) {
+            free(prev[shard]);
+            prev[shard] = body;
+            prev_len[shard] = len;
+        } else {
+            free(body);
+        }
+    }
+    fclose(ix);
+    for (int i = 0; i < 64; i++) free(prev[i]);
+    qsort(v, n, sizeof *v, cmp_seen);
+    free(v);
+    *distinct_sizes = n_sizes;
+    return total;
+}
+
+static int same_files(const char *d1, const char *d2)
+{
+    char p1[700], p2[700];
+    snprintf(p1, sizeof p1, "%s/index.tsv", d1);
+    snprintf(p2, sizeof p2, "%s/index.tsv", d2);
+    size_t l1, l2;
+    uint8_t *a = slurp(p1, &l1), *b = slurp(p2, &l2);
+    int same = l1 == l2 && memcmp(a, b, l1) == 0;
+    free(a);
+    free(b);
+    return same;
+}
+
+static void test_sim_output_shard_seed(void **state)
+{
+    struct fx *f = *state;
+    char d1[600], d2[600], d3[600];
+    snprintf(d1, sizeof d1, "%s/s1", f->dir);
+    snprintf(d2, sizeof d2, "%s/s2", f->dir);
+    snprintf(d3, sizeof d3, "%s/s3", f->dir);
+    struct gw_sim_output_stats a = shard_run(f, d1, 11), b = shard_run(f, d2, 11), c = shard_run(f, d3, 12);
+    /* same seed: the same arrival plan; another seed: another */
+    assert_int_equal(a.requests, b.requests);
+    assert_true(same_files(d1, d2));
+    assert_false(same_files(d1, d3));
+    size_t dup, sizes;
+    int64_t skew;
+    uint64_t kept = replay_check(d1, a.requests, &dup, &sizes, &skew);
+    assert_int_equal(dup, a.duplicates);
+    assert_int_equal(kept, a.samples);                        /* every sample once, duplicates aside */
+    assert_true(a.duplicates > 0);
+    assert_true(sizes > 3);                                   /* random batch sizes */
+    assert_true(skew > f->cfg.interval_ms);                   /* connections apart in data time */
+    assert_true(skew <= (3 + 3) * f->cfg.interval_ms);
+    size_t dup3, sizes3;
+    int64_t skew3;
+    (void)replay_check(d3, c.requests, &dup3, &sizes3, &skew3);
+    /* every sample once, whatever the plan */
+    struct gw_sim_output_stats l;
+    {
+        struct gw_sim_gen *g = gen(f);
+        struct gw_sim_output_opts o = {.connections = 4, .max_samples_per_request = 300};
+        struct gw_error err = {0};
+        assert_int_equal(gw_sim_output_run(g, &o, &l, &err), GW_OK);
+        gw_sim_gen_close(g);
+    }
+    assert_int_equal(kept, l.samples);
+    (void)b;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -696,6 +858,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sim_output_http_retries_503, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_output_http_refused_400, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sim_output_bad_scheme_fails_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sim_output_shard_seed, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

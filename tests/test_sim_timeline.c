@@ -26,6 +26,8 @@
 #define N_SEEDS 16
 #endif
 
+#define DAY_MS_T 86400000LL
+
 static struct gw_sim_config paper(uint64_t seed)
 {
     struct gw_sim_config c;
@@ -447,7 +449,11 @@ static void test_sim_timeline_node_state_consistency(void **state)
             const struct gw_sim_failure *f = &tl->failures[s->failure];
             assert_int_equal(f->session, (int32_t)i);
             assert_int_equal(s->nodes[f->node], 1);       /* the failing node took part */
-            assert_int_equal(f->t_fault, s->t_end);
+            assert_int_equal(f->t_kill, s->t_end);   /* t_fault, or 10-30 min later for an OS collapse */
+            if (f->effect == GW_SIM_EFF_OS_COLLAPSE)
+                assert_true(s->t_end - f->t_fault >= 10 * MIN_MS && s->t_end - f->t_fault <= 30 * MIN_MS);
+            else
+                assert_int_equal(f->t_fault, s->t_end);
             assert_true(s->outcome != GW_SIM_SESS_COMPLETED);
         }
     }
@@ -461,7 +467,10 @@ static void test_sim_timeline_node_state_consistency(void **state)
         assert_true(f->t_recovered > f->t_fault);
         if (f->t_xid_visible != GW_SIM_NO_TIME) {
             assert_true(f->xid != 0);
-            assert_true(f->t_xid_visible >= f->t_fault && f->t_xid_visible - f->t_fault < c.interval_ms);
+            /* at the first scrape after the fault; a GSP hang's XID 2-15 min late */
+            int64_t late = f->cls == GW_SIM_GSP ? 15 * MIN_MS : 0;
+            assert_true(f->t_xid_visible >= f->t_fault && f->t_xid_visible - f->t_fault < c.interval_ms + late);
+            if (f->cls == GW_SIM_GSP) assert_true(f->t_xid_visible - f->t_fault >= 2 * MIN_MS);
             assert_int_equal((f->t_xid_visible - t0) % c.interval_ms, 0);
         }
         if (f->session >= 0) assert_int_equal(tl->sessions[f->session].failure, (int32_t)i);
@@ -801,6 +810,129 @@ static void test_sim_timeline_sweep_time(void **state)
     gw_sim_timeline_free(tl);
 }
 
+
+/* ------------------------------------------------------------ variations */
+static void test_sim_timeline_bait_scale(void **state)
+{
+    (void)state;
+    double n1 = 0, n2 = 0;
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        struct gw_sim_config c = paper(seed);
+        c.duration_ms = 10 * DAY_MS_T;
+        struct gw_sim_timeline *tl = build(&c);
+        n1 += (double)tl->n_baits;
+        gw_sim_timeline_free(tl);
+        c.bait_scale = 2.0;
+        tl = build(&c);
+        n2 += (double)tl->n_baits;
+        gw_sim_timeline_free(tl);
+    }
+    /* ~1,500 baits per run: a Poisson ratio well inside 1.8..2.2 */
+    if (n2 / n1 < 1.8 || n2 / n1 > 2.2)
+        fail_msg("bait_scale 2: %.0f baits against %.0f", n2, n1);
+    struct gw_sim_config c = paper(1);
+    c.bait_scale = -1;
+    struct gw_error err = {0};
+    assert_int_equal(gw_sim_config_check(&c, &err), GW_EINVAL);
+    assert_non_null(strstr(err.msg, "bait_scale"));
+}
+
+static void test_sim_timeline_random_shapes(void **state)
+{
+    (void)state;
+    size_t n_hw = 0, n_os = 0, n_gsp = 0, n_gsp_never = 0, n_os_pre = 0;
+    double mags[2] = {1e9, -1e9};
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        struct gw_sim_config c = paper(seed);
+        c.shape_jitter = 1;
+        c.failure_scale = 4;
+        struct gw_sim_timeline *tl = build(&c);
+        for (size_t i = 0; i < tl->n_failures; i++) {
+            const struct gw_sim_failure *f = &tl->failures[i];
+            if (f->cls == GW_SIM_APP_XID || f->cls == GW_SIM_COLLECTIVE) continue;
+            const struct gw_sim_signature *g = &f->sig;
+            n_hw++;
+            assert_true(g->mag >= 0.5 && g->mag <= 2.0);
+            assert_true(g->onset >= 0 && g->onset <= 0.6);
+            assert_true(g->episode_ms >= 10 * MIN_MS && g->episode_ms <= 40 * MIN_MS);
+            assert_true(g->clk_deficit >= 0.10 && g->clk_deficit <= 0.30);
+            assert_true(g->temp_rise >= 8 && g->temp_rise <= 15);
+            assert_true(g->ramp_ms >= 2 * MIN_MS && g->ramp_ms <= 10 * MIN_MS);
+            assert_true((g->reason_bits & 0x20u) && !(g->reason_bits & ~0x68u));
+            assert_true(g->scrape_extra_s >= 1.3 && g->scrape_extra_s <= 3.3);
+            assert_true(g->util_level >= 0 && g->util_level <= 10);
+            assert_true(g->intr_frac >= 0.20 && g->intr_frac <= 0.35);
+            assert_true(g->mem_floor >= 0.02 && g->mem_floor <= 0.06);
+            mags[0] = g->mag < mags[0] ? g->mag : mags[0];
+            mags[1] = g->mag > mags[1] ? g->mag : mags[1];
+            if (f->t_xid_visible != GW_SIM_NO_TIME) {
+                int64_t d = f->t_xid_visible - f->t_fault;
+                if (f->cls == GW_SIM_GSP) assert_true(d >= 2 * MIN_MS && d < 15 * MIN_MS + c.interval_ms);
+                else assert_true(d >= 0 && d < 2 * MIN_MS + c.interval_ms);
+            }
+            if (f->cls == GW_SIM_GSP) {
+                n_gsp++;
+                n_gsp_never += f->t_xid_visible == GW_SIM_NO_TIME;
+                assert_int_equal(f->effect, GW_SIM_EFF_FROZEN);
+            }
+            if (f->effect == GW_SIM_EFF_OS_COLLAPSE) {
+                n_os++;
+                assert_int_equal(f->cls, GW_SIM_OTHER_HW);
+                assert_int_equal(f->xid, 0);
+                assert_true(f->t_silent - f->t_fault >= 15 * MIN_MS && f->t_silent - f->t_fault <= 30 * MIN_MS);
+                assert_true(f->t_kill - f->t_fault >= 10 * MIN_MS && f->t_kill - f->t_fault <= 30 * MIN_MS);
+                assert_true(f->t_recovered > f->t_silent);
+                if (f->precursor != GW_SIM_PRE_NONE) {
+                    n_os_pre++;
+                    assert_int_equal(f->precursor, GW_SIM_PRE_MEM_PRESSURE);
+                    int64_t lead = f->t_fault - f->t_precursor_start;
+                    assert_true(lead <= 30 * MIN_MS && (lead >= 5 * MIN_MS || f->t_precursor_start == c.start_ms));
+                }
+            } else {
+                assert_int_equal(f->t_silent, GW_SIM_NO_TIME);
+            }
+        }
+        gw_sim_timeline_free(tl);
+    }
+    assert_true(n_hw > 300);
+    assert_true(mags[1] - mags[0] > 1.0);      /* drawn, not fixed */
+    assert_true(n_os > 5 && n_gsp > 20);
+    assert_true(n_os_pre > 0 && n_os_pre < n_os);
+    assert_true(n_gsp_never > 0 && n_gsp_never < n_gsp);
+    /* fixed shapes: the defaults */
+    struct gw_sim_config c = paper(2);
+    struct gw_sim_timeline *tl = build(&c);
+    for (size_t i = 0; i < tl->n_failures; i++) {
+        const struct gw_sim_failure *f = &tl->failures[i];
+        if (f->cls == GW_SIM_APP_XID || f->cls == GW_SIM_COLLECTIVE) continue;
+        assert_true(f->sig.mag == 1.0 && f->sig.episode_ms == 20 * MIN_MS && f->sig.ramp_ms == 5 * MIN_MS);
+    }
+    gw_sim_timeline_free(tl);
+}
+
+static void test_sim_timeline_cluster_sizes(void **state)
+{
+    (void)state;
+    const uint32_t sizes[] = {8, 16, 128};
+    for (int k = 0; k < 3; k++) {
+        struct gw_sim_config c = paper(5);
+        gw_sim_config_set_nodes(&c, sizes[k]);
+        c.duration_ms = 10 * DAY_MS_T;
+        uint32_t want_spares = sizes[k] == 8 ? 1 : sizes[k] == 16 ? 1 : 6;
+        assert_int_equal(c.spare_nodes, want_spares);
+        struct gw_sim_timeline *tl = build(&c);
+        uint32_t n_train = c.nodes - c.spare_nodes;
+        size_t big = 0;
+        for (size_t i = 0; i < tl->n_sessions; i++) {
+            const struct gw_sim_session *s = &tl->sessions[i];
+            assert_true(s->n_nodes >= 1 && s->n_nodes <= n_train + c.spare_nodes);
+            big += s->attempt == 0 && s->n_nodes >= (uint32_t)(n_train * 0.9);
+        }
+        assert_true(tl->n_sessions > 10 && big > 5);
+        gw_sim_timeline_free(tl);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -815,6 +947,9 @@ int main(void)
         cmocka_unit_test(test_sim_timeline_smoke_profile),
         cmocka_unit_test(test_sim_timeline_edge_configs),
         cmocka_unit_test(test_sim_timeline_sweep_time),
+        cmocka_unit_test(test_sim_timeline_bait_scale),
+        cmocka_unit_test(test_sim_timeline_random_shapes),
+        cmocka_unit_test(test_sim_timeline_cluster_sizes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

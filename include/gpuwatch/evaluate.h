@@ -50,9 +50,11 @@
 /* One alert as the evaluation sees it. */
 struct gw_eval_alert {
     uint32_t node;             /* timeline node index; UINT32_MAX when job-level or unknown host */
+    char host[GW_ALERT_HOST_MAX]; /* the alert's hostname as given ("" job-level); an unknown host
+                                  (an exporter pod, an IP) is a false alarm */
     int gpu;                   /* -1 node-level */
     char alertname[GW_ALERT_NAME_MAX];
-    char detector[8];          /* "D1".."D6" */
+    char detector[8];          /* "D1".."D8" */
     char cls[32];
     enum gw_severity severity;
     int64_t active_at, fired_at, resolved_at;   /* resolved_at INT64_MAX when still active at the end */
@@ -64,10 +66,17 @@ struct gw_eval_opts {
     int64_t merge_ms;          /* 30 min */
     int match_gpu;             /* 1: a GPU-level alert must name the failing GPU of a GPU-level
                                   failure (stricter than the protocol); default 0 */
+    /* gw_eval_run's arrival order: 0 = the generator's time order; else
+       Prometheus-like remote-write shards emulated in process (see
+       struct gw_eval_shuffler), seeded with this */
+    uint64_t shuffle_seed;
+    unsigned shuffle_shards;   /* 4 */
+    unsigned shuffle_skew;     /* scrapes a shard may lag (3) */
 };
 void gw_eval_opts_default(struct gw_eval_opts *o);
 
 #define GW_EVAL_MAX_ROWS 8     /* D1..D6, combined */
+#define GW_EVAL_MAX_DET 8      /* detectors D1..D8 tracked per failure */
 
 struct gw_eval_row {
     char name[16];             /* "D1" .. "D6", "combined" */
@@ -103,7 +112,7 @@ struct gw_eval_failure {
     int has_precursor;         /* precursor in the data (t_precursor_start < t_fault) */
     int64_t t_precursor_start, t_fault, t_xid_visible, t_recovered;
     char host[32];             /* node name, "node<N>" when the timeline has none */
-    int64_t t_detect_by[7];    /* [1]..[6]: detection time by D<d>; INT64_MIN when D<d> missed it */
+    int64_t t_detect_by[GW_EVAL_MAX_DET + 1];   /* [1]..[8]: detection time by D<d>; INT64_MIN when missed */
 };
 
 /* A warning/critical alert that caught no failure and was not explained:
@@ -136,6 +145,8 @@ struct gw_eval_report {
     size_t n_false_alarms;
     char profile[16];                      /* the simulator profile (informational) */
     uint64_t series;                       /* series registered with the detectors */
+    uint32_t det_present;                  /* bit d set when D<d> raised a warning/critical alert */
+    uint32_t unknown_host_alerts;          /* alerts naming a host that is no node (false alarms) */
 };
 void gw_eval_report_free(struct gw_eval_report *r);
 
@@ -162,5 +173,55 @@ int gw_eval_print(const struct gw_eval_report *reps, size_t n, int json, FILE *f
 #define GW_EVAL_PRINT_JSON 1
 #define GW_EVAL_PRINT_VERBOSE 2
 int gw_eval_print_flags(const struct gw_eval_report *reps, size_t n, unsigned flags, FILE *f);
+
+/* ------------------------------------------------------ shuffled arrival
+ * Emulates Prometheus remote-write shards in process: series are assigned
+ * to `shards` queues by a seeded hash of their id; each queue lags the
+ * generator by 0..max_skew scrape rounds (seeded per shard, redrawn every
+ * 20 rounds); at each round the due samples are delivered in batches of
+ * random size (1..500) from shards picked at random, so batches of
+ * different shards interleave. A queue is FIFO, so per-series order is
+ * kept. The same seed gives the same order. deliver() gets every sample,
+ * batch_end() the largest timestamp of each batch. */
+struct gw_eval_shuffler;
+typedef void (*gw_eval_deliver_fn)(void *ud, uint32_t id, int64_t t, double v);
+typedef void (*gw_eval_batch_end_fn)(void *ud, int64_t t_max);
+int gw_eval_shuffler_new(struct gw_eval_shuffler **out, uint64_t seed, unsigned shards, unsigned max_skew,
+                         gw_eval_deliver_fn deliver, gw_eval_batch_end_fn batch_end, void *ud);
+/* Buffers one generator scrape (scrapes in generator order); delivers
+ * what is due when a new round starts. */
+int gw_eval_shuffler_scrape(struct gw_eval_shuffler *s, const struct gw_sim_scrape *sc);
+/* Delivers everything still buffered. */
+void gw_eval_shuffler_flush(struct gw_eval_shuffler *s);
+void gw_eval_shuffler_free(struct gw_eval_shuffler *s);
+
+/* ---------------------------------------------------------- variations
+ * `gpuwatch evaluate --variations`: named families of simulator variations
+ * (docs/evaluation.md section 5), each a modification of the paper
+ * profile with random failure shapes, scored on its own. */
+size_t gw_eval_family_count(void);
+const char *gw_eval_family_name(size_t family);
+/* The simulator config and options of run `index` (0, 1, ... over the
+ * seeds) of a family: base is the paper profile with the start and days
+ * to use; families alternate some settings by index. */
+int gw_eval_family_config(size_t family, size_t index, uint64_t seed, const struct gw_sim_config *base,
+                          struct gw_sim_config *cfg, struct gw_eval_opts *o, struct gw_error *err);
+
+struct gw_eval_var_row {
+    char name[32];
+    uint32_t runs, failures, caught, with_precursor, precursor_caught_early, false_alarms;
+    uint32_t unknown_host_alerts;
+    double days;
+    double false_per_day_504;   /* false alarms per day scaled to 504 GPUs: fa/day x 504 / (nodes x gpus) */
+    uint32_t det_present;       /* bit d: D<d> alerted in some run */
+    uint32_t det_caught[GW_EVAL_MAX_DET + 1];          /* [0] combined */
+    double delay_median_min[GW_EVAL_MAX_DET + 1];      /* fault -> firing, over caught failures; NAN none */
+    double delay_p90_min[GW_EVAL_MAX_DET + 1];
+};
+/* Pools n reports (one family, or all for the totals) into one row. */
+int gw_eval_var_row(const struct gw_eval_report *reps, size_t n, const char *name, struct gw_eval_var_row *row);
+/* Prints family rows then the totals row (the last of rows) as a table, or
+ * with json one object {"families":[...],"totals":{...}}. */
+int gw_eval_var_print(const struct gw_eval_var_row *rows, size_t n, int json, FILE *f);
 
 #endif /* GW_EVALUATE_H */

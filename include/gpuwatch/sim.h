@@ -25,6 +25,34 @@
 #define GW_SIM_MAX_GPUS 16
 
 /* ----------------------------------------------------------------- config */
+/* How the series name their node (docs/simulator.md section 10). */
+enum gw_sim_label_style {
+    GW_SIM_LABELS_HOSTNAME,    /* DCGM hostname="gpu071", instance="gpu071:9400" / ":9100" (default) */
+    GW_SIM_LABELS_LEGACY,      /* the same with the legacy "Hostname" label */
+    GW_SIM_LABELS_KUBE,        /* kube-prometheus + GPU operator: Hostname = exporter pod, pod IPs,
+                                  node="gpu071" on DCGM series, node_exporter on host IPs */
+    GW_SIM_LABELS_FQDN,        /* instance="gpu071.cluster.example.com:9100" / ":9400" */
+    GW_SIM_LABELS_IP,          /* instance="10.0.X.Y:9100" / ":9400", DCGM Hostname="gpu071" */
+    GW_SIM_LABELS_COUNT_
+};
+/* "hostname", "Hostname", "kube", "fqdn", "ip"; parse returns -1 when unknown. */
+const char *gw_sim_label_style_name(enum gw_sim_label_style s);
+int gw_sim_label_style_parse(const char *s, enum gw_sim_label_style *out);
+
+enum gw_sim_gpu_model { GW_SIM_GPU_B200, GW_SIM_GPU_A100, GW_SIM_GPU_H100, GW_SIM_GPU_COUNT_ };
+/* "b200", "a100", "h100"; parse returns -1 when unknown. */
+const char *gw_sim_gpu_model_name(enum gw_sim_gpu_model m);
+int gw_sim_gpu_model_parse(const char *s, enum gw_sim_gpu_model *out);
+/* Published figures of a model (docs/simulator.md section 10). */
+struct gw_sim_gpu_spec {
+    const char *model_name;    /* modelName label, e.g. "NVIDIA H100 80GB HBM3" */
+    double power_limit_w, idle_power_w;
+    double busy_power_lo_w, busy_power_hi_w;   /* steady training */
+    double sm_clock_max_mhz, sm_clock_idle_mhz, mem_clock_mhz;
+    double fb_total_mib, fb_session_lo_mib, fb_session_hi_mib;
+};
+const struct gw_sim_gpu_spec *gw_sim_gpu_spec(enum gw_sim_gpu_model m);
+
 struct gw_sim_config {
     char profile[16];          /* "smoke", "paper" or "custom" */
     uint64_t seed;
@@ -44,7 +72,19 @@ struct gw_sim_config {
     uint32_t nfs_transports;   /* nconnect transports of the NFS mount (8) */
     int64_t ckpt_interval_ms;  /* checkpoint save period within a session (150 min) */
     double failure_scale;      /* multiplies every failure hazard (1.0) */
+    /* variation knobs (defaults = the behaviour before they existed) */
+    enum gw_sim_label_style label_style;   /* GW_SIM_LABELS_HOSTNAME; legacy_hostname = 1 with
+                                              HOSTNAME means LEGACY */
+    enum gw_sim_gpu_model gpu_model;       /* GW_SIM_GPU_B200 */
+    double bait_scale;         /* multiplies every bait hazard (1.0; 0..100) */
+    int shape_jitter;          /* 0: fixed failure signatures; 1: drawn per failure within the
+                                  documented ranges (docs/simulator.md 5.5) */
 };
+/* Sets nodes (spares included) with ~5% spares (at least 1 from 2 nodes)
+ * and a host numbering wide enough for them. */
+void gw_sim_config_set_nodes(struct gw_sim_config *c, uint32_t nodes);
+/* The label style in effect (legacy_hostname folded in). */
+enum gw_sim_label_style gw_sim_config_label_style(const struct gw_sim_config *c);
 /* Defaults = the paper profile with start = now - duration. */
 void gw_sim_config_default(struct gw_sim_config *c);
 /* Applies "smoke" (4 nodes incl. 1 spare, 1 day) or "paper" (63 nodes
@@ -84,6 +124,8 @@ enum gw_sim_precursor {
     GW_SIM_PRE_NVLINK_CRC,     /* NVLink CRC/replay rate ramps 10-60 min before */
     GW_SIM_PRE_PCIE_REPLAY,    /* PCIe replay burst minutes before */
     GW_SIM_PRE_THROTTLE,       /* throttle/thermal episodes before a fail-slow or failure */
+    GW_SIM_PRE_MEM_PRESSURE,   /* host memory pressure (MemAvailable falling, paging out) before
+                                  a node OS collapse */
     GW_SIM_PRE_COUNT_
 };
 const char *gw_sim_precursor_name(enum gw_sim_precursor p);
@@ -94,7 +136,25 @@ enum gw_sim_fault_effect {
     GW_SIM_EFF_VANISH,         /* the GPU's DCGM series stop being exported */
     GW_SIM_EFF_SENTINEL,       /* they return the exporter's sentinel values */
     GW_SIM_EFF_FROZEN,         /* util frozen, power/clocks to idle (GSP) */
-    GW_SIM_EFF_NODE_DOWN       /* the whole node stops answering scrapes */
+    GW_SIM_EFF_NODE_DOWN,      /* the whole node stops answering scrapes */
+    GW_SIM_EFF_OS_COLLAPSE     /* node OS wedged: interrupts/procs collapse, GPU util falls with
+                                  FB still allocated; node silent from t_silent */
+};
+
+/* Parameters of a failure's signature in the series: fixed defaults, or
+ * drawn within documented ranges with shape_jitter (docs/simulator.md 5.5). */
+struct gw_sim_signature {
+    double mag;                /* precursor magnitude multiplier (1) */
+    double onset;              /* share of the precursor ramp before its signal shows (0.3) */
+    int64_t episode_ms;        /* throttle episode period (20 min) */
+    double clk_deficit;        /* SM clock deficit of throttling (0.1 + 0.2 severity) */
+    double temp_rise;          /* die temperature rise of throttling / fail-slow, C */
+    int64_t ramp_ms;           /* fail-slow temperature ramp (5 min) */
+    uint32_t reason_bits;      /* fail-slow clock event bits (0x8|0x20, 0x40 at high severity) */
+    double scrape_extra_s;     /* added dcgm scrape duration of vanish/sentinel/frozen (1.5-4.5) */
+    double util_level;         /* OS collapse: GPU util % after the fault (5) */
+    double intr_frac;          /* OS collapse: interrupt rate share of normal (0.275) */
+    double mem_floor;          /* OS collapse precursor: MemAvailable share reached (0.03) */
 };
 
 #define GW_SIM_NO_TIME INT64_MIN
@@ -115,6 +175,9 @@ struct gw_sim_failure {
     int32_t session;               /* session killed by it, -1 none */
     double severity;               /* 0..1, scales precursor and effect sizes */
     uint32_t n_nodes;              /* GW_SIM_COLLECTIVE: nodes showing the XID */
+    int64_t t_kill;                /* when the session it hits dies: t_fault, later for OS collapse */
+    int64_t t_silent;              /* GW_SIM_EFF_OS_COLLAPSE: node stops answering; else GW_SIM_NO_TIME */
+    struct gw_sim_signature sig;
 };
 
 enum gw_sim_session_outcome { GW_SIM_SESS_COMPLETED, GW_SIM_SESS_FAILED, GW_SIM_SESS_STARTUP_FAILED };
@@ -266,6 +329,10 @@ struct gw_sim_output_opts {
     const char *out_dir;       /* write files instead, or NULL */
     unsigned connections;      /* parallel connections (4) */
     size_t max_samples_per_request;  /* 2000 */
+    uint64_t shard_seed;       /* 0: series id % connections, lockstep; else random sharded arrival:
+                                  series -> connection by a seeded hash, batch sizes in [1, max],
+                                  connections up to max_skew scrapes apart, ~1% duplicate requests */
+    unsigned max_skew;         /* rounds a connection may run ahead/behind (3) with shard_seed */
     double speed;              /* 0: as fast as possible; 1: real time (a scrape is sent when
                                   the wall clock reaches its timestamp: a past start is
                                   backfilled first); k: k x real time from the first scrape */
@@ -273,6 +340,7 @@ struct gw_sim_output_opts {
 };
 struct gw_sim_output_stats {
     uint64_t samples, requests, bytes, retries, series;
+    uint64_t duplicates;       /* requests sent twice (shard_seed) */
     double seconds;
 };
 /* Runs the generator to its end, sending or writing everything. */

@@ -45,6 +45,11 @@ static const char usage_evaluate[] =
     "  --json               one JSON object instead of the table\n"
     "  --verbose            also list every failure (detection, detector, lead/delay) and\n"
     "                       every false alarm; progress on stderr\n"
+    "  --variations         run the variation families (baseline, labels-kube,\n"
+    "                       labels-fqdn-ip, interval-15s, interval-60s, small-cluster,\n"
+    "                       large-cluster, gpu-a100-h100, baits-x2, arrival-shuffled), each\n"
+    "                       scored on its own: paper profile with random failure shapes,\n"
+    "                       default --days 10, --failure-scale 3, --seeds 1,2,3\n"
     "\n"
     "Runs start at 2026-01-01T00:00:00Z so that a seed always gives the same result.\n"
     "Exit status: 0 when the evaluation ran, 1 when a run failed, 2 on bad options.\n";
@@ -83,6 +88,10 @@ static int parse_seeds(const char *v, uint64_t *seeds, size_t *n)
 
 struct job {
     struct gw_sim_config cfg;
+    struct gw_eval_opts o;
+    size_t family, index;
+    const char *family_name;
+    size_t n_jobs, seq;
     struct gw_eval_report rep;
     struct gw_error err;
     int rc;
@@ -93,7 +102,8 @@ struct pool {
     size_t n, next;
     const struct gw_det_config *dc;
     const struct gw_eval_opts *o;
-    int verbose;
+    int verbose, variations;
+    size_t done;
     pthread_mutex_t mu;
 };
 
@@ -107,6 +117,16 @@ static void *worker(void *arg)
         if (i >= p->n)
             return NULL;
         struct job *j = &p->jobs[i];
+        if (p->variations) {
+            j->rc = gw_eval_run(&j->cfg, p->dc, &j->o, &j->rep, NULL, NULL, &j->err);
+            pthread_mutex_lock(&p->mu);
+            size_t k = ++p->done;
+            pthread_mutex_unlock(&p->mu);
+            fprintf(stderr, "family %zu/%zu %s seed %" PRIu64 ": %.0f s%s (run %zu/%zu)\n", j->family + 1,
+                    gw_eval_family_count(), j->family_name, j->cfg.seed, j->rc == GW_OK ? j->rep.seconds : 0.0,
+                    j->rc == GW_OK ? "" : " FAILED", k, p->n);
+            continue;
+        }
         if (p->verbose)
             fprintf(stderr, "gpuwatch evaluate: seed %" PRIu64 ": running\n", j->cfg.seed);
         j->rc = gw_eval_run(&j->cfg, p->dc, p->o, &j->rep, NULL, NULL, &j->err);
@@ -118,11 +138,117 @@ static void *worker(void *arg)
 
 int gw_cli_evaluate(int argc, char **argv);
 
+static void run_pool(struct pool *p, uint64_t threads)
+{
+    if (threads == 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cpus > 0 ? (uint64_t)cpus : 1;
+    }
+    if (threads > p->n)
+        threads = p->n;
+    if (threads > 256)
+        threads = 256;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_t tids[256];
+    size_t started = 0;
+    for (size_t i = 1; i < threads; i++) {
+        if (pthread_create(&tids[started], NULL, worker, p) != 0)
+            break;  /* fewer threads: the calling thread still works through the queue */
+        started++;
+    }
+    worker(p);
+    for (size_t i = 0; i < started; i++)
+        pthread_join(tids[i], NULL);
+    pthread_mutex_destroy(&p->mu);
+}
+
+/* --variations: every family x seed, one row per family, then the totals. */
+static int run_variations(const struct gw_det_config *dc, const uint64_t *seeds_in, size_t n_seeds, double days,
+                          double scale, uint64_t threads, int json, int verbose)
+{
+    static const uint64_t default_seeds[] = {1, 2, 3};
+    const uint64_t *seeds = seeds_in ? seeds_in : default_seeds;
+    if (seeds_in == NULL)
+        n_seeds = 3;
+    size_t nf = gw_eval_family_count();
+    size_t n = nf * n_seeds;
+    struct gw_error err = {0};
+    struct gw_sim_config base;
+    gw_sim_config_default(&base);
+    base.start_ms = EVAL_START_MS;
+    if (gw_sim_config_profile(&base, "paper", &err) != GW_OK) {
+        fprintf(stderr, "gpuwatch evaluate: %s\n", err.msg);
+        return 2;
+    }
+    base.duration_ms = (int64_t)llround(days * 86400000.0);
+    base.failure_scale = scale;
+    struct job *jobs = calloc(n, sizeof *jobs);
+    struct gw_eval_report *reps = calloc(n, sizeof *reps);
+    struct gw_eval_var_row *rows = calloc(nf + 1, sizeof *rows);
+    if (jobs == NULL || reps == NULL || rows == NULL) {
+        fprintf(stderr, "gpuwatch evaluate: out of memory\n");
+        free(jobs);
+        free(reps);
+        free(rows);
+        return 1;
+    }
+    for (size_t f = 0; f < nf; f++)
+        for (size_t i = 0; i < n_seeds; i++) {
+            struct job *j = &jobs[f * n_seeds + i];
+            j->family = f;
+            j->index = i;
+            j->family_name = gw_eval_family_name(f);
+            if (gw_eval_family_config(f, i, seeds[i], &base, &j->cfg, &j->o, &err) != GW_OK) {
+                fprintf(stderr, "gpuwatch evaluate: family %s: invalid settings: %s\n", j->family_name, err.msg);
+                free(jobs);
+                free(reps);
+                free(rows);
+                return 2;
+            }
+        }
+    struct pool p = {.jobs = jobs, .n = n, .next = 0, .dc = dc, .o = NULL, .verbose = verbose, .variations = 1};
+    run_pool(&p, threads);
+    int status = 0;
+    size_t n_ok = 0;
+    size_t nr = 0;
+    for (size_t f = 0; f < nf; f++) {
+        size_t first = n_ok;
+        for (size_t i = 0; i < n_seeds; i++) {
+            struct job *j = &jobs[f * n_seeds + i];
+            if (j->rc != GW_OK) {
+                fprintf(stderr, "gpuwatch evaluate: family %s seed %" PRIu64 ": %s\n", j->family_name, j->cfg.seed,
+                        j->err.msg[0] ? j->err.msg : gw_strerror(j->rc));
+                status = 1;
+                continue;
+            }
+            reps[n_ok++] = j->rep;
+        }
+        if (gw_eval_var_row(reps + first, n_ok - first, gw_eval_family_name(f), &rows[nr]) == GW_OK)
+            nr++;
+        if (verbose && n_ok > first) {
+            printf("== family %s\n", gw_eval_family_name(f));
+            gw_eval_print_flags(reps + first, n_ok - first, GW_EVAL_PRINT_VERBOSE, stdout);
+        }
+    }
+    if (gw_eval_var_row(reps, n_ok, "total", &rows[nr]) == GW_OK)
+        nr++;
+    if (gw_eval_var_print(rows, nr, json, stdout) != GW_OK || fflush(stdout) != 0) {
+        fprintf(stderr, "gpuwatch evaluate: cannot write the report\n");
+        status = 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        gw_eval_report_free(&jobs[i].rep);
+    free(jobs);
+    free(reps);
+    free(rows);
+    return status;
+}
+
 int gw_cli_evaluate(int argc, char **argv)
 {
     const char *profile = "paper", *config = NULL;
     int json = 0, verbose = 0, have_seed = 0, have_seeds = 0, have_days = 0, have_nodes = 0, have_scale = 0;
-    int have_interval = 0;
+    int have_interval = 0, variations = 0;
     uint64_t seeds[MAX_SEEDS], nodes = 0, threads = 0;
     size_t n_seeds = 1;
     double days = 0, scale = 1;
@@ -136,8 +262,8 @@ int gw_cli_evaluate(int argc, char **argv)
         }
     }
     for (int i = 0; i < argc; i++) {
-        static const char *const flags[] = {"--json", "--verbose", NULL};
-        static const char *const known[] = {"--json", "--verbose", "--profile", "--seed", "--seeds", "--days",
+        static const char *const flags[] = {"--json", "--verbose", "--variations", NULL};
+        static const char *const known[] = {"--json", "--verbose", "--variations", "--profile", "--seed", "--seeds", "--days",
                                             "--nodes", "--failure-scale", "--interval", "--config", "--threads",
                                             NULL};
         char name[64];
@@ -146,6 +272,7 @@ int gw_cli_evaluate(int argc, char **argv)
             return 2;
         if (!strcmp(name, "--json")) json = 1;
         else if (!strcmp(name, "--verbose")) verbose = 1;
+        else if (!strcmp(name, "--variations")) variations = 1;
         else if (!strcmp(name, "--profile")) {
             if (strcmp(v, "smoke") != 0 && strcmp(v, "paper") != 0)
                 return bad(name, v, "paper or smoke");
@@ -199,6 +326,9 @@ int gw_cli_evaluate(int argc, char **argv)
         fprintf(stderr, "gpuwatch evaluate: --config: %s\n", err.msg);
         return 2;
     }
+    if (variations)
+        return run_variations(&dc, have_seed || have_seeds ? seeds : NULL, n_seeds, have_days ? days : 10.0,
+                              have_scale ? scale : 3.0, threads, json, verbose);
     struct gw_sim_config base;
     gw_sim_config_default(&base);
     base.start_ms = EVAL_START_MS;
@@ -206,13 +336,8 @@ int gw_cli_evaluate(int argc, char **argv)
         fprintf(stderr, "gpuwatch evaluate: --profile: %s\n", err.msg);
         return 2;
     }
-    if (have_nodes) {
-        base.nodes = (uint32_t)nodes;
-        if (base.spare_nodes >= base.nodes)
-            base.spare_nodes = base.nodes - 1;
-        if (base.host_span < base.nodes)
-            base.host_span = base.nodes * 2;
-    }
+    if (have_nodes)
+        gw_sim_config_set_nodes(&base, (uint32_t)nodes);
     if (have_days)
         base.duration_ms = (int64_t)llround(days * 86400000.0);
     if (have_interval)
@@ -237,26 +362,8 @@ int gw_cli_evaluate(int argc, char **argv)
         jobs[i].cfg = base;
         jobs[i].cfg.seed = seeds[i];
     }
-    if (threads == 0) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = cpus > 0 ? (uint64_t)cpus : 1;
-    }
-    if (threads > n_seeds)
-        threads = n_seeds;
-
     struct pool p = {.jobs = jobs, .n = n_seeds, .next = 0, .dc = &dc, .o = &o, .verbose = verbose};
-    pthread_mutex_init(&p.mu, NULL);
-    pthread_t tids[256];
-    size_t started = 0;
-    for (size_t i = 1; i < threads; i++) {
-        if (pthread_create(&tids[started], NULL, worker, &p) != 0)
-            break;  /* fewer threads: the calling thread still works through the queue */
-        started++;
-    }
-    worker(&p);
-    for (size_t i = 0; i < started; i++)
-        pthread_join(tids[i], NULL);
-    pthread_mutex_destroy(&p.mu);
+    run_pool(&p, threads);
 
     int status = 0;
     struct gw_eval_report *reps = calloc(n_seeds, sizeof *reps);

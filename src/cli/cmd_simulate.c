@@ -17,6 +17,7 @@
 
 #include "gpuwatch/codec.h"
 #include "gpuwatch/httpc.h"
+#include "gpuwatch/detect.h"
 #include "gpuwatch/sim.h"
 
 static const char usage_simulate[] =
@@ -42,6 +43,19 @@ static const char usage_simulate[] =
     "  --start T            first scrape: RFC3339 (2026-11-01T00:00:00Z), Unix ms, now or\n"
     "                       now-DUR (default: now - duration)\n"
     "  --legacy-hostname    label DCGM series with Hostname instead of hostname\n"
+    "                       (the same as --label-style Hostname)\n"
+    "  --label-style S      how series name their node: hostname (default), Hostname,\n"
+    "                       kube (GPU operator: Hostname = exporter pod, node label, pod\n"
+    "                       and host IPs), fqdn, ip\n"
+    "  --gpu-model M        b200 (default), h100 or a100: power, clocks, memory, modelName\n"
+    "  --bait-scale X       multiply every bait hazard by X (0..100, default 1)\n"
+    "  --failure-shapes S   fixed (default) or random: failure signatures drawn per\n"
+    "                       failure within the documented ranges\n"
+    "  --shard-seed N       random sharded arrival: series to connections by a seeded\n"
+    "                       hash, random batch sizes in [1, --batch], connections up to\n"
+    "                       --max-skew scrapes apart, ~1%% duplicate requests (0: lockstep)\n"
+    "  --max-skew K         scrapes a connection may lag with --shard-seed (1..1000, default 3)\n"
+    "  --only-detector-series  send only the series a detector reads\n"
     "  --failure-scale X    multiply every failure hazard by X (default 1)\n"
     "  --speed S            max (default); realtime (= 1): each scrape is sent when the\n"
     "                       wall clock reaches its timestamp (a start in the past is\n"
@@ -176,13 +190,21 @@ static void print_events(const struct gw_sim_timeline *tl)
 
 int gw_cli_simulate(int argc, char **argv);
 
+static int want_detector_metric(void *ud, const char *metric)
+{
+    (void)ud;
+    return gw_det_wants_metric(metric, strlen(metric));
+}
+
 int gw_cli_simulate(int argc, char **argv)
 {
     const char *profile = "smoke", *url = NULL, *out_dir = NULL, *truth = NULL, *start_s = NULL;
     int dry_run = 0, truth_only = 0, legacy = 0, progress = 0, have_nodes = 0, have_days = 0, have_dur = 0;
-    int have_interval = 0, have_scale = 0;
-    uint64_t seed = 1, nodes = 0, gpus = 0, conns = 4, batch = 2000;
-    double days = 0, speed = 0, scale = 1;
+    int have_interval = 0, have_scale = 0, only_det = 0, have_style = 0, shapes_random = 0;
+    uint64_t seed = 1, nodes = 0, gpus = 0, conns = 4, batch = 2000, shard_seed = 0, max_skew = 3;
+    double days = 0, speed = 0, scale = 1, bait_scale = 1;
+    enum gw_sim_label_style style = GW_SIM_LABELS_HOSTNAME;
+    enum gw_sim_gpu_model model = GW_SIM_GPU_B200;
     int64_t duration_ms = 0, interval_ms = 0;
 
     for (int i = 0; i < argc; i++) {
@@ -192,7 +214,8 @@ int gw_cli_simulate(int argc, char **argv)
         }
     }
     for (int i = 0; i < argc; i++) {
-        static const char *const flags[] = {"--dry-run", "--truth-only", "--legacy-hostname", "--progress", NULL};
+        static const char *const flags[] = {"--dry-run", "--truth-only", "--legacy-hostname", "--progress",
+                                            "--only-detector-series", NULL};
         char name[64];
         const char *v;
         if (gw_cli_option(argc, argv, &i, "simulate", usage_simulate, flags, NULL, name, sizeof name, &v))
@@ -201,6 +224,28 @@ int gw_cli_simulate(int argc, char **argv)
         else if (!strcmp(name, "--truth-only")) truth_only = 1;
         else if (!strcmp(name, "--legacy-hostname")) legacy = 1;
         else if (!strcmp(name, "--progress")) progress = 1;
+        else if (!strcmp(name, "--only-detector-series")) only_det = 1;
+        else if (!strcmp(name, "--label-style")) {
+            if (gw_sim_label_style_parse(v, &style) != 0)
+                return bad(name, v, "hostname, Hostname, kube, fqdn or ip");
+            have_style = 1;
+        } else if (!strcmp(name, "--gpu-model")) {
+            if (gw_sim_gpu_model_parse(v, &model) != 0)
+                return bad(name, v, "a100, h100 or b200");
+        } else if (!strcmp(name, "--bait-scale")) {
+            if (gw_cli_parse_double(v, &bait_scale) != 0 || !(bait_scale >= 0) || bait_scale > 100)
+                return bad(name, v, "a factor from 0 to 100");
+        } else if (!strcmp(name, "--failure-shapes")) {
+            if (!strcmp(v, "fixed")) shapes_random = 0;
+            else if (!strcmp(v, "random")) shapes_random = 1;
+            else return bad(name, v, "fixed or random");
+        } else if (!strcmp(name, "--shard-seed")) {
+            if (gw_cli_parse_u64(v, 0, UINT64_MAX, &shard_seed) != 0)
+                return bad(name, v, "an unsigned integer (0: lockstep)");
+        } else if (!strcmp(name, "--max-skew")) {
+            if (gw_cli_parse_u64(v, 1, 1000, &max_skew) != 0)
+                return bad(name, v, "1..1000 scrapes");
+        }
         else if (!strcmp(name, "--profile")) {
             if (strcmp(v, "smoke") != 0 && strcmp(v, "paper") != 0)
                 return bad(name, v, "smoke or paper");
@@ -300,13 +345,8 @@ int gw_cli_simulate(int argc, char **argv)
         return 2;
     }
     cfg.seed = seed;
-    if (have_nodes) {
-        cfg.nodes = (uint32_t)nodes;
-        if (cfg.spare_nodes >= cfg.nodes)
-            cfg.spare_nodes = cfg.nodes - 1;
-        if (cfg.host_span < cfg.nodes)
-            cfg.host_span = cfg.nodes * 2 > 100000 ? cfg.nodes : cfg.nodes * 2;
-    }
+    if (have_nodes)
+        gw_sim_config_set_nodes(&cfg, (uint32_t)nodes);
     if (gpus > 0)
         cfg.gpus = (uint32_t)gpus;
     if (have_days)
@@ -318,6 +358,14 @@ int gw_cli_simulate(int argc, char **argv)
     if (cfg.jitter_ms * 2 >= cfg.interval_ms)
         cfg.jitter_ms = cfg.interval_ms / 2 - 1;
     cfg.legacy_hostname = legacy;
+    if (have_style && legacy && style != GW_SIM_LABELS_LEGACY) {
+        fprintf(stderr, "gpuwatch simulate: --legacy-hostname is --label-style Hostname; give one of them\n");
+        return 2;
+    }
+    cfg.label_style = style;
+    cfg.gpu_model = model;
+    cfg.bait_scale = bait_scale;
+    cfg.shape_jitter = shapes_random;
     if (have_scale)
         cfg.failure_scale = scale;
     if (start_s != NULL) {
@@ -335,9 +383,11 @@ int gw_cli_simulate(int argc, char **argv)
     fmt_time(cfg.start_ms, t0, sizeof t0);
     fmt_time(cfg.start_ms + cfg.duration_ms, t1, sizeof t1);
     printf("simulate: profile=%s seed=%" PRIu64 " nodes=%u spares=%u gpus=%u interval_ms=%" PRId64
-           " start=%s end=%s start_ms=%" PRId64 " duration_ms=%" PRId64 " failure_scale=%g\n",
+           " start=%s end=%s start_ms=%" PRId64 " duration_ms=%" PRId64 " failure_scale=%g label_style=%s"
+           " gpu_model=%s bait_scale=%g failure_shapes=%s\n",
            cfg.profile, cfg.seed, cfg.nodes, cfg.spare_nodes, cfg.gpus, cfg.interval_ms, t0, t1, cfg.start_ms,
-           cfg.duration_ms, cfg.failure_scale);
+           cfg.duration_ms, cfg.failure_scale, gw_sim_label_style_name(gw_sim_config_label_style(&cfg)),
+           gw_sim_gpu_model_name(cfg.gpu_model), cfg.bait_scale, cfg.shape_jitter ? "random" : "fixed");
     fflush(stdout);
 
     struct gw_sim_timeline *tl = NULL;
@@ -373,7 +423,7 @@ int gw_cli_simulate(int argc, char **argv)
         status = 0;
         goto out;
     }
-    if ((rc = gw_sim_gen_open(&g, tl, NULL, NULL, &err)) != GW_OK) {
+    if ((rc = gw_sim_gen_open(&g, tl, only_det ? want_detector_metric : NULL, NULL, &err)) != GW_OK) {
         fprintf(stderr, "gpuwatch simulate: cannot start the generator: %s\n", err.msg);
         goto out;
     }
@@ -382,6 +432,8 @@ int gw_cli_simulate(int argc, char **argv)
         .out_dir = out_dir,
         .connections = (unsigned)conns,
         .max_samples_per_request = (size_t)batch,
+        .shard_seed = shard_seed,
+        .max_skew = (unsigned)max_skew,
         .speed = speed,
         .progress = progress,
     };
@@ -389,9 +441,9 @@ int gw_cli_simulate(int argc, char **argv)
     memset(&st, 0, sizeof st);
     rc = gw_sim_output_run(g, &oo, &st, &err);
     printf("output: mode=%s series=%" PRIu64 " samples=%" PRIu64 " requests=%" PRIu64 " bytes=%" PRIu64
-           " retries=%" PRIu64 " elapsed_s=%.3f samples_per_s=%.0f result=%s\n",
+           " retries=%" PRIu64 " duplicates=%" PRIu64 " elapsed_s=%.3f samples_per_s=%.0f result=%s\n",
            dry_run ? "dry-run" : url && out_dir ? "url+files" : url ? "url" : "files", st.series, st.samples,
-           st.requests, st.bytes, st.retries, st.seconds, st.seconds > 0 ? (double)st.samples / st.seconds : 0.0,
+           st.requests, st.bytes, st.retries, st.duplicates, st.seconds, st.seconds > 0 ? (double)st.samples / st.seconds : 0.0,
            rc == GW_OK ? "OK" : gw_strerror(rc));
     if (rc != GW_OK) {
         fprintf(stderr, "gpuwatch simulate: %s\n", err.msg);

@@ -164,6 +164,46 @@ static int grow_handles(uint32_t **h, size_t *cap, size_t need)
     return GW_OK;
 }
 
+/* ------------------------------------------------------------- feeding */
+struct feed {
+    struct gw_det *d;
+    struct gw_sim_gen *g;
+    uint32_t **handles;
+    size_t *cap;
+    uint64_t *samples, *series;
+    struct gw_eval_shuffler *sh;
+    int oom;
+};
+
+/* One sample to the detectors: the series is classified on first sight. */
+static void feed_sample(void *ud, uint32_t id, int64_t t, double v)
+{
+    struct feed *f = ud;
+    if ((size_t)id >= *f->cap && grow_handles(f->handles, f->cap, id) != GW_OK) {
+        f->oom = 1;
+        return;
+    }
+    uint32_t h = (*f->handles)[id];
+    if (h == NO_HANDLE) {
+        size_t len = 0;
+        const uint8_t *lab = gw_sim_gen_series_labels(f->g, id, &len);
+        h = lab ? gw_det_series(f->d, id, lab, len) : 0;
+        (*f->handles)[id] = h;
+        *f->series += h != 0;
+    }
+    if (h != 0) {
+        gw_det_sample(f->d, h, t, v);
+        (*f->samples)++;
+    }
+}
+
+/* After each delivered batch, as ingest does after each request. */
+static void feed_batch_end(void *ud, int64_t t_max)
+{
+    struct feed *f = ud;
+    gw_det_advance(f->d, t_max);
+}
+
 int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc, const struct gw_eval_opts *o,
                 struct gw_eval_report *rep, struct gw_eval_alert **alerts_out, size_t *n_alerts_out,
                 struct gw_error *err)
@@ -187,6 +227,7 @@ int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc,
     size_t n_out = 0;
     uint64_t samples = 0, series = 0, det_ns = 0, scrapes = 0;
     memset(&col, 0, sizeof col);
+    struct feed fd = {.handles = &handles, .cap = &cap, .samples = &samples, .series = &series};
 
     if ((rc = gw_sim_timeline_build(cfg, &tl, err)) != GW_OK)
         goto out;
@@ -205,46 +246,51 @@ int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc,
 
     struct gw_sim_scrape s;
     int64_t last_t = cfg->start_ms;
+    fd.d = d;
+    fd.g = g;
+    if (o->shuffle_seed != 0 &&
+        (rc = gw_eval_shuffler_new(&fd.sh, o->shuffle_seed, o->shuffle_shards ? o->shuffle_shards : 4,
+                                   o->shuffle_skew ? o->shuffle_skew : 3, feed_sample, feed_batch_end, &fd)) != GW_OK) {
+        gw_error_set(err, rc, "evaluate: out of memory for the arrival shuffler");
+        goto out;
+    }
     for (;;) {
         int more = gw_sim_gen_next(g, &s, err);
         if (more < 0) {
             rc = more;
-            goto out;
+            goto out_sh;
         }
         if (more == 0)
             break;
-        if (s.n > 0) {
-            uint32_t max_id = 0;
-            for (size_t i = 0; i < s.n; i++)
-                if (s.series[i] > max_id)
-                    max_id = s.series[i];
-            if ((size_t)max_id >= cap && (rc = grow_handles(&handles, &cap, max_id)) != GW_OK) {
-                gw_error_set(err, rc, "evaluate: out of memory for %u series handles", max_id + 1);
-                goto out;
-            }
-        }
         uint64_t c0 = cpu_ns();
-        for (size_t i = 0; i < s.n; i++) {
-            uint32_t id = s.series[i];
-            uint32_t h = handles[id];
-            if (h == NO_HANDLE) {
-                size_t len = 0;
-                const uint8_t *lab = gw_sim_gen_series_labels(g, id, &len);
-                h = lab ? gw_det_series(d, id, lab, len) : 0;
-                handles[id] = h;
-                series += h != 0;
+        if (fd.sh != NULL) {
+            if ((rc = gw_eval_shuffler_scrape(fd.sh, &s)) != GW_OK) {
+                gw_error_set(err, rc, "evaluate: out of memory buffering samples");
+                goto out_sh;
             }
-            if (h != 0) {
-                gw_det_sample(d, h, s.t, s.v[i]);
-                samples++;
-            }
+        } else {
+            for (size_t i = 0; i < s.n; i++)
+                feed_sample(&fd, s.series[i], s.t, s.v[i]);
+            gw_det_advance(d, s.t);
         }
-        gw_det_advance(d, s.t);
         det_ns += cpu_ns() - c0;
+        if (fd.oom) {
+            rc = gw_error_set(err, GW_ENOMEM, "evaluate: out of memory for series handles");
+            goto out_sh;
+        }
         if (s.t > last_t)
             last_t = s.t;
         if (++scrapes % DRAIN_SCRAPES == 0)
             gw_alerts_drain_samples(al, discard_samples, NULL);
+    }
+    if (fd.sh != NULL) {
+        uint64_t c1 = cpu_ns();
+        gw_eval_shuffler_flush(fd.sh);
+        det_ns += cpu_ns() - c1;
+        if (fd.oom) {
+            rc = gw_error_set(err, GW_ENOMEM, "evaluate: out of memory for series handles");
+            goto out_sh;
+        }
     }
     int64_t end = cfg->start_ms + cfg->duration_ms;
     uint64_t c0 = cpu_ns();
@@ -282,6 +328,7 @@ int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc,
         struct gw_eval_alert *a = &out[n_out++];
         *a = r->a;
         a->node = node_of(hosts, nh, r->host);
+        snprintf(a->host, sizeof a->host, "%s", r->host);
         if (a->resolved_at == INT64_MIN)
             a->resolved_at = INT64_MAX;
     }
@@ -302,7 +349,9 @@ int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc,
         if (n_alerts_out != NULL)
             *n_alerts_out = n_out;
     }
+out_sh:
 out:
+    gw_eval_shuffler_free(fd.sh);
     free(out);
     free(hosts);
     gw_det_free(d);

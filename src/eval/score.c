@@ -58,10 +58,10 @@ void gw_eval_report_free(struct gw_eval_report *r)
     r->n_false_alarms = 0;
 }
 
-/* 1..6 for "D1".."D6", 0 otherwise. */
+/* 1..8 for "D1".."D8", 0 otherwise. */
 static int det_index(const char *d)
 {
-    if (d[0] == 'D' && d[1] >= '1' && d[1] <= '6' && d[2] == '\0')
+    if (d[0] == 'D' && d[1] >= '1' && d[1] <= '0' + GW_EVAL_MAX_DET && d[2] == '\0')
         return d[1] - '0';
     return 0;
 }
@@ -324,6 +324,7 @@ int gw_eval_score(const struct gw_sim_timeline *tl, const struct gw_eval_alert *
     struct fa_ref *refs = NULL;
     int *first = NULL;
     size_t n_hw = 0, n_fal = 0;
+    uint32_t rep_present = 0, n_unknown = 0;
     struct acc acc;
     memset(&acc, 0, sizeof acc);
 
@@ -354,7 +355,7 @@ int gw_eval_score(const struct gw_sim_timeline *tl, const struct gw_eval_alert *
         e->t_xid_visible = f->t_xid_visible;
         e->t_recovered = f->t_recovered;
         host_of(tl, f->node, e->host, sizeof e->host);
-        for (int d = 0; d < 7; d++)
+        for (int d = 0; d <= GW_EVAL_MAX_DET; d++)
             e->t_detect_by[d] = INT64_MIN;
     }
 
@@ -373,6 +374,14 @@ int gw_eval_score(const struct gw_sim_timeline *tl, const struct gw_eval_alert *
             continue;
         }
         int d = det_index(a->detector);
+        if (d > 0)
+            rep_present |= 1u << d;
+        if (a->node == UINT32_MAX && a->host[0] != '\0') {
+            /* names a host that is no node (an exporter pod, an IP): a false alarm */
+            verdict[j] = V_FALSE;
+            n_unknown++;
+            continue;
+        }
         /* pass 0: failures of the alert's own GPU (or node-level ones); pass 1: any of its node */
         for (size_t i = 0, pass = 0; pass < 2 && a->node != UINT32_MAX; i++) {
             if (i == n_hw) {
@@ -463,7 +472,10 @@ int gw_eval_score(const struct gw_sim_timeline *tl, const struct gw_eval_alert *
                 struct gw_eval_false_alarm *x = &fal[i];
                 x->node = a->node;
                 x->gpu = a->gpu;
-                host_of(tl, a->node, x->host, sizeof x->host);
+                if (a->node == UINT32_MAX && a->host[0] != '\0')
+                    snprintf(x->host, sizeof x->host, "%.31s", a->host);
+                else
+                    host_of(tl, a->node, x->host, sizeof x->host);
                 snprintf(x->alertname, sizeof x->alertname, "%s", a->alertname);
                 snprintf(x->detector, sizeof x->detector, "%s", a->detector);
                 x->severity = a->severity;
@@ -485,6 +497,8 @@ int gw_eval_score(const struct gw_sim_timeline *tl, const struct gw_eval_alert *
     rep->days = days;
     rep->nodes = tl->cfg.nodes;
     rep->gpus = tl->cfg.gpus;
+    rep->det_present = rep_present;
+    rep->unknown_host_alerts = n_unknown;
     snprintf(rep->profile, sizeof rep->profile, "%s", tl->cfg.profile);
     goto out;
 oom:

@@ -6,8 +6,13 @@
  *   the 25 default fields, the ECC / NVLink-error / violation counters,
  *   ROW_REMAP_PENDING, CLOCKS_EVENT_REASONS, ENFORCED_POWER_LIMIT,
  *   FB_TOTAL, PROF_SM_ACTIVE, PROF_NVLINK_TX/RX_BYTES; labels gpu, UUID,
- *   pci_bus_id, device, modelName, hostname (Hostname with
- *   cfg.legacy_hostname), DCGM_FI_DRIVER_VERSION, job, instance.
+ *   pci_bus_id, device, modelName (cfg.gpu_model), hostname (Hostname
+ *   with cfg.legacy_hostname), DCGM_FI_DRIVER_VERSION, job, instance.
+ *   cfg.label_style changes the node's identity: "kube" names DCGM
+ *   series by the exporter pod (Hostname, pod) with the node in `node`,
+ *   pod IP instances and Kubernetes target labels, node_exporter on the
+ *   host IP with no node label but node_uname_info's nodename; "fqdn" and
+ *   "ip" change the instances (docs/simulator.md section 10).
  *   DCGM_FI_DEV_XID_ERRORS also carries err_code and err_msg: one series
  *   per distinct code, created when the code first shows (err_code="0",
  *   err_msg="No Error" exists from the start). DCGM_EXP_XID_ERRORS_COUNT
@@ -70,7 +75,6 @@ static const unsigned nic_bus[8] = {24, 42, 58, 93, 154, 171, 186, 219};
 #define MS_MOUNTADDR "10.200.0.10"
 #define MS_PROTO "tcp"
 #define DRIVER_VERSION "570.133.20"
-#define MODEL_NAME "NVIDIA B200"
 
 /* ---- stable byte storage ------------------------------------------------ */
 
@@ -111,7 +115,7 @@ void gw_sim_cat_free(struct gw_sim_gen *g)
 
 /* ---- one series ---------------------------------------------------------- */
 
-#define MAX_LABELS 16
+#define MAX_LABELS 24
 
 struct lset {
     struct gw_label l[MAX_LABELS];
@@ -313,8 +317,43 @@ const char *gw_sim_xid_msg(uint32_t code)
 /* ---- per-node build ------------------------------------------------------ */
 
 struct node_common {
-    char host[64], inst_dcgm[80], inst_node[80];
+    enum gw_sim_label_style style;
+    char host[64];                 /* the node's name (gpu071) */
+    const char *host_label;        /* "hostname" or "Hostname" on DCGM series */
+    char host_value[64];           /* its value: the node, or the exporter pod (kube) */
+    char inst_dcgm[128], inst_node[128];
+    const char *job_dcgm, *job_node;
+    char pod_dcgm[64], pod_node[64];
 };
+
+/* Target labels Prometheus attaches to every series of a target (job,
+ * instance, and with kube the service discovery's namespace, pod,
+ * container, service, endpoint; node on the GPU operator's exporter). */
+static void target_labels(const struct node_common *nc, unsigned job, struct lset *s)
+{
+    if (job == GW_SIM_JOB_DCGM) {
+        lset_add(s, "job", nc->job_dcgm);
+        lset_add(s, "instance", nc->inst_dcgm);
+        if (nc->style == GW_SIM_LABELS_KUBE) {
+            lset_add(s, "namespace", "gpu-operator");
+            lset_add(s, "pod", nc->pod_dcgm);
+            lset_add(s, "container", "nvidia-dcgm-exporter");
+            lset_add(s, "service", "nvidia-dcgm-exporter");
+            lset_add(s, "endpoint", "gpu-metrics");
+            lset_add(s, "node", nc->host);
+        }
+    } else {
+        lset_add(s, "job", nc->job_node);
+        lset_add(s, "instance", nc->inst_node);
+        if (nc->style == GW_SIM_LABELS_KUBE) {
+            lset_add(s, "namespace", "monitoring");
+            lset_add(s, "pod", nc->pod_node);
+            lset_add(s, "container", "node-exporter");
+            lset_add(s, "service", "node-exporter");
+            lset_add(s, "endpoint", "metrics");
+        }
+    }
+}
 
 static void dcgm_labels(const struct gw_sim_gen *g, const struct node_common *nc,
                         const struct gpu_ident *id, struct lset *s)
@@ -324,19 +363,75 @@ static void dcgm_labels(const struct gw_sim_gen *g, const struct node_common *nc
     lset_add(s, "UUID", id->uuid);
     lset_add(s, "pci_bus_id", id->pci);
     lset_add(s, "device", id->device);
-    lset_add(s, "modelName", MODEL_NAME);
-    lset_add(s, g->cfg.legacy_hostname ? "Hostname" : "hostname", nc->host);
+    lset_add(s, "modelName", gw_sim_gpu_spec(g->cfg.gpu_model)->model_name);
+    lset_add(s, nc->host_label, nc->host_value);
     lset_add(s, "DCGM_FI_DRIVER_VERSION", DRIVER_VERSION);
-    lset_add(s, "job", "dcgm");
-    lset_add(s, "instance", nc->inst_dcgm);
+    target_labels(nc, GW_SIM_JOB_DCGM, s);
+}
+
+/* Kubernetes pod name suffix: 5 lowercase alphanumerics, stable per node. */
+static void pod_suffix(uint64_t seed, const char *host, uint64_t salt, char out[6])
+{
+    static const char an[] = "bcdfghjklmnpqrstvwxz2456789";   /* Kubernetes' rand.String alphabet */
+    uint64_t h = gw_sim_mix(seed ^ gw_hash64(host, strlen(host)) ^ salt);
+    for (int i = 0; i < 5; i++) {
+        out[i] = an[h % (sizeof an - 1)];
+        h /= sizeof an - 1;
+    }
+    out[5] = 0;
 }
 
 static void node_common_init(const struct gw_sim_gen *g, uint32_t node, struct node_common *nc)
 {
     const char *h = gw_sim_node_name(g->tl, node);
     snprintf(nc->host, sizeof(nc->host), "%s", h ? h : "node");
-    snprintf(nc->inst_dcgm, sizeof(nc->inst_dcgm), "%s:9400", nc->host);
-    snprintf(nc->inst_node, sizeof(nc->inst_node), "%s:9100", nc->host);
+    nc->style = gw_sim_config_label_style(&g->cfg);
+    nc->host_label = nc->style == GW_SIM_LABELS_HOSTNAME || nc->style == GW_SIM_LABELS_FQDN ? "hostname"
+                                                                                              : "Hostname";
+    snprintf(nc->host_value, sizeof(nc->host_value), "%s", nc->host);
+    nc->job_dcgm = "dcgm";
+    nc->job_node = "node";
+    nc->pod_dcgm[0] = nc->pod_node[0] = 0;
+    /* host IP 10.0.X.Y from the host number (stable per node name), pod IP
+     * 10.244.<node + 1>.Y (one /24 pod range per node) */
+    unsigned num = 0;
+    for (const char *p = nc->host; *p; p++)
+        if (*p >= '0' && *p <= '9')
+            num = num * 10u + (unsigned)(*p - '0');
+    char host_ip[32], pod_ip[32];
+    snprintf(host_ip, sizeof host_ip, "10.0.%u.%u", (num / 250u) % 256u, num % 250u + 2u);
+    snprintf(pod_ip, sizeof pod_ip, "10.244.%u.%u", (node + 1u) % 256u,
+             (unsigned)(2u + gw_sim_mix(g->cfg.seed ^ 0x90d1full ^ node) % 250u));
+    switch (nc->style) {
+    case GW_SIM_LABELS_KUBE: {
+        char sfx[6];
+        pod_suffix(g->cfg.seed, nc->host, 0xdc9aull, sfx);
+        snprintf(nc->pod_dcgm, sizeof(nc->pod_dcgm), "nvidia-dcgm-exporter-%s", sfx);
+        pod_suffix(g->cfg.seed, nc->host, 0x40deull, sfx);
+        snprintf(nc->pod_node, sizeof(nc->pod_node), "node-exporter-%s", sfx);
+        snprintf(nc->host_value, sizeof(nc->host_value), "%s", nc->pod_dcgm);
+        snprintf(nc->inst_dcgm, sizeof(nc->inst_dcgm), "%s:9400", pod_ip);
+        snprintf(nc->inst_node, sizeof(nc->inst_node), "%s:9100", host_ip);
+        nc->job_dcgm = "nvidia-dcgm-exporter";
+        nc->job_node = "node-exporter";
+        break;
+    }
+    case GW_SIM_LABELS_FQDN:
+        snprintf(nc->inst_dcgm, sizeof(nc->inst_dcgm), "%s.cluster.example.com:9400", nc->host);
+        snprintf(nc->inst_node, sizeof(nc->inst_node), "%s.cluster.example.com:9100", nc->host);
+        break;
+    case GW_SIM_LABELS_IP:
+        snprintf(nc->inst_dcgm, sizeof(nc->inst_dcgm), "%s:9400", host_ip);
+        snprintf(nc->inst_node, sizeof(nc->inst_node), "%s:9100", host_ip);
+        break;
+    case GW_SIM_LABELS_HOSTNAME:
+    case GW_SIM_LABELS_LEGACY:
+    case GW_SIM_LABELS_COUNT_:
+    default:
+        snprintf(nc->inst_dcgm, sizeof(nc->inst_dcgm), "%s:9400", nc->host);
+        snprintf(nc->inst_node, sizeof(nc->inst_node), "%s:9100", nc->host);
+        break;
+    }
 }
 
 int gw_sim_cat_xid_series(struct gw_sim_gen *g, uint32_t node, uint32_t gpu, uint32_t code,
@@ -386,12 +481,11 @@ int gw_sim_cat_xid_series(struct gw_sim_gen *g, uint32_t node, uint32_t gpu, uin
     return GW_OK;
 }
 
-static int build_meta(struct gw_sim_gen *g, uint32_t node, unsigned job, const char *inst,
+static int build_meta(struct gw_sim_gen *g, uint32_t node, unsigned job, const struct node_common *nc,
                       struct gw_sim_target *tg, struct gw_error *err)
 {
     struct lset s = {.n = 0};
-    lset_add(&s, "job", job == GW_SIM_JOB_DCGM ? "dcgm" : "node");
-    lset_add(&s, "instance", inst);
+    target_labels(nc, job, &s);
     for (unsigned i = 0; i < 5; i++) {
         int rc = add_series(g, node, job, F_UP + i, -1, job, &s, &tg->meta_sid[i], err);
         if (rc != GW_OK)
@@ -426,7 +520,7 @@ static int build_dcgm(struct gw_sim_gen *g, uint32_t node, const struct node_com
         if ((rc = gw_sim_cat_xid_series(g, node, i, 0, 0, &sid, err)) != GW_OK)
             return rc;
     }
-    return build_meta(g, node, GW_SIM_JOB_DCGM, nc->inst_dcgm, tg, err);
+    return build_meta(g, node, GW_SIM_JOB_DCGM, nc, tg, err);
 }
 
 /* Node-level series with job/instance plus up to 4 extra labels. */
@@ -435,8 +529,7 @@ static int add_node(struct gw_sim_gen *g, uint32_t node, const struct node_commo
                     const char *const *kv, size_t nkv, struct gw_error *err)
 {
     struct lset s = {.n = 0};
-    lset_add(&s, "job", "node");
-    lset_add(&s, "instance", nc->inst_node);
+    target_labels(nc, GW_SIM_JOB_NODE, &s);
     for (size_t i = 0; i + 1 < nkv * 2; i += 2)
         lset_add(&s, kv[i], kv[i + 1]);
     uint32_t sid;
@@ -524,7 +617,7 @@ static int build_node(struct gw_sim_gen *g, uint32_t node, const struct node_com
                 mounts[m].mnt);
 #undef ADD
 #undef ADD0
-    return build_meta(g, node, GW_SIM_JOB_NODE, nc->inst_node, tg, err);
+    return build_meta(g, node, GW_SIM_JOB_NODE, nc, tg, err);
 }
 
 int gw_sim_cat_build(struct gw_sim_gen *g, struct gw_error *err)

@@ -54,6 +54,10 @@ void gw_sim_config_default(struct gw_sim_config *c)
     c->nfs_transports = 8;
     c->ckpt_interval_ms = 150 * GW_SIM_MIN_MS;
     c->failure_scale = 1.0;
+    c->label_style = GW_SIM_LABELS_HOSTNAME;
+    c->gpu_model = GW_SIM_GPU_B200;
+    c->bait_scale = 1.0;
+    c->shape_jitter = 0;
     c->start_ms = align_down(gw_now_ms() - c->duration_ms, c->interval_ms);
 }
 
@@ -139,7 +143,89 @@ int gw_sim_config_check(const struct gw_sim_config *c, struct gw_error *err)
                             "failure_scale: %g too high for %u nodes x %.0f days (nodes x days x scale <= %.0f)",
                             c->failure_scale, c->nodes, (double)c->duration_ms / GW_SIM_DAY_MS,
                             GW_SIM_MAX_SCALED_NODE_DAYS);
+    if ((unsigned)c->label_style >= GW_SIM_LABELS_COUNT_)
+        return gw_error_set(err, GW_EINVAL, "label_style: %d unknown (hostname, Hostname, kube, fqdn, ip)",
+                            (int)c->label_style);
+    if ((unsigned)c->gpu_model >= GW_SIM_GPU_COUNT_)
+        return gw_error_set(err, GW_EINVAL, "gpu_model: %d unknown (a100, h100, b200)", (int)c->gpu_model);
+    if (!(c->bait_scale >= 0.0 && c->bait_scale <= GW_SIM_MAX_SCALE))
+        return gw_error_set(err, GW_EINVAL, "bait_scale: %g outside 0..%g", c->bait_scale, GW_SIM_MAX_SCALE);
+    if (c->shape_jitter != 0 && c->shape_jitter != 1)
+        return gw_error_set(err, GW_EINVAL, "shape_jitter: %d must be 0 (fixed) or 1 (random)", c->shape_jitter);
     if (c->profile[0] == 0 || memchr(c->profile, 0, sizeof c->profile) == NULL)
         return gw_error_set(err, GW_EINVAL, "profile: empty or unterminated");
     return GW_OK;
+}
+
+/* ------------------------------------------------------------ variations */
+static const char *const style_names[GW_SIM_LABELS_COUNT_] = {"hostname", "Hostname", "kube", "fqdn", "ip"};
+
+const char *gw_sim_label_style_name(enum gw_sim_label_style s)
+{
+    return (unsigned)s < GW_SIM_LABELS_COUNT_ ? style_names[s] : "unknown";
+}
+
+int gw_sim_label_style_parse(const char *s, enum gw_sim_label_style *out)
+{
+    for (unsigned i = 0; s && i < GW_SIM_LABELS_COUNT_; i++)
+        if (strcmp(s, style_names[i]) == 0) {
+            *out = (enum gw_sim_label_style)i;
+            return 0;
+        }
+    return -1;
+}
+
+enum gw_sim_label_style gw_sim_config_label_style(const struct gw_sim_config *c)
+{
+    if (c->label_style == GW_SIM_LABELS_HOSTNAME && c->legacy_hostname)
+        return GW_SIM_LABELS_LEGACY;
+    return c->label_style;
+}
+
+static const char *const model_names[GW_SIM_GPU_COUNT_] = {"b200", "a100", "h100"};
+
+const char *gw_sim_gpu_model_name(enum gw_sim_gpu_model m)
+{
+    return (unsigned)m < GW_SIM_GPU_COUNT_ ? model_names[m] : "unknown";
+}
+
+int gw_sim_gpu_model_parse(const char *s, enum gw_sim_gpu_model *out)
+{
+    for (unsigned i = 0; s && i < GW_SIM_GPU_COUNT_; i++)
+        if (strcmp(s, model_names[i]) == 0) {
+            *out = (enum gw_sim_gpu_model)i;
+            return 0;
+        }
+    return -1;
+}
+
+/* Published figures: A100 SXM4 80GB (400 W TDP, 1410 MHz boost, 1593 MHz
+ * HBM2e), H100 SXM5 80GB HBM3 (700 W, 1980 MHz, 2619 MHz HBM3), B200
+ * (1000 W, the simulator's original values). Busy power is the steady
+ * training range, idle what an idle GPU in a busy node draws. */
+static const struct gw_sim_gpu_spec gpu_specs[GW_SIM_GPU_COUNT_] = {
+    [GW_SIM_GPU_B200] = {"NVIDIA B200", 1000.0, 142.0, 715.0, 985.0, 1965.0, 345.0, 3996.0,
+                         183359.0, 153600.0, 179200.0},
+    [GW_SIM_GPU_A100] = {"NVIDIA A100-SXM4-80GB", 400.0, 55.0, 250.0, 400.0, 1410.0, 210.0, 1593.0,
+                         81920.0, 66560.0, 76800.0},
+    [GW_SIM_GPU_H100] = {"NVIDIA H100 80GB HBM3", 700.0, 80.0, 450.0, 700.0, 1980.0, 345.0, 2619.0,
+                         81559.0, 66560.0, 76800.0},
+};
+
+const struct gw_sim_gpu_spec *gw_sim_gpu_spec(enum gw_sim_gpu_model m)
+{
+    return &gpu_specs[(unsigned)m < GW_SIM_GPU_COUNT_ ? m : GW_SIM_GPU_B200];
+}
+
+void gw_sim_config_set_nodes(struct gw_sim_config *c, uint32_t nodes)
+{
+    c->nodes = nodes;
+    uint32_t spares = (uint32_t)((double)nodes * 0.05 + 0.5);
+    if (spares < 1 && nodes >= 2)
+        spares = 1;
+    if (nodes < 2)
+        spares = 0;
+    c->spare_nodes = spares;
+    if (c->host_span < nodes)
+        c->host_span = nodes * 2 > GW_SIM_MAX_HOST_SPAN ? nodes : nodes * 2;
 }

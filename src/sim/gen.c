@@ -30,13 +30,7 @@
 
 #define SENT_INT 9223372036854775794.0   /* DCGM_INT64_NOT_SUPPORTED */
 #define SENT_FP 140737488355330.0        /* DCGM_FP64_NOT_SUPPORTED */
-#define FB_TOTAL_MIB 183359.0
 #define FB_RESERVED_MIB 646.0
-#define SM_CLOCK_MAX 1965.0
-#define SM_CLOCK_IDLE 345.0
-#define MEM_CLOCK 3996.0
-#define POWER_LIMIT 1000.0
-#define POWER_IDLE 142.0
 #define XID_WINDOW_MS 300000
 #define SLOT_LIMIT 128.0
 #define NIC_SPEED 25000000000.0          /* 200 Gb/s in bytes/s */
@@ -44,7 +38,7 @@
 /* ---- per-scrape context --------------------------------------------------- */
 
 struct gctx {
-    int vanish, sentinel;
+    int vanish, sentinel, frozen;
     double util, power, temp, memtemp, smclk, fb_used, nvl_bps, pcie_tx, pcie_rx;
     double tensor, dram, memcopy;
     uint32_t reasons;
@@ -66,6 +60,10 @@ struct nctx {
     double rdma_bps;
     double scrape_extra;     /* extra exporter latency (s) */
     int nvl_fault;
+    double mem_pressure;     /* 0..1: host memory pressure before an OS collapse */
+    double mem_floor;        /* MemAvailable share reached at full pressure */
+    int os_collapse;         /* the node's OS is wedged */
+    double intr_frac;
 };
 
 static inline double qz(double x, double k) { return floor(x * k) / k; }
@@ -98,9 +96,12 @@ int gw_sim_gen_open(struct gw_sim_gen **out, const struct gw_sim_timeline *tl,
     g->cfg = *c;
     g->filter = filter;
     g->filter_ud = filter_ud;
+    g->spec = gw_sim_gpu_spec(c->gpu_model);
     g->targets = calloc((size_t)c->nodes * 2, sizeof(*g->targets));
     g->rt = calloc(c->nodes, sizeof(*g->rt));
-    if (!g->targets || !g->rt) {
+    g->last_ctx = calloc((size_t)c->nodes * GW_SIM_MAX_GPUS, sizeof(struct gctx));
+    g->has_last = calloc((size_t)c->nodes * GW_SIM_MAX_GPUS, 1);
+    if (!g->targets || !g->rt || !g->last_ctx || !g->has_last) {
         rc = gw_error_set(err, GW_ENOMEM, "simulator: out of memory");
         goto fail;
     }
@@ -165,6 +166,8 @@ void gw_sim_gen_close(struct gw_sim_gen *g)
             free(g->targets[k].sids);
     free(g->targets);
     free(g->rt);
+    free(g->last_ctx);
+    free(g->has_last);
     gw_sim_cat_free(g);
     free(g->out_ids);
     free(g->out_v);
@@ -238,20 +241,28 @@ static uint32_t pick_gpu(const struct gw_sim_gen *g, int32_t gpu, uint32_t id)
     return gpu >= 0 && (uint32_t)gpu < g->cfg.gpus ? (uint32_t)gpu : id % g->cfg.gpus;
 }
 
+/* Training-session framebuffer use of a GPU (MiB, before noise). */
+static double fb_session(const struct gw_sim_gen *g, const struct gw_sim_gpu *gs)
+{
+    return g->spec->fb_session_lo_mib + (g->spec->fb_session_hi_mib - g->spec->fb_session_lo_mib) * gs->clk_off;
+}
+
 static void gpu_base(const struct gw_sim_gen *g, uint32_t node, uint32_t i,
                      const struct gw_sim_node_state *st, int64_t t, uint64_t rk, struct gctx *c)
 {
     const struct gw_sim_gpu *gs = &g->rt[node].gpu[i];
+    const struct gw_sim_gpu_spec *sp = g->spec;
+    const double k = sp->power_limit_w / 1000.0;   /* 1 on B200: power figures scale with the limit */
     uint64_t h = gw_sim_mix(rk ^ (0x100 + i));
     double u = gw_sim_u01(h), n1 = tri(gw_sim_mix(h ^ 1)), n2 = tri(gw_sim_mix(h ^ 2));
     double drift = 1.5 * sin(gs->drift_phase + (double)t * (6.283185307179586 / 2.16e7));
     memset(c, 0, sizeof(*c));
-    double fbt = 153600.0 + 25600.0 * gs->clk_off;   /* 150-175 GB in a session */
+    double fbt = fb_session(g, gs);   /* B200: 150-175 GB in a session */
     switch (st->phase) {
     case GW_SIM_PHASE_IDLE:
         c->util = 0;
-        c->power = POWER_IDLE + 8.0 * n1;
-        c->smclk = SM_CLOCK_IDLE;
+        c->power = sp->idle_power_w + 8.0 * k * n1;
+        c->smclk = sp->sm_clock_idle_mhz;
         c->fb_used = 0;
         c->reasons = 0x1;
         break;
@@ -260,18 +271,19 @@ static void gpu_base(const struct gw_sim_gen *g, uint32_t node, uint32_t i,
                        ? clampd((double)(t - st->phase_start) / (double)(st->phase_end - st->phase_start), 0, 1)
                        : 1.0;
         c->util = floor(15.0 * u);
-        c->power = 200.0 + 150.0 * u;
-        c->smclk = SM_CLOCK_MAX - 30.0 * u;
+        c->power = (200.0 + 150.0 * u) * k;
+        c->smclk = sp->sm_clock_max_mhz - 30.0 * u;
         c->fb_used = floor(fbt * p * 0.6);
         c->nvl_bps = 2e9 * u;
         break;
     }
-    case GW_SIM_PHASE_TRAIN:
+    case GW_SIM_PHASE_TRAIN: {
+        double lo = sp->busy_power_lo_w, hi = sp->busy_power_hi_w;
         c->util = 95.0 + floor(6.0 * u);
         if (c->util > 100)
             c->util = 100;
-        c->power = 760.0 + 180.0 * gs->clk_off + 45.0 * n1;
-        c->smclk = SM_CLOCK_MAX - floor(60.0 * gw_sim_u01(gw_sim_mix(h ^ 3)));
+        c->power = lo + 45.0 * k + (hi - lo - 90.0 * k) * gs->clk_off + 45.0 * k * n1;
+        c->smclk = sp->sm_clock_max_mhz - floor(60.0 * gw_sim_u01(gw_sim_mix(h ^ 3)));
         c->fb_used = floor(fbt + 300.0 * n2);
         c->nvl_bps = 3.0e11 * (0.9 + 0.1 * u);
         c->tensor = 0.42 + 0.12 * gs->clk_off + 0.04 * n2;
@@ -279,13 +291,14 @@ static void gpu_base(const struct gw_sim_gen *g, uint32_t node, uint32_t i,
         c->memcopy = 25.0 + 10.0 * u;
         c->pcie_tx = 1.5e9 * (0.8 + 0.4 * u);
         c->pcie_rx = 2.0e9 * (0.8 + 0.4 * u);
-        if (c->power > 960.0)
+        if (c->power > sp->power_limit_w - 40.0 * k)
             c->reasons |= 0x4;       /* SW power cap: benign */
         break;
+    }
     case GW_SIM_PHASE_SAVE:
         c->util = 30.0 + floor(40.0 * u);
-        c->power = 450.0 + 150.0 * u;
-        c->smclk = SM_CLOCK_MAX - floor(40.0 * u);
+        c->power = (450.0 + 150.0 * u) * k;
+        c->smclk = sp->sm_clock_max_mhz - floor(40.0 * u);
         c->fb_used = floor(fbt + 300.0 * n2);
         c->nvl_bps = 2.0e10 * (0.5 + u);
         c->tensor = 0.12 * u;
@@ -296,8 +309,8 @@ static void gpu_base(const struct gw_sim_gen *g, uint32_t node, uint32_t i,
         break;
     case GW_SIM_PHASE_LOAD:
         c->util = 10.0 + floor(35.0 * u);
-        c->power = 300.0 + 150.0 * u;
-        c->smclk = SM_CLOCK_MAX - floor(40.0 * u);
+        c->power = (300.0 + 150.0 * u) * k;
+        c->smclk = sp->sm_clock_max_mhz - floor(40.0 * u);
         c->fb_used = floor(fbt * (0.5 + 0.5 * u));
         c->nvl_bps = 1.0e10 * u;
         c->tensor = 0.05 * u;
@@ -307,7 +320,7 @@ static void gpu_base(const struct gw_sim_gen *g, uint32_t node, uint32_t i,
         c->pcie_rx = st->nfs_read_bps / g->cfg.gpus * 1.05 + 1e8;
         break;
     }
-    double heat = c->power / POWER_LIMIT;   /* 0.14 idle .. 1.0 */
+    double heat = c->power / sp->power_limit_w;   /* 0.14 idle .. 1.0 */
     c->temp = 28.0 + 44.0 * heat + gs->temp_off + drift + 0.4 * n2;
     if (st->phase == GW_SIM_PHASE_TRAIN)
         c->temp = clampd(c->temp, 55.0, 75.0);
@@ -365,6 +378,7 @@ static int apply_events(struct gw_sim_gen *g, uint32_t node, const struct gw_sim
         uint32_t gi = pick_gpu(g, f->gpu, f->id);
         struct gctx *c = &a->gpu[gi];
         double sev = clampd(f->severity, 0, 1);
+        const struct gw_sim_signature *sg = &f->sig;
         uint64_t h = gw_sim_mix(rk ^ 0xfa11 ^ ((uint64_t)f->id << 16));
         double u = gw_sim_u01(h);
         int pre = f->precursor != GW_SIM_PRE_NONE && f->t_precursor_start != GW_SIM_NO_TIME &&
@@ -377,13 +391,13 @@ static int apply_events(struct gw_sim_gen *g, uint32_t node, const struct gw_sim
             double prog = span > 0 ? clampd((double)(t - f->t_precursor_start) / span, 0, 1) : 1;
             switch (f->precursor) {
             case GW_SIM_PRE_REMAP_RAMP: {
-                double every_h = 24.0 - 22.0 * prog;   /* +1 every 24 h early .. 2 h late */
+                double every_h = (24.0 - 22.0 * prog) / sg->mag;   /* +1 every 24 h early .. 2 h late */
                 if (u < dt_h / every_h)
                     c->inc_corr += 1;
                 break;
             }
             case GW_SIM_PRE_SBE_RAMP: {
-                double rate = (0.3 + 30.0 * prog * prog * (0.5 + sev)) * dt_h;
+                double rate = (0.3 + 30.0 * prog * prog * (0.5 + sev)) * sg->mag * dt_h;
                 c->inc_sbe += floor(rate) + (u < rate - floor(rate) ? 1 : 0);
                 break;
             }
@@ -391,7 +405,7 @@ static int apply_events(struct gw_sim_gen *g, uint32_t node, const struct gw_sim
                 c->remap_pending = 1;
                 break;
             case GW_SIM_PRE_NVLINK_CRC: {
-                double rate = (0.5 + 60.0 * prog * prog * (0.5 + sev)) * dt_h * 60.0;
+                double rate = (0.5 + 60.0 * prog * prog * (0.5 + sev)) * sg->mag * dt_h * 60.0;
                 double n = floor(rate) + (u < rate - floor(rate) ? 1 : 0);
                 c->inc_flit += ceil(n * 0.6);
                 c->inc_data += floor(n * 0.2);
@@ -401,11 +415,12 @@ static int apply_events(struct gw_sim_gen *g, uint32_t node, const struct gw_sim
                 break;
             }
             case GW_SIM_PRE_PCIE_REPLAY:
-                if (prog > 0.3)
-                    c->inc_pcie += 5 + floor(45.0 * u);
+                if (prog > sg->onset)
+                    c->inc_pcie += floor((5.0 + floor(45.0 * u)) * sg->mag);
                 break;
             case GW_SIM_PRE_THROTTLE: {
-                double ph = (double)(t % 1200000) / 1200000.0;
+                int64_t ep = sg->episode_ms > 0 ? sg->episode_ms : 1200000;
+                double ph = (double)(t % ep) / (double)ep;
                 double on = 0.3 + 0.5 * prog;
                 double off0 = gw_sim_u01(gw_sim_mix(f->id));
                 double x = ph + off0;
@@ -413,12 +428,17 @@ static int apply_events(struct gw_sim_gen *g, uint32_t node, const struct gw_sim
                     x -= 1.0;
                 if (x < on) {
                     c->reasons |= 0x8 | 0x20 | (sev > 0.7 ? 0x40u : 0u);
-                    c->smclk *= 1.0 - (0.1 + 0.2 * sev);
-                    c->temp += 8.0 + 4.0 * sev;
+                    c->smclk *= 1.0 - sg->clk_deficit;
+                    c->temp += sg->temp_rise;
                     c->thermal_frac = 0.9;
                 }
                 break;
             }
+            case GW_SIM_PRE_MEM_PRESSURE:
+                /* host memory pressure: MemAvailable slides toward mem_floor, paging out */
+                a->n.mem_pressure = prog > a->n.mem_pressure ? prog : a->n.mem_pressure;
+                a->n.mem_floor = sg->mem_floor;
+                break;
             case GW_SIM_PRE_NONE:
             case GW_SIM_PRE_COUNT_:
                 break;
@@ -438,17 +458,35 @@ static int apply_events(struct gw_sim_gen *g, uint32_t node, const struct gw_sim
                 else if (f->effect == GW_SIM_EFF_SENTINEL)
                     a->gpu[i].sentinel = 1;
                 else if (f->effect == GW_SIM_EFF_FROZEN) {
-                    a->gpu[i].util = 95.0 + (double)(f->id % 6);
-                    a->gpu[i].power = POWER_IDLE + 10.0 * u;
-                    a->gpu[i].smclk = SM_CLOCK_IDLE;
-                    a->gpu[i].nvl_bps = 0;
-                    a->gpu[i].tensor = a->gpu[i].dram = 0;
-                    a->gpu[i].pcie_tx = a->gpu[i].pcie_rx = 0;
+                    /* GSP hang: readings repeat bit for bit (applied after the baits),
+                       power at idle */
+                    a->gpu[i].frozen = 1;
+                    a->gpu[i].power = g->spec->idle_power_w + 10.0 * u * g->spec->power_limit_w / 1000.0;
+                } else if (f->effect == GW_SIM_EFF_OS_COLLAPSE) {
+                    /* processes wedged: util near 0 with the framebuffer still held */
+                    struct gctx *x = &a->gpu[i];
+                    double fb = floor(fb_session(g, &rt->gpu[i]));
+                    x->util = floor(clampd(sg->util_level + 2.0 * tri(gw_sim_mix(h ^ (0x77 + i))), 0, 10));
+                    x->fb_used = x->fb_used > 0.5 * fb ? floor(fb) : x->fb_used;
+                    if (x->fb_used == 0 && st->phase == GW_SIM_PHASE_IDLE && f->session >= 0)
+                        x->fb_used = floor(fb);
+                    x->power = g->spec->idle_power_w + (x->util / 100.0) * (g->spec->busy_power_hi_w - g->spec->idle_power_w);
+                    x->tensor = x->util / 100.0 * 0.3;
+                    x->dram = x->util / 100.0 * 0.3;
+                    x->memcopy = floor(x->util * 0.3);
+                    x->nvl_bps = 0;
+                    x->pcie_tx = x->pcie_rx = 1e6;
+                    x->smclk = g->spec->sm_clock_max_mhz - floor(60.0 * u);
+                    x->reasons &= ~0x4u;
                 }
+            }
+            if (f->effect == GW_SIM_EFF_OS_COLLAPSE) {
+                a->n.os_collapse = 1;
+                a->n.intr_frac = sg->intr_frac;
             }
             if (f->effect == GW_SIM_EFF_VANISH || f->effect == GW_SIM_EFF_FROZEN ||
                 f->effect == GW_SIM_EFF_SENTINEL)
-                a->n.scrape_extra += 1.5 + 3.0 * u;
+                a->n.scrape_extra += sg->scrape_extra_s * (0.5 + u);
             switch (f->cls) {
             case GW_SIM_NVLINK:
                 a->n.nvl_fault = 1;
@@ -465,12 +503,17 @@ static int apply_events(struct gw_sim_gen *g, uint32_t node, const struct gw_sim
                     rt->mem_event_until = f->t_fault + 600000;
                 }
                 break;
-            case GW_SIM_FAIL_SLOW:
-                c->reasons |= 0x8 | 0x20 | (sev > 0.6 ? 0x40u : 0u);
-                c->smclk *= 1.0 - (0.1 + 0.2 * sev);
-                c->temp += 10.0;
+            case GW_SIM_FAIL_SLOW: {
+                /* thermal fail-slow: slowdown bits, clock below the siblings, die
+                   temperature climbing to temp_rise above them over ramp_ms */
+                double ramp = sg->ramp_ms > 0 ? clampd((double)(t - f->t_fault) / (double)sg->ramp_ms, 0, 1) : 1;
+                c->reasons |= sg->reason_bits;
+                c->smclk *= 1.0 - sg->clk_deficit;
+                c->temp += sg->temp_rise * ramp;
+                c->memtemp += 0.5 * sg->temp_rise * ramp;
                 c->thermal_frac = 1.0;
                 break;
+            }
             case GW_SIM_FELL_OFF_BUS:
             case GW_SIM_GSP:
             case GW_SIM_OTHER_HW:
@@ -529,6 +572,25 @@ static int apply_events(struct gw_sim_gen *g, uint32_t node, const struct gw_sim
         case GW_SIM_BAIT_COUNT_:
             break;
         }
+    }
+    /* frozen GPUs repeat their last readings exactly; only power moves (to idle) */
+    struct gctx *last = (struct gctx *)g->last_ctx + (size_t)node * GW_SIM_MAX_GPUS;
+    const uint8_t *has = g->has_last + (size_t)node * GW_SIM_MAX_GPUS;
+    for (uint32_t i = 0; i < g->cfg.gpus; i++) {
+        struct gctx *x = &a->gpu[i];
+        if (!x->frozen)
+            continue;
+        double pw = x->power;
+        int van = x->vanish, sen = x->sentinel;
+        if (has[i])
+            *x = last[i];
+        x->frozen = 1;
+        x->vanish = van;
+        x->sentinel = sen;
+        x->power = pw;
+        x->inc_sbe = x->inc_dbe = x->inc_corr = x->inc_uncorr = x->inc_pcie = 0;
+        x->inc_flit = x->inc_data = x->inc_replay = x->inc_recovery = 0;
+        x->thermal_frac = x->power_frac = 0;
     }
     return GW_OK;
 }
@@ -642,19 +704,19 @@ static size_t emit_dcgm(struct gw_sim_gen *g, uint32_t node, struct gw_sim_targe
         int fp = 0;
         switch ((enum gw_sim_fam)se->fam) {
         case F_SM_CLOCK: x = floor(c->smclk); break;
-        case F_MEM_CLOCK: x = MEM_CLOCK; break;
+        case F_MEM_CLOCK: x = g->spec->mem_clock_mhz; break;
         case F_MEMORY_TEMP: x = floor(c->memtemp + 0.5); break;
         case F_GPU_TEMP: x = floor(c->temp + 0.5); break;
         case F_POWER_USAGE: x = qz(c->power, 1000.0); fp = 1; break;
-        case F_TOTAL_ENERGY: x = cnt(ac, c->power * dt * 1000.0); break;
+        case F_TOTAL_ENERGY: x = cnt(ac, c->frozen ? 0.0 : c->power * dt * 1000.0); break;
         case F_PCIE_REPLAY: x = cnt(ac, c->inc_pcie); break;
         case F_GPU_UTIL: x = c->util; break;
         case F_MEM_COPY_UTIL: x = floor(c->memcopy); break;
         case F_ENC_UTIL: case F_DEC_UTIL: x = 0; break;
-        case F_FB_FREE: x = FB_TOTAL_MIB - FB_RESERVED_MIB - c->fb_used; break;
+        case F_FB_FREE: x = g->spec->fb_total_mib - FB_RESERVED_MIB - c->fb_used; break;
         case F_FB_USED: x = c->fb_used; break;
         case F_FB_RESERVED: x = FB_RESERVED_MIB; break;
-        case F_NVLINK_BW_TOTAL: x = cnt(ac, c->nvl_bps * dt / 1048576.0); break;   /* MiB */
+        case F_NVLINK_BW_TOTAL: x = cnt(ac, c->frozen ? 0.0 : c->nvl_bps * dt / 1048576.0); break;   /* MiB */
         case F_VGPU_LICENSE: x = SENT_INT; break;   /* bare metal: not supported */
         case F_UNCORR_REMAP: x = cnt(ac, c->inc_uncorr); break;
         case F_CORR_REMAP: x = cnt(ac, c->inc_corr); break;
@@ -670,15 +732,15 @@ static size_t emit_dcgm(struct gw_sim_gen *g, uint32_t node, struct gw_sim_targe
         case F_NVL_CRC_DATA: x = cnt(ac, c->inc_data); break;
         case F_NVL_REPLAY: x = cnt(ac, c->inc_replay); break;
         case F_NVL_RECOVERY: x = cnt(ac, c->inc_recovery); break;
-        case F_POWER_VIOL: x = cnt(ac, ((c->reasons & 0x4) ? 0.6 : 0.0) * dt * 1e6); break;
+        case F_POWER_VIOL: x = cnt(ac, ((c->reasons & 0x4) && !c->frozen ? 0.6 : 0.0) * dt * 1e6); break;
         case F_THERMAL_VIOL: x = cnt(ac, c->thermal_frac * dt * 1e6); break;
         case F_SYNC_BOOST_VIOL: case F_BOARD_LIMIT_VIOL: case F_RELIABILITY_VIOL:
             x = floor(*ac); break;
-        case F_LOW_UTIL_VIOL: x = cnt(ac, c->util < 1 ? dt * 1e6 : 0); break;
+        case F_LOW_UTIL_VIOL: x = cnt(ac, c->util < 1 && !c->frozen ? dt * 1e6 : 0); break;
         case F_REMAP_PENDING: x = c->remap_pending; break;
         case F_CLOCK_REASONS: x = (double)c->reasons; break;
-        case F_ENFORCED_PLIMIT: x = POWER_LIMIT; fp = 1; break;
-        case F_FB_TOTAL: x = FB_TOTAL_MIB; break;
+        case F_ENFORCED_PLIMIT: x = g->spec->power_limit_w; fp = 1; break;
+        case F_FB_TOTAL: x = g->spec->fb_total_mib; break;
         case F_SM_ACTIVE: x = qz(c->util / 100.0 * 0.93, 1e6); fp = 1; break;
         case F_NVLINK_TX: x = floor(c->nvl_bps * 0.5); break;
         case F_NVLINK_RX: x = floor(c->nvl_bps * 0.5 * 1.002); break;
@@ -753,6 +815,27 @@ static size_t emit_node(struct gw_sim_gen *g, uint32_t node, struct gw_sim_targe
         cached = memtot * 0.5;
     double slab = 9.5e9, buffers = 2.1e9;
     double freeb = memtot - anon - cached - slab - buffers - 4e9;
+    double avail = freeb + cached * 0.95 + slab * 0.6;
+    double pswpout = 0, pswpin = 0, majf = 0;
+    if (nc->mem_pressure > 0) {
+        /* host memory pressure: anonymous memory eats the page cache and the
+           free pages; MemAvailable slides toward mem_floor x MemTotal */
+        double p = clampd(nc->mem_pressure, 0, 1);
+        double target = memtot * nc->mem_floor;
+        double delta = (avail - target) * p;
+        if (delta < 0)
+            delta = 0;
+        anon += delta;
+        double from_cache = delta * 0.6 < cached * 0.9 ? delta * 0.6 : cached * 0.9;
+        cached -= from_cache;
+        freeb -= delta - from_cache;
+        if (freeb < memtot * 0.003)
+            freeb = memtot * 0.003;
+        avail -= delta;
+        pswpout = 4e4 * p * p;
+        pswpin = 2e3 * p * p;
+        majf = 3e3 * p;
+    }
     for (uint32_t k = 0; k < tg->n_sids; k++) {
         uint32_t s = tg->sids[k];
         const struct gw_sim_series *se = &g->series[s];
@@ -782,13 +865,15 @@ static size_t emit_node(struct gw_sim_gen *g, uint32_t node, struct gw_sim_targe
         case F_LOAD5: x = qz(rt->load5, 100.0); break;
         case F_LOAD15: x = qz(rt->load15, 100.0); break;
         case F_PGPGIN: x = cnt(ac, dt * nc->pgpgin); break;
-        case F_PGPGOUT: x = cnt(ac, dt * nc->pgpgout); break;
-        case F_PSWPIN: case F_PSWPOUT: case F_OOM_KILL: x = floor(*ac); break;
+        case F_PGPGOUT: x = cnt(ac, dt * (nc->pgpgout + 4.0 * pswpout)); break;
+        case F_PSWPIN: x = pswpin > 0 ? cnt(ac, dt * pswpin) : floor(*ac); break;
+        case F_PSWPOUT: x = pswpout > 0 ? cnt(ac, dt * pswpout) : floor(*ac); break;
+        case F_OOM_KILL: x = floor(*ac); break;
         case F_PGFAULT: x = cnt(ac, dt * nc->pgfault); break;
-        case F_PGMAJFAULT: x = cnt(ac, dt * (2.0 + 5.0 * u)); break;
+        case F_PGMAJFAULT: x = cnt(ac, dt * (2.0 + 5.0 * u + majf)); break;
         case F_MEM_TOTAL: x = memtot; break;
         case F_MEM_FREE: x = qz(freeb * (1.0 + 0.002 * (u - 0.5)), 1.0 / 1024.0); break;
-        case F_MEM_AVAIL: x = qz(freeb + cached * 0.95 + slab * 0.6, 1.0 / 1024.0); break;
+        case F_MEM_AVAIL: x = qz(avail, 1.0 / 1024.0); break;
         case F_MEM_BUFFERS: x = buffers; break;
         case F_MEM_CACHED: x = qz(cached, 1.0 / 1024.0); break;
         case F_MEM_ACTIVE: x = qz(anon * 0.9 + cached * 0.5, 1.0 / 1024.0); break;
@@ -993,6 +1078,8 @@ static int scrape(struct gw_sim_gen *g, uint32_t node, int job, int64_t t, int64
             const struct gw_sim_failure *f = &g->tl->failures[fi];
             if (f->effect == GW_SIM_EFF_NODE_DOWN && in_window(t, f->t_fault, f->t_recovered))
                 return 0;
+            if (f->effect == GW_SIM_EFF_OS_COLLAPSE && in_window(t, f->t_silent, f->t_recovered))
+                return 0;
         }
     }
     uint64_t tk = gw_sim_mix(g->cfg.seed ^ ((uint64_t)(node * 2 + (uint32_t)job) << 32) ^ 0x5c7a9e);
@@ -1036,6 +1123,8 @@ static int scrape(struct gw_sim_gen *g, uint32_t node, int job, int64_t t, int64
         uint64_t nk = gw_sim_mix(g->cfg.seed ^ ((uint64_t)node << 24) ^ 0xa11);
         uint64_t nrk = gw_sim_mix(nk ^ (uint64_t)(t / 1000));
         struct gctx_all a;
+        if (job != GW_SIM_JOB_DCGM)
+            memset(a.gpu, 0, sizeof(a.gpu));
         if (job == GW_SIM_JOB_DCGM) {
             for (uint32_t i = 0; i < g->cfg.gpus; i++) {
                 gpu_base(g, node, i, &st, t, nrk, &a.gpu[i]);
@@ -1074,6 +1163,22 @@ static int scrape(struct gw_sim_gen *g, uint32_t node, int job, int64_t t, int64
             a.n.procs_running = floor(1.5 * gw_sim_u01(gw_sim_mix(nrk ^ 0x2f)));
             for (uint32_t i = 0; i < g->cfg.gpus; i++)
                 a.gpu[i].nvl_bps = 0;   /* peers flatline */
+        }
+        if (a.n.os_collapse) {
+            /* OS wedged: interrupts at intr_frac of normal, nothing runnable */
+            a.n.intr *= a.n.intr_frac;
+            a.n.ctxt *= a.n.intr_frac;
+            a.n.procs_running = floor(2.0 * gw_sim_u01(gw_sim_mix(nrk ^ 0x3f)));
+            a.n.rdma_bps = 2e5;
+        }
+        if (job == GW_SIM_JOB_DCGM) {
+            struct gctx *last = (struct gctx *)g->last_ctx + (size_t)node * GW_SIM_MAX_GPUS;
+            uint8_t *has = g->has_last + (size_t)node * GW_SIM_MAX_GPUS;
+            for (uint32_t i = 0; i < g->cfg.gpus; i++)
+                if (!a.gpu[i].frozen) {
+                    last[i] = a.gpu[i];
+                    has[i] = 1;
+                }
         }
         extra = a.n.scrape_extra;
         if (job == GW_SIM_JOB_DCGM) {

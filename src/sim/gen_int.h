@@ -303,6 +303,9 @@ struct gw_sim_node_rt {
 struct gw_sim_gen {
     const struct gw_sim_timeline *tl;
     struct gw_sim_config cfg;
+    const struct gw_sim_gpu_spec *spec;   /* cfg.gpu_model's figures */
+    void *last_ctx;          /* gen.c: per node x GPU, the last unfrozen readings (GSP hang) */
+    uint8_t *has_last;
     gw_sim_series_filter filter;
     void *filter_ud;
     uint8_t keep[F_COUNT_];

@@ -50,6 +50,15 @@
  *   000000002.rw  2000     1764000000000  1764000030500  1
  * (times in Unix ms; "-" for the metadata request, which has no samples).
  *
+ * Random sharded arrival (shard_seed != 0): series go to connections by a
+ * seeded hash of their id; each request's size is drawn in [1, max
+ * samples]; a sealed request is held back 0..max_skew scrape rounds (per
+ * connection, redrawn every 20 rounds), so connections run up to max_skew
+ * scrapes apart in data time; held requests are released in a seeded
+ * connection order each round; ~1% of requests are sent twice (a retried
+ * duplicate). Each connection keeps its requests in order, so per-series
+ * order holds. The same seed gives the same plan (and the same files).
+ *
  * Neither url nor out_dir: the bodies are built and compressed but
  * dropped (measures the generator and encoder alone). */
 #include <errno.h>
@@ -88,6 +97,15 @@ struct req {
 
 struct out;
 
+/* A sealed request held back to emulate a lagging connection (shard_seed). */
+struct held {
+    struct held *next;
+    uint8_t *body;
+    size_t len;
+    uint64_t samples, min_round, due_round;
+    int64_t min_t, max_t;
+};
+
 struct shard {
     struct out *o;
     unsigned idx;
@@ -95,7 +113,10 @@ struct shard {
     struct gw_buf pb;
     uint64_t n_pending;
     int64_t min_t, max_t;
-    uint64_t min_round;
+    uint64_t min_round, max_round;
+    uint64_t limit;               /* samples that seal the next request */
+    uint64_t n_sealed;
+    struct held *hold_head, *hold_tail;
     /* queue: under o->mu */
     struct req *head, *tail;      /* head stays queued until acknowledged */
     size_t queued;
@@ -115,6 +136,9 @@ struct out {
     FILE *index;                  /* out_dir given */
     char dir[4096];
     uint64_t seq;                 /* last file number */
+    uint64_t shard_seed;          /* 0: lockstep, id % shards */
+    unsigned max_skew;
+    uint64_t duplicates;
     struct gw_buf snappy;         /* scratch for bodies that are not queued */
 
     pthread_mutex_t mu;
@@ -321,30 +345,36 @@ static int write_file(struct out *o, const uint8_t *body, size_t len, uint64_t s
     return GW_OK;
 }
 
-/* Compresses a protobuf body and hands it on: file, queue, or nothing. */
-static int emit(struct out *o, unsigned shard, const uint8_t *pb, size_t pb_len, uint64_t samples,
-                int64_t min_t, int64_t max_t, uint64_t min_round, struct gw_sim_output_stats *st,
-                struct gw_error *err)
+static uint64_t smix(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+/* Hands a compressed body on: file, queue, or nothing. Takes body. */
+static int deliver(struct out *o, unsigned shard, uint8_t *body, size_t len, uint64_t samples, int64_t min_t,
+                   int64_t max_t, uint64_t min_round, struct gw_error *err)
 {
     int rc;
-
-    gw_buf_reset(&o->snappy);
-    rc = gw_snappy_encode(pb, pb_len, &o->snappy);
-    if (rc != GW_OK)
-        return gw_error_set(err, rc, "cannot compress a request of %zu bytes", pb_len);
     o->seq++;
-    st->requests++;
-    st->bytes += o->snappy.len;
-    if (o->index != NULL && (rc = write_file(o, o->snappy.data, o->snappy.len, samples, min_t, max_t, shard, err)) != GW_OK)
+    if (o->index != NULL && (rc = write_file(o, body, len, samples, min_t, max_t, shard, err)) != GW_OK) {
+        free(body);
         return rc;
-    if (!o->sending)
+    }
+    if (!o->sending) {
+        free(body);
         return GW_OK;
-
+    }
     struct shard *sh = &o->shards[shard];
     struct req *r = calloc(1, sizeof *r);
-    if (r == NULL)
+    if (r == NULL) {
+        free(body);
         return gw_error_set(err, GW_ENOMEM, "out of memory");
-    r->body = gw_buf_steal(&o->snappy, &r->len);
+    }
+    r->body = body;
+    r->len = len;
     r->samples = samples;
     r->min_round = min_round;
     pthread_mutex_lock(&o->mu);
@@ -367,6 +397,113 @@ static int emit(struct out *o, unsigned shard, const uint8_t *pb, size_t pb_len,
     return GW_OK;
 }
 
+/* Delivers a body, and with shard_seed a retried duplicate of it ~1% of
+ * the time (the receiver answers exact duplicates with success). */
+static int deliver_maybe_twice(struct out *o, unsigned shard, uint8_t *body, size_t len, uint64_t samples,
+                               int64_t min_t, int64_t max_t, uint64_t min_round, struct gw_sim_output_stats *st,
+                               struct gw_error *err)
+{
+    int dup = o->shard_seed != 0 && samples > 0 && smix(o->shard_seed ^ 0xd0b1e ^ (o->seq + 1) * 0x2545F4914F6CDD1Dull) % 100 == 0;
+    uint8_t *copy = NULL;
+    if (dup) {
+        copy = malloc(len ? len : 1);
+        if (copy == NULL) {
+            free(body);
+            return gw_error_set(err, GW_ENOMEM, "out of memory");
+        }
+        memcpy(copy, body, len);
+    }
+    int rc = deliver(o, shard, body, len, samples, min_t, max_t, min_round, err);
+    if (dup) {
+        if (rc == GW_OK) {
+            st->requests++;
+            st->bytes += len;
+            o->duplicates++;
+            rc = deliver(o, shard, copy, len, samples, min_t, max_t, min_round, err);
+        } else {
+            free(copy);
+        }
+    }
+    return rc;
+}
+
+/* Releases, shard by shard in order, held requests due at round (all of
+ * them with force). */
+static int release_held(struct out *o, uint64_t round, int force, struct gw_sim_output_stats *st,
+                        struct gw_error *err)
+{
+    for (;;) {
+        int any = 0;
+        for (unsigned k = 0; k < o->n_shards; k++) {
+            /* shards in a seeded order per round: interleavings vary */
+            unsigned i = (unsigned)((k + smix(o->shard_seed ^ round) % o->n_shards) % o->n_shards);
+            struct shard *sh = &o->shards[i];
+            struct held *h = sh->hold_head;
+            if (h == NULL || (!force && h->due_round > round))
+                continue;
+            sh->hold_head = h->next;
+            if (sh->hold_head == NULL)
+                sh->hold_tail = NULL;
+            int rc = deliver_maybe_twice(o, i, h->body, h->len, h->samples, h->min_t, h->max_t, h->min_round, st, err);
+            free(h);
+            if (rc != GW_OK)
+                return rc;
+            any = 1;
+        }
+        if (!any)
+            return GW_OK;
+    }
+}
+
+/* Compresses a protobuf body and hands it on (held back first with shard_seed). */
+static int emit(struct out *o, unsigned shard, const uint8_t *pb, size_t pb_len, uint64_t samples,
+                int64_t min_t, int64_t max_t, uint64_t min_round, struct gw_sim_output_stats *st,
+                struct gw_error *err)
+{
+    int rc;
+
+    gw_buf_reset(&o->snappy);
+    rc = gw_snappy_encode(pb, pb_len, &o->snappy);
+    if (rc != GW_OK)
+        return gw_error_set(err, rc, "cannot compress a request of %zu bytes", pb_len);
+    st->requests++;
+    st->bytes += o->snappy.len;
+    size_t len = 0;
+    uint8_t *body = gw_buf_steal(&o->snappy, &len);
+    if (body == NULL && len > 0)
+        return gw_error_set(err, GW_ENOMEM, "out of memory");
+    if (body == NULL) {
+        body = malloc(1);
+        if (body == NULL)
+            return gw_error_set(err, GW_ENOMEM, "out of memory");
+    }
+    if (o->shard_seed == 0 || samples == 0)
+        return deliver(o, shard, body, len, samples, min_t, max_t, min_round, err);
+    /* hold it while its connection lags: 0..max_skew rounds, changing
+       every 20 rounds, seeded per connection */
+    struct shard *sh = &o->shards[shard];
+    struct held *h = calloc(1, sizeof *h);
+    if (h == NULL) {
+        free(body);
+        return gw_error_set(err, GW_ENOMEM, "out of memory");
+    }
+    uint64_t lag = smix(o->shard_seed ^ ((uint64_t)shard << 40) ^ (sh->max_round / 20) * 0x9E3779B97F4A7C15ull) %
+                   ((uint64_t)o->max_skew + 1);
+    h->body = body;
+    h->len = len;
+    h->samples = samples;
+    h->min_t = min_t;
+    h->max_t = max_t;
+    h->min_round = min_round;
+    h->due_round = sh->max_round + lag;
+    if (sh->hold_tail)
+        sh->hold_tail->next = h;
+    else
+        sh->hold_head = h;
+    sh->hold_tail = h;
+    return GW_OK;
+}
+
 static int seal(struct out *o, struct shard *sh, struct gw_sim_output_stats *st, struct gw_error *err)
 {
     int rc;
@@ -375,6 +512,10 @@ static int seal(struct out *o, struct shard *sh, struct gw_sim_output_stats *st,
     rc = emit(o, sh->idx, sh->pb.data, sh->pb.len, sh->n_pending, sh->min_t, sh->max_t, sh->min_round, st, err);
     gw_buf_reset(&sh->pb);
     sh->n_pending = 0;
+    sh->n_sealed++;
+    if (o->shard_seed != 0)   /* the next request's size: uniform in [1, max] */
+        sh->limit = 1 + smix(o->shard_seed ^ ((uint64_t)sh->idx << 48) ^ sh->n_sealed * 0x9E3779B97F4A7C15ull) %
+                            o->max_samples;
     return rc;
 }
 
@@ -392,7 +533,9 @@ static int seal_all(struct out *o, struct gw_sim_output_stats *st, struct gw_err
 static int add_sample(struct out *o, uint32_t id, int64_t t, double v, uint64_t round,
                       struct gw_sim_output_stats *st, struct gw_error *err)
 {
-    struct shard *sh = &o->shards[id % o->n_shards];
+    unsigned si = o->shard_seed != 0 ? (unsigned)(smix(o->shard_seed ^ ((uint64_t)id * 0x9E3779B97F4A7C15ull)) % o->n_shards)
+                                     : id % o->n_shards;
+    struct shard *sh = &o->shards[si];
     size_t ll = 0;
     const uint8_t *lb = gw_sim_gen_series_pb(o->g, id, &ll);
     uint64_t bits;
@@ -425,8 +568,10 @@ static int add_sample(struct out *o, uint32_t id, int64_t t, double v, uint64_t 
     sh->pb.len = (size_t)(p - sh->pb.data);
     if (sh->n_pending == 0) {
         sh->min_t = sh->max_t = t;
-        sh->min_round = round;
+        sh->min_round = sh->max_round = round;
     } else {
+        if (round > sh->max_round)
+            sh->max_round = round;
         if (t < sh->min_t)
             sh->min_t = t;
         if (t > sh->max_t)
@@ -434,7 +579,7 @@ static int add_sample(struct out *o, uint32_t id, int64_t t, double v, uint64_t 
     }
     sh->n_pending++;
     st->samples++;
-    if (sh->n_pending >= o->max_samples || sh->pb.len >= MAX_PB_BYTES)
+    if (sh->n_pending >= sh->limit || sh->pb.len >= MAX_PB_BYTES)
         return seal(o, sh, st, err);
     return GW_OK;
 }
@@ -442,9 +587,15 @@ static int add_sample(struct out *o, uint32_t id, int64_t t, double v, uint64_t 
 /* Before round r: everything of rounds <= r - LAG_ROUNDS acknowledged. */
 static int lockstep(struct out *o, uint64_t round, struct gw_sim_output_stats *st, struct gw_error *err)
 {
-    if (!o->sending || round < LAG_ROUNDS)
+    if (o->shard_seed != 0) {
+        int rc = release_held(o, round, 0, st, err);
+        if (rc != GW_OK)
+            return rc;
+    }
+    uint64_t lag_rounds = LAG_ROUNDS + (o->shard_seed != 0 ? o->max_skew : 0);
+    if (!o->sending || round < lag_rounds)
         return GW_OK;
-    uint64_t limit = round - LAG_ROUNDS;
+    uint64_t limit = round - lag_rounds;
     for (unsigned i = 0; i < o->n_shards; i++) {
         struct shard *sh = &o->shards[i];
         if (sh->n_pending > 0 && sh->min_round <= limit) {
@@ -452,6 +603,11 @@ static int lockstep(struct out *o, uint64_t round, struct gw_sim_output_stats *s
             if (rc != GW_OK)
                 return rc;
         }
+    }
+    if (o->shard_seed != 0) {   /* what was sealed here and is overdue goes out now */
+        int rc = release_held(o, round, 0, st, err);
+        if (rc != GW_OK)
+            return rc;
     }
     pthread_mutex_lock(&o->mu);
     for (;;) {
@@ -600,6 +756,8 @@ int gw_sim_output_run(struct gw_sim_gen *g, const struct gw_sim_output_opts *opt
         return gw_error_set(err, GW_EINVAL, "speed must be >= 0 (got %g)", opts->speed);
     if (opts->connections > MAX_CONNECTIONS)
         return gw_error_set(err, GW_EINVAL, "connections must be 1..%d (got %u)", MAX_CONNECTIONS, opts->connections);
+    if (opts->shard_seed != 0 && opts->max_skew > 1000)
+        return gw_error_set(err, GW_EINVAL, "max skew must be 0..1000 scrapes (got %u)", opts->max_skew);
     if (opts->max_samples_per_request > MAX_SAMPLES_PER_REQUEST)
         return gw_error_set(err, GW_EINVAL, "samples per request must be 1..%d (got %zu)", MAX_SAMPLES_PER_REQUEST,
                             opts->max_samples_per_request);
@@ -610,6 +768,8 @@ int gw_sim_output_run(struct gw_sim_gen *g, const struct gw_sim_output_opts *opt
     o.g = g;
     o.n_shards = opts->connections ? opts->connections : 4;
     o.max_samples = opts->max_samples_per_request ? opts->max_samples_per_request : 2000;
+    o.shard_seed = opts->shard_seed;
+    o.max_skew = opts->max_skew ? opts->max_skew : 3;
     o.sending = opts->url != NULL && opts->url[0] != '\0';
     pthread_mutex_init(&o.mu, NULL);
     pthread_cond_init(&o.cv_main, NULL);
@@ -622,6 +782,9 @@ int gw_sim_output_run(struct gw_sim_gen *g, const struct gw_sim_output_opts *opt
     for (unsigned i = 0; i < o.n_shards; i++) {
         o.shards[i].o = &o;
         o.shards[i].idx = i;
+        o.shards[i].limit = o.max_samples;
+        if (o.shard_seed != 0)
+            o.shards[i].limit = 1 + smix(o.shard_seed ^ ((uint64_t)i << 48)) % o.max_samples;
         gw_buf_init(&o.shards[i].pb, 0);
         pthread_cond_init(&o.shards[i].cv, NULL);
     }
@@ -702,6 +865,8 @@ int gw_sim_output_run(struct gw_sim_gen *g, const struct gw_sim_output_opts *opt
         }
     }
     rc = seal_all(&o, &st, err);
+    if (rc == GW_OK && o.shard_seed != 0)
+        rc = release_held(&o, round, 1, &st, err);
 
 out:
     if (rc == GW_ESHUTDOWN)
@@ -736,6 +901,12 @@ out:
             free(r->body);
             free(r);
         }
+        while (sh->hold_head) {
+            struct held *h = sh->hold_head;
+            sh->hold_head = h->next;
+            free(h->body);
+            free(h);
+        }
         gw_buf_free(&sh->pb);
         gw_httpc_close(sh->http);
         pthread_cond_destroy(&sh->cv);
@@ -745,6 +916,7 @@ out:
     pthread_cond_destroy(&o.cv_main);
     pthread_mutex_destroy(&o.mu);
     st.retries = o.retries;
+    st.duplicates = o.duplicates;
     st.series = gw_sim_gen_series_count(g);
     st.seconds = (double)(gw_mono_ns() - t0_ns) / 1e9;
     if (st_out != NULL)

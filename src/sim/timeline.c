@@ -51,6 +51,7 @@
 #define EXCLUDE_FIRST_PROB 0.4
 #define EXCLUDE_REPEAT_PROB 0.9
 #define MANUAL_EXCLUDE_PROB 0.7
+#define OS_COLLAPSE_SHARE 0.5          /* of other_hw: node OS collapse; the rest PSU / board */
 
 /* ------------------------------------------------------------ names */
 const char *gw_sim_class_name(enum gw_sim_class c)
@@ -91,6 +92,7 @@ const char *gw_sim_precursor_name(enum gw_sim_precursor p)
     case GW_SIM_PRE_NVLINK_CRC: return "nvlink_crc";
     case GW_SIM_PRE_PCIE_REPLAY: return "pcie_replay";
     case GW_SIM_PRE_THROTTLE: return "throttle";
+    case GW_SIM_PRE_MEM_PRESSURE: return "mem_pressure";
     case GW_SIM_PRE_COUNT_: break;
     }
     return "unknown";
@@ -143,6 +145,8 @@ struct ckx { double avg_bps; int64_t planned_ms; };
 struct bld {
     const struct gw_sim_config *c;
     struct gw_sim_rng rng;
+    struct gw_sim_rng srng;         /* signatures: a stream of its own, so that the draws of the
+                                       original model (and its timeline) stay as they were */
     int64_t t0, t1;
     uint32_t n;                     /* nodes */
     uint8_t *spare, *lemon;
@@ -169,6 +173,39 @@ static int64_t first_slot_at_or_after(const struct bld *b, int64_t t)
     return s < b->t1 ? s : GW_SIM_NO_TIME;
 }
 
+/* Fixed signature parameters (the model's defaults) for a severity. */
+static void sig_fixed(struct gw_sim_signature *g, double sev)
+{
+    g->mag = 1.0;
+    g->onset = 0.3;
+    g->episode_ms = 20 * GW_SIM_MIN_MS;
+    g->clk_deficit = 0.1 + 0.2 * sev;
+    g->temp_rise = 8.0 + 4.0 * sev;
+    g->ramp_ms = 5 * GW_SIM_MIN_MS;
+    g->reason_bits = 0x8u | 0x20u | (sev > 0.6 ? 0x40u : 0u);
+    g->scrape_extra_s = 3.0;
+    g->util_level = 5.0;
+    g->intr_frac = 0.275;
+    g->mem_floor = 0.03;
+}
+
+/* Random signature parameters, uniform within the documented ranges
+ * (docs/simulator.md 5.5). */
+static void sig_random(struct gw_sim_rng *r, struct gw_sim_signature *g)
+{
+    g->mag = gw_sim_rng_uniform(r, 0.5, 2.0);
+    g->onset = gw_sim_rng_uniform(r, 0.0, 0.6);
+    g->episode_ms = gw_sim_rng_minutes(r, 10, 40);
+    g->clk_deficit = gw_sim_rng_uniform(r, 0.10, 0.30);
+    g->temp_rise = gw_sim_rng_uniform(r, 8.0, 15.0);
+    g->ramp_ms = gw_sim_rng_minutes(r, 2, 10);
+    g->reason_bits = 0x20u | (gw_sim_rng_chance(r, 0.5) ? 0x40u : 0u) | (gw_sim_rng_chance(r, 0.4) ? 0x8u : 0u);
+    g->scrape_extra_s = gw_sim_rng_uniform(r, 1.3, 3.3);
+    g->util_level = gw_sim_rng_uniform(r, 0.0, 10.0);
+    g->intr_frac = gw_sim_rng_uniform(r, 0.20, 0.35);
+    g->mem_floor = gw_sim_rng_uniform(r, 0.02, 0.06);
+}
+
 static struct gw_sim_failure *new_failure(struct bld *b, uint8_t *shown)
 {
     uint8_t **fn = vec_push(&b->fnodes);
@@ -181,6 +218,9 @@ static struct gw_sim_failure *new_failure(struct bld *b, uint8_t *shown)
     f->t_xid_visible = GW_SIM_NO_TIME;
     f->session = -1;
     f->n_nodes = 1;
+    f->t_kill = GW_SIM_NO_TIME;
+    f->t_silent = GW_SIM_NO_TIME;
+    sig_fixed(&f->sig, 0.65);
     return f;
 }
 
@@ -217,8 +257,9 @@ static uint32_t prior_failures(const struct bld *b, uint32_t node, int64_t t)
 /* Fills f's class-specific fields for a hardware event at f->t_fault. */
 static void shape_hw_failure(struct bld *b, struct gw_sim_failure *f, uint32_t prior_fob)
 {
-    struct gw_sim_rng *r = &b->rng;
+    struct gw_sim_rng *r = &b->rng, *s = &b->srng;
     const uint32_t gpus = b->c->gpus;
+    int64_t xid_delay = 0;
     double u = gw_sim_rng_unit(r);
     f->severity = gw_sim_rng_uniform(r, 0.3, 1.0);
     f->gpu = (int32_t)gw_sim_rng_below(r, gpus);
@@ -290,8 +331,11 @@ static void shape_hw_failure(struct bld *b, struct gw_sim_failure *f, uint32_t p
         f->xid = gw_sim_rng_chance(r, 0.7) ? 119 : 120;
         f->action = GW_SIM_ACT_RESET_GPU;
         f->effect = GW_SIM_EFF_FROZEN;
-        show_xid = gw_sim_rng_chance(r, 0.35);
+        (void)gw_sim_rng_chance(r, 0.35);             /* the former visibility draw: keeps the stream */
         f->t_recovered = t + gw_sim_rng_minutes(r, 10, 30);
+        /* GSP hang: the XID reaches the exporter 2-15 min late, or never (30%) */
+        show_xid = gw_sim_rng_chance(s, 0.7);
+        xid_delay = gw_sim_rng_minutes(s, 2, 15);
     } else if (u < 0.92) {                            /* fail-slow: throttling, no XID */
         f->cls = GW_SIM_FAIL_SLOW;
         f->xid = 0;
@@ -321,10 +365,34 @@ static void shape_hw_failure(struct bld *b, struct gw_sim_failure *f, uint32_t p
             f->action = GW_SIM_ACT_DRAIN_NODE;
             f->t_recovered = t + (int64_t)(gw_sim_rng_uniform(r, 0.25, 3.0) * GW_SIM_DAY_MS);
         }
+        if (gw_sim_rng_chance(s, OS_COLLAPSE_SHARE)) {  /* node OS collapse */
+            f->effect = GW_SIM_EFF_OS_COLLAPSE;
+            f->precursor = GW_SIM_PRE_NONE;
+            f->t_precursor_start = GW_SIM_NO_TIME;
+            if (gw_sim_rng_chance(s, 0.5)) {
+                f->precursor = GW_SIM_PRE_MEM_PRESSURE;
+                f->t_precursor_start = t - gw_sim_rng_minutes(s, 5, 30);
+            }
+            f->t_kill = t + gw_sim_rng_minutes(s, 10, 30);
+            f->t_silent = t + gw_sim_rng_minutes(s, 15, 30);
+            if (f->action == GW_SIM_ACT_REBOOT_NODE)
+                f->t_recovered = f->t_silent + gw_sim_rng_minutes(s, 15, 45);
+            else if (f->t_recovered <= f->t_silent)
+                f->t_recovered = f->t_silent + GW_SIM_HOUR_MS;
+        }
     }
+    if (b->c->shape_jitter) {
+        sig_random(s, &f->sig);
+        if (f->cls != GW_SIM_GSP && f->xid)           /* XID reaches the exporter 0-2 min late */
+            xid_delay = gw_sim_rng_minutes(s, 0, 2);
+    } else {
+        sig_fixed(&f->sig, f->severity);
+    }
+    if (f->t_kill == GW_SIM_NO_TIME)
+        f->t_kill = t;
     if (f->t_precursor_start != GW_SIM_NO_TIME && f->t_precursor_start < b->t0)
         f->t_precursor_start = b->t0;                 /* the ramp is under way when data starts */
-    f->t_xid_visible = show_xid && f->xid ? first_slot_at_or_after(b, t) : GW_SIM_NO_TIME;
+    f->t_xid_visible = show_xid && f->xid ? first_slot_at_or_after(b, t + xid_delay) : GW_SIM_NO_TIME;
 }
 
 static int gen_hw_failures(struct bld *b)
@@ -582,7 +650,8 @@ static int gen_sessions(struct bld *b)
         if (planned > b->t1) planned = b->t1;         /* still running when the data ends */
         uint32_t sidx = (uint32_t)b->sess.n;
         int32_t killer = first_hw_killer(b, mem, t, planned);
-        int64_t end = killer >= 0 ? FAIL(b, killer).t_fault : planned;
+        int64_t end = killer >= 0 ? FAIL(b, killer).t_kill : planned;
+        if (end > b->t1) end = b->t1;
         /* app-level XIDs while training, some of which kill the session */
         if (!start_fail && t_steady < end) {
             double rate = APP_XID_PER_NODE_DAY * (double)cnt * b->c->failure_scale / GW_SIM_DAY_MS;
@@ -712,9 +781,9 @@ static int gen_baits(struct bld *b)
     const int64_t iv = b->c->interval_ms;
     for (uint32_t i = 0; i < b->n; i++) {
         for (int k = 0; k < GW_SIM_BAIT_COUNT_; k++) {
-            double per_ms = rate[k] / GW_SIM_DAY_MS;
+            double per_ms = rate[k] * b->c->bait_scale / GW_SIM_DAY_MS;
             double t = (double)b->t0;
-            for (;;) {
+            while (per_ms > 0) {
                 t += gw_sim_rng_exp(r, 1.0 / per_ms);
                 if (t >= (double)b->t1) break;
                 int64_t ts = (int64_t)t, te;
@@ -968,6 +1037,7 @@ int gw_sim_timeline_build(const struct gw_sim_config *c, struct gw_sim_timeline 
     if (!tl || !p) goto fail;
     tl->cfg = *c;
     gw_sim_rng_seed(&b.rng, c->seed);
+    gw_sim_rng_seed(&b.srng, c->seed ^ 0x5167a7e5ull);
     b.spare = calloc(b.n, 1);
     b.lemon = calloc(b.n, 1);
     b.scratch = calloc(b.n, sizeof *b.scratch);
@@ -1003,6 +1073,8 @@ int gw_sim_timeline_build(const struct gw_sim_config *c, struct gw_sim_timeline 
     if ((rc = gen_hw_failures(&b)) != GW_OK) goto fail;
     if ((rc = gen_sessions(&b)) != GW_OK) goto fail;
     if ((rc = gen_baits(&b)) != GW_OK) goto fail;
+    for (size_t i = 0; i < b.fails.n; i++)
+        if (FAIL(&b, i).t_kill == GW_SIM_NO_TIME) FAIL(&b, i).t_kill = FAIL(&b, i).t_fault;
     if ((rc = sort_events(&b)) != GW_OK) goto fail;
 
     tl->failures = b.fails.p; tl->n_failures = b.fails.n; b.fails.p = NULL;
@@ -1176,6 +1248,8 @@ int gw_sim_node_state_at(const struct gw_sim_timeline *tl, uint32_t node, int64_
     for (uint32_t i = 0; i < nf; i++) {
         const struct gw_sim_failure *f = &tl->failures[all[i]];
         if (f->effect == GW_SIM_EFF_NODE_DOWN && t >= f->t_fault) st->dcgm_up = st->node_up = 0;
+        if (f->effect == GW_SIM_EFF_OS_COLLAPSE && f->t_silent != GW_SIM_NO_TIME && t >= f->t_silent)
+            st->dcgm_up = st->node_up = 0;
     }
     st->n_failures = nf < GW_SIM_STATE_MAX_ACTIVE ? nf : GW_SIM_STATE_MAX_ACTIVE;
     uint32_t nb = stab(x->baits, x->n_baits, t, st->baits, GW_SIM_STATE_MAX_ACTIVE, all, STAB_MAX);

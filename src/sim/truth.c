@@ -12,7 +12,7 @@
  *    "session":12,"effect":"none","severity":0.71,"n_nodes":1}
  *     gpu null for node-level events; xid 0 when none is shown; precursor
  *     "none" with t_precursor_start null; session null when it killed none;
- *     effect one of none, vanish, sentinel, frozen, node_down; n_nodes is
+ *     effect one of none, vanish, sentinel, frozen, node_down, os_collapse; n_nodes is
  *     the number of nodes showing a collective burst (1 otherwise).
  *   {"type":"session","id":12,"chain":7,"attempt":0,"t_start":1763990000000,
  *    "t_steady":1763990420000,"t_end":1764001800000,"outcome":"failed","failure":3,
@@ -48,6 +48,7 @@ static const char *effect_name(enum gw_sim_fault_effect e)
     case GW_SIM_EFF_SENTINEL: return "sentinel";
     case GW_SIM_EFF_FROZEN: return "frozen";
     case GW_SIM_EFF_NODE_DOWN: return "node_down";
+    case GW_SIM_EFF_OS_COLLAPSE: return "os_collapse";
     }
     return "unknown";
 }
