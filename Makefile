@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 DATA       ?= ./data
 LISTEN     ?= 127.0.0.1:9201
 
-.PHONY: all deps build test test-unit test-asan test-tsan run bench bench-query evaluate clean
+.PHONY: all deps build test test-unit test-asan test-tsan test-replay-week run bench bench-query evaluate evaluate-variations clean
 
 all: build
 
@@ -42,6 +42,12 @@ test-tsan:
 	cmake --build $(BUILD_TSAN) -j $(JOBS)
 	cd $(BUILD_TSAN) && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L unit
 
+# The same simulated week sent through serve five times in different random
+# shardings must give byte-identical ALERTS samples (the default test run
+# does one day).
+test-replay-week: build
+	GW_IT_REPLAY_DAYS=7 bash tests/integration/it_alerts_replay.sh $(BUILD)
+
 # The main job: gpuwatch serving a local data dir, fed by a local
 # Prometheus that scrapes node_exporter and remote-writes to it.
 run: deps build
@@ -56,6 +62,11 @@ bench-query: deps build
 # The detectors scored against the simulator's ground truth (3 x 55 days, ~10 min on 2 cores).
 evaluate: deps build
 	$(BUILD)/gpuwatch evaluate --profile paper --seeds 1,2,3
+
+# The detectors on variation families (label styles, intervals, cluster
+# sizes, GPU models, doubled baits, shuffled arrival), 3 seeds each.
+evaluate-variations: deps build
+	$(BUILD)/gpuwatch evaluate --variations --seeds 1,2,3
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN)
