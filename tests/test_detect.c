@@ -1304,6 +1304,8 @@ static void test_detect_time_to_alert(void **state)
                         f < 0 ? -1LL : (long long)((f - onset) / 1000));
                 print_tr("alerts", r.tr);
             }
+            fprintf(stderr, "time to alert at %2lld s scrapes: %-28s %5.1f min\n", (long long)(sc.iv / 1000), want[i].what,
+                    (double)(f - onset) / 60000.0);
             assert_true(f >= onset && f - onset <= 5 * MIN);
         }
         /* nothing else: the checkpoint, the idle GPU and every other node stay quiet */
