@@ -83,9 +83,10 @@ void det_d2_sample(struct gw_det *d, struct det_series *s, int64_t t, double v)
 {
     if (!(v < d->c.sentinel_min) || v != v) return;
     struct det_gpu *x = &d->nodes[s->node].gpus[s->gpu];
-    char ev[384], when[32];
-    det_fmt_time(t, when, sizeof when);
+    char ev[384], when[32] = "";
     double delta = det_counter_delta(s, v);
+    int raising = delta > 0 || ((s->role == R_REMAP_FAILURE || s->role == R_REMAP_PENDING) && v > 0);
+    if (raising) det_fmt_time(t, when, sizeof when);
     switch (s->role) {
     case R_REMAP_UNCORR:
     case R_DBE_VOL:

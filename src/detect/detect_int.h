@@ -134,6 +134,7 @@ struct det_node {
     int64_t last_answer[2];          /* newest answer per exporter (evidence) */
     uint32_t slot[N_NSLOT];
     uint16_t ivh[DET_GRID];          /* this node's scrape-interval histogram */
+    int64_t iv_node;                 /* its interval from ivh (0: not known yet), kept current by learn_interval */
     uint8_t silent, collapse_streak, mempress_streak, busy, busy_prev, up_gpu_streak;
     uint8_t pad[2];
     /* D4: this node's own slow baselines while training (0 unknown) */

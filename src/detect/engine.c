@@ -166,23 +166,27 @@ int64_t det_node_interval(const struct gw_det *d, const struct det_node *n)
 {
     int64_t iv = det_interval(d);
     if (d->c.interval_ms > 0) return iv;
+    return n->iv_node > iv ? n->iv_node : iv;
+}
+
+/* The grid value seen most often in a node's histogram (0 under 2 counts). */
+static int64_t node_grid_interval(const struct det_node *n)
+{
     int best = -1;
-    uint32_t cnt = 0;
-    for (int i = 0; i < DET_GRID; i++)
+    uint32_t cnt = 0, total = 0;
+    for (int i = 0; i < DET_GRID; i++) {
+        total += n->ivh[i];
         if (n->ivh[i] > cnt) {
             cnt = n->ivh[i];
             best = i;
         }
-    if (best >= 0 && cnt >= 2 && k_grid[best] > iv) return k_grid[best];
-    return iv;
+    }
+    return best >= 0 && total >= 2 ? k_grid[best] : 0;
 }
 
 int det_node_interval_known(const struct gw_det *d, const struct det_node *n)
 {
-    if (d->c.interval_ms > 0) return 1;
-    uint32_t total = 0;
-    for (int i = 0; i < DET_GRID; i++) total += n->ivh[i];
-    return total >= 2;
+    return d->c.interval_ms > 0 || n->iv_node > 0;
 }
 
 /* Lateness: configured, else 60 s within 2 to 6 intervals. A series may be
@@ -214,7 +218,16 @@ static int cmp_double(const void *a, const void *b)
 double det_median(double *v, size_t n)
 {
     if (n == 0) return NAN;
-    qsort(v, n, sizeof *v, cmp_double);
+    if (n <= 32) {   /* siblings and small fleets: insertion sort beats qsort's calls */
+        for (size_t i = 1; i < n; i++) {
+            double x = v[i];
+            size_t j = i;
+            for (; j > 0 && v[j - 1] > x; j--) v[j] = v[j - 1];
+            v[j] = x;
+        }
+    } else {
+        qsort(v, n, sizeof *v, cmp_double);
+    }
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
@@ -832,7 +845,10 @@ static void learn_interval(struct gw_det *d, struct det_node *n, int64_t dt)
 {
     int g = grid_slot(dt);
     if (g < 0) return;
-    if (n->ivh[g] < 65535) n->ivh[g]++;
+    if (n->ivh[g] < 65535) {
+        n->ivh[g]++;
+        n->iv_node = node_grid_interval(n);
+    }
     if (d->k.iv > 0) return;
     d->k.ivh[g]++;
     uint32_t total = 0, best = 0;

@@ -273,6 +273,7 @@ static void merge_node(struct gw_det *d, uint32_t a, uint32_t c)
     for (int k = 0; k < N_NSLOT; k++)
         if (!nc->slot[k]) nc->slot[k] = na->slot[k];
     for (int k = 0; k < DET_GRID; k++) nc->ivh[k] = (uint16_t)(nc->ivh[k] + na->ivh[k] > 65535 ? 65535 : nc->ivh[k] + na->ivh[k]);
+    if (!nc->iv_node) nc->iv_node = na->iv_node;
     if (na->gpu_count > nc->gpu_count) nc->gpu_count = na->gpu_count;
     for (int g = 0; g < DET_MAX_GPUS; g++) {
         struct det_gpu *ga = &na->gpus[g], *gc = &nc->gpus[g];
