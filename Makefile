@@ -41,8 +41,9 @@ build-clang-release:
 	cmake --build $(BUILD_CLANG) -j $(JOBS)
 	cd $(BUILD_CLANG) && ctest --output-on-failure -L unit
 
-# No source includes a header of a higher layer or another module's
-# *_int.h (docs/architecture.md).
+# No source includes a header of a higher layer, another module's private
+# header (*_int.h) or a library another module owns (docs/architecture.md).
+# Every CMake build runs it too.
 check-includes:
 	bash scripts/check-includes.sh
 
