@@ -2,11 +2,12 @@
 BUILD      ?= build
 BUILD_ASAN ?= build-asan
 BUILD_TSAN ?= build-tsan
+BUILD_CLANG ?= build-clang
 JOBS       ?= $(shell nproc)
 DATA       ?= ./data
 LISTEN     ?= 127.0.0.1:9201
 
-.PHONY: all deps build test test-unit test-asan test-tsan test-replay-week run bench bench-query evaluate evaluate-variations clean
+.PHONY: all deps build test test-unit test-asan test-tsan test-replay-week build-clang-release check-includes run bench bench-query evaluate evaluate-variations clean
 
 all: build
 
@@ -19,16 +20,32 @@ $(BUILD)/CMakeCache.txt:
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Everything CI runs: unit + integration tests, then the unit tests again
-# under AddressSanitizer + UndefinedBehaviorSanitizer and under
-# ThreadSanitizer.
-test: deps build
-	cd $(BUILD) && ctest --output-on-failure
+# Everything CI runs: the include layering check, unit + integration tests
+# (a missing peer program fails its test: GW_ALLOW_SKIP=0), the clang
+# Release build with its unit tests, then the unit tests again under
+# AddressSanitizer + UndefinedBehaviorSanitizer and under ThreadSanitizer.
+test: deps check-includes build
+	cd $(BUILD) && GW_ALLOW_SKIP=0 ctest --output-on-failure
+	$(MAKE) build-clang-release
 	$(MAKE) test-asan
 	$(MAKE) test-tsan
 
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -L unit
+
+# Users build Release too, and clang and -O3 find what -O2 gcc does not:
+# the whole tree (library, CLI, tests, bench tools) with clang -O3, then its
+# unit tests (~25 s).
+build-clang-release:
+	cmake -S . -B $(BUILD_CLANG) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD_CLANG) -j $(JOBS)
+	cd $(BUILD_CLANG) && ctest --output-on-failure -L unit
+
+# No source includes a header of a higher layer, another module's private
+# header (*_int.h) or a library another module owns (docs/architecture.md).
+# Every CMake build runs it too.
+check-includes:
+	bash scripts/check-includes.sh
 
 test-asan:
 	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DGW_SANITIZE=ON -DGW_BUILD_BENCH=OFF
@@ -69,4 +86,4 @@ evaluate-variations: deps build
 	$(BUILD)/gpuwatch evaluate --variations --seeds 1,2,3
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD_CLANG)

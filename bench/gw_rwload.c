@@ -970,6 +970,19 @@ static int hdr_is(const char *line, const char *name, const char **val)
     return 1;
 }
 
+/* Copies a header value that must fit whole: 0, or -1 (c->err set) when
+ * it is longer than the field, so that no value is compared cut short. */
+static int hdr_copy(struct http *c, char *dst, size_t cap, const char *name, const char *v)
+{
+    size_t n = strlen(v);
+    if (n >= cap) {
+        snprintf(c->err, sizeof c->err, "%s header longer than %zu bytes", name, cap - 1);
+        return -1;
+    }
+    memcpy(dst, v, n + 1);
+    return 0;
+}
+
 /* One request/response. 0: got a response (any status); -1: transport
  * error (c->err says what; the connection is closed). */
 static int http_do_once(struct http *c, const char *method, const char *extra_hdrs,
@@ -1009,9 +1022,9 @@ static int http_do_once(struct http *c, const char *method, const char *extra_hd
         } else if (hdr_is(line, "Connection", &v)) {
             if (strcasestr(v, "close")) conn_close = 1;
         } else if (hdr_is(line, "Content-Type", &v)) {
-            snprintf(r->ctype, sizeof r->ctype, "%s", v);
+            if (hdr_copy(c, r->ctype, sizeof r->ctype, "Content-Type", v) != 0) goto fail;
         } else if (hdr_is(line, "Content-Encoding", &v)) {
-            snprintf(r->cenc, sizeof r->cenc, "%s", v);
+            if (hdr_copy(c, r->cenc, sizeof r->cenc, "Content-Encoding", v) != 0) goto fail;
         }
     }
     int no_body = status == 204 || status == 304 || (status >= 100 && status < 200) || strcmp(method, "HEAD") == 0;

@@ -2,7 +2,7 @@
 # Installs the Debian packages gpuwatch needs to build, test and benchmark.
 # Idempotent: does nothing when everything is present. Run as root.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config
+pkgs=(build-essential clang cmake pkg-config
       libprotobuf-c-dev protobuf-c-compiler libsnappy-dev libmicrohttpd-dev
       liblmdb-dev lmdb-utils libcmocka-dev libxxhash-dev libzstd-dev libpcre2-dev
       prometheus prometheus-node-exporter victoria-metrics curl python3

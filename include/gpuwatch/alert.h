@@ -40,7 +40,8 @@
  * Thread-safety: every function may be called from any thread (one mutex).
  * Raise/advance are O(1) amortised (hash table of alerts) and do no I/O:
  * log writes happen in gw_alerts_sync() (and gw_alerts_close()),
- * notifications on the notifier thread. */
+ * notifications on the notifier thread.
+ * Layer: L4 features (src/alert/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_ALERT_H
 #define GW_ALERT_H
 

@@ -1,6 +1,7 @@
 /* gpuwatch/arena.h - bump allocator for one request (decode, query).
  * Allocations live until gw_arena_reset()/gw_arena_free(). A ceiling bounds
- * total bytes so hostile input cannot make it grow without limit. */
+ * total bytes so hostile input cannot make it grow without limit.
+ * Layer: L0 base (src/base/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_ARENA_H
 #define GW_ARENA_H
 

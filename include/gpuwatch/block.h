@@ -12,7 +12,8 @@
  * Format and a worked example: top of src/chunk/block.c.
  *
  * Blocks are immutable and self-describing (count, mint, maxt in a header).
- * Round trip is bit-exact for every float64, including NaN payloads. */
+ * Round trip is bit-exact for every float64, including NaN payloads.
+ * Layer: L1 encoding (src/chunk/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_BLOCK_H
 #define GW_BLOCK_H
 

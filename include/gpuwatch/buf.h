@@ -1,6 +1,7 @@
 /* gpuwatch/buf.h - growable byte buffer with a hard ceiling.
  * Every buffer filled from input carries max_bytes; growing past it fails with
- * GW_ETOOLARGE instead of allocating. Owned: free with gw_buf_free(). */
+ * GW_ETOOLARGE instead of allocating. Owned: free with gw_buf_free().
+ * Layer: L0 base (src/base/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_BUF_H
 #define GW_BUF_H
 

@@ -7,7 +7,8 @@
  * The head keeps each series' open chunk in this form. Layout and a worked
  * example: top of src/chunk/xor.c; golden bytes in tests/test_chunk.c.
  *
- * One writer per chunk (the owning series serializes). */
+ * One writer per chunk (the owning series serializes).
+ * Layer: L1 encoding (src/chunk/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_CHUNK_H
 #define GW_CHUNK_H
 

@@ -1,5 +1,6 @@
 /* gpuwatch/codec.h - small encoding helpers: varints, zigzag, CRC32C,
- * big-endian fixed-width integers, XXH3 hashing. Header-only where trivial. */
+ * big-endian fixed-width integers, XXH3 hashing. Header-only where trivial.
+ * Layer: L0 base (src/base/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_CODEC_H
 #define GW_CODEC_H
 

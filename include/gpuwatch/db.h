@@ -18,7 +18,8 @@
  * gw_db_append() returns once the accepted samples are durable under the
  * fsync policy.
  *
- * Thread-safety: every function may be called from any thread. */
+ * Thread-safety: every function may be called from any thread.
+ * Layer: L3 database (src/db/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_DB_H
 #define GW_DB_H
 

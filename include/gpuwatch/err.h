@@ -3,7 +3,8 @@
  * Every fallible function returns int: GW_OK (0) or a negative enum gw_err.
  * Raw errno and MDB_* values never cross a module boundary. Detail goes in an
  * optional last argument struct gw_error *err (may be NULL), filled with
- * gw_error_set(). */
+ * gw_error_set().
+ * Layer: L0 base (src/base/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_ERR_H
 #define GW_ERR_H
 

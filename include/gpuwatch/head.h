@@ -11,7 +11,8 @@
  * Chunk cutting: the open chunk covers one aligned window
  * [k*window_ms, (k+1)*window_ms); a sample past the window end, or a chunk
  * holding max_samples, moves the open chunk to the pending list. Windows
- * divide a UTC day, so a cut chunk never spans two days. */
+ * divide a UTC day, so a cut chunk never spans two days.
+ * Layer: L2 storage and wire (src/head/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_HEAD_H
 #define GW_HEAD_H
 

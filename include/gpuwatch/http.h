@@ -2,7 +2,8 @@
  * microhttpd.h): remote write/read, the Prometheus HTTP API (PromQL
  * queries through the engine of promql.h), alerts and rules (alert.h),
  * health and self-metrics.
- * Routes and status mapping: src/http/routes.c. */
+ * Routes and status mapping: src/http/routes.c.
+ * Layer: L5 services (src/http/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_HTTP_H
 #define GW_HTTP_H
 

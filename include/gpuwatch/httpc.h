@@ -23,7 +23,8 @@
  * GW_ETOOLARGE (response over the caps), GW_ENOMEM. Detail in err.
  * After any error the connection is closed; the next request reconnects.
  *
- * One gw_httpc is used by one thread at a time. */
+ * One gw_httpc is used by one thread at a time.
+ * Layer: L2 storage and wire (src/net/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_HTTPC_H
 #define GW_HTTPC_H
 

@@ -10,7 +10,8 @@
  *
  * Errors: GW_EIO (directory / open), GW_EFULL (map full at its maximum or
  * until grown), GW_ECORRUPT (LMDB reports damage), GW_ESTORE (other LMDB
- * failure), GW_ENOTFOUND (get / last on a missing key), GW_ENOMEM. */
+ * failure), GW_ENOTFOUND (get / last on a missing key), GW_ENOMEM.
+ * Layer: L2 storage and wire (src/store/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_KV_H
 #define GW_KV_H
 

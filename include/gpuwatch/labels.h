@@ -7,7 +7,8 @@
  *
  * Canonical bytes (what the store keeps and what is hashed):
  *   repeated { uvarint name_len | name | uvarint value_len | value }
- * in sorted order. Two label sets are equal iff their canonical bytes are. */
+ * in sorted order. Two label sets are equal iff their canonical bytes are.
+ * Layer: L1 encoding (src/model/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_LABELS_H
 #define GW_LABELS_H
 

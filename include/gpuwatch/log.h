@@ -1,7 +1,8 @@
 /* gpuwatch/log.h - one key=value line per event, to stderr.
  *   level=warn component=wal msg="segment truncated" seg=12
  * The level is checked before arguments are evaluated. L0-L2 modules do not
- * log; edges (http, db background loops, cli) do. Nothing logs per sample. */
+ * log; edges (http, db background loops, cli) do. Nothing logs per sample.
+ * Layer: L0 base (src/base/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_LOG_H
 #define GW_LOG_H
 

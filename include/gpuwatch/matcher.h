@@ -1,7 +1,8 @@
 /* gpuwatch/matcher.h - label matchers (= != =~ !~) with Prometheus
  * semantics: regexes are fully anchored, RE2-style syntax through PCRE2
  * (compiled once, JIT when available), `.` matches newline. A label that is
- * absent matches as the empty string. */
+ * absent matches as the empty string.
+ * Layer: L1 encoding (src/model/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_MATCHER_H
 #define GW_MATCHER_H
 

@@ -1,6 +1,7 @@
 /* gpuwatch/postings.h - sorted lists of series ids and their algebra
  * (Prometheus index/postings.go: Intersect, Merge, Without).
- * A list is strictly increasing uint64 ids. Owned arrays, growable. */
+ * A list is strictly increasing uint64 ids. Owned arrays, growable.
+ * Layer: L1 encoding (src/index/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_POSTINGS_H
 #define GW_POSTINGS_H
 

@@ -15,7 +15,8 @@
  *   ... res.type, res.series ...
  *   gw_pq_result_free(&res); gw_pq_expr_free(e);
  *
- * Times are Unix milliseconds; durations milliseconds. */
+ * Times are Unix milliseconds; durations milliseconds.
+ * Layer: L4 features (src/promql/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_PROMQL_H
 #define GW_PROMQL_H
 

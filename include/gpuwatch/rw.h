@@ -6,7 +6,8 @@
  * (label strings point into the decompressed body, samples go to the
  * request arena); it accepts packed and unpacked repeated fields and skips
  * unknown fields, like any protobuf parser. The protobuf-c generated code
- * encodes/decodes remote read and is the reference in the decoder's tests. */
+ * encodes/decodes remote read and is the reference in the decoder's tests.
+ * Layer: L2 storage and wire (src/ingest/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_RW_H
 #define GW_RW_H
 

@@ -39,7 +39,8 @@
  * from gw_store_series_put); node and metric names up to 480 bytes.
  *
  * Borrowed data: every pointer handed out inside a transaction points into
- * the map and is valid only until the transaction ends. */
+ * the map and is valid only until the transaction ends.
+ * Layer: L2 storage and wire (src/store/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_STORE_H
 #define GW_STORE_H
 

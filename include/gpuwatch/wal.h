@@ -14,7 +14,8 @@
  *   GW_FSYNC_BATCH   written to the kernel (survives kill -9); a background
  *                    thread fdatasyncs every batch interval;
  *   GW_FSYNC_OFF     written to the kernel; synced only at segment close.
- * All functions are thread-safe. */
+ * All functions are thread-safe.
+ * Layer: L2 storage and wire (src/wal/); includes only its layer and below (docs/architecture.md). */
 #ifndef GW_WAL_H
 #define GW_WAL_H
 

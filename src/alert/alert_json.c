@@ -86,11 +86,15 @@ size_t gw_alert_format_time(int64_t t_ms, char *out, size_t cap)
     time_t tt = (time_t)sec;
     struct tm tm;
     gmtime_r(&tt, &tm);
+    /* ".ddd" without its trailing zeros: 500 ms -> ".5", 120 -> ".12", 7 -> ".007" */
     char frac[8] = "";
     if (ms) {
-        snprintf(frac, sizeof frac, ".%03d", (int)ms);
-        size_t l = strlen(frac);
-        while (frac[l - 1] == '0') frac[--l] = '\0';
+        int digits = 3, f = (int)ms;
+        while (f % 10 == 0) {
+            f /= 10;
+            digits--;
+        }
+        snprintf(frac, sizeof frac, ".%0*d", digits, f);
     }
     int n = snprintf(out, cap, "%04d-%02d-%02dT%02d:%02d:%02d%sZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
                      tm.tm_hour, tm.tm_min, tm.tm_sec, frac);

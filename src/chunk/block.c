@@ -91,6 +91,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -531,11 +534,32 @@ __attribute__((target("bmi2,lzcnt"))) static size_t rice_fast_bmi2(const uint8_t
     return rice_fast_body(p, avail_bytes, bitpos, k, base, out, cnt);
 }
 
+/* 1 when the CPU has BMI2 (CPUID leaf 7 EBX bit 8) and LZCNT (leaf
+ * 0x80000001 ECX bit 5, "ABM/LZCNT"). Read with <cpuid.h>, which gcc and
+ * clang both ship, as clang 14's __builtin_cpu_supports knows no "lzcnt". */
+static int cpu_has_bmi2_lzcnt(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & (1u << 8)))
+        return 0;
+    if (!__get_cpuid(0x80000001u, &a, &b, &c, &d) || !(c & (1u << 5)))
+        return 0;
+    return 1;
+}
+
+static int rice_use_bmi2; /* set once, with the table */
+
+static void rice_init(void)
+{
+    rice_tab_init();
+    rice_use_bmi2 = cpu_has_bmi2_lzcnt();
+}
+
 static size_t rice_fast(const uint8_t *p, size_t avail_bytes, size_t *bitpos, unsigned k, uint64_t base,
                         uint8_t *out, size_t cnt)
 {
-    pthread_once(&rice_tab_once, rice_tab_init);
-    if (__builtin_cpu_supports("bmi2") && __builtin_cpu_supports("lzcnt"))
+    pthread_once(&rice_tab_once, rice_init);
+    if (rice_use_bmi2)
         return rice_fast_bmi2(p, avail_bytes, bitpos, k, base, out, cnt);
     return rice_fast_plain(p, avail_bytes, bitpos, k, base, out, cnt);
 }

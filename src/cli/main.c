@@ -24,6 +24,7 @@
 #include "gpuwatch/http.h"
 #include "gpuwatch/httpc.h"
 #include "gpuwatch/log.h"
+#include "serve_alerts.h"
 
 #ifndef GW_VERSION
 #define GW_VERSION "0.1.0"
@@ -151,13 +152,6 @@ static void write_serve_file(const char *dir, const char *listen, uint16_t port)
     fclose(f);
     rename(tmp, path);
 }
-
-/* serve_alerts.c */
-struct gw_serve_alerts;
-void gw_serve_observer(struct gw_db_observer *ob, struct gw_det *det);
-int gw_serve_alerts_start(struct gw_serve_alerts **out, struct gw_db *db, struct gw_alerts *alerts,
-                          struct gw_det *det, const char *state_path);
-void gw_serve_alerts_stop(struct gw_serve_alerts *s);
 
 /* The default generatorURL base: http://<listen host or 127.0.0.1>:<port>. */
 static void default_external_url(char *out, size_t cap, const char *listen, uint16_t port)

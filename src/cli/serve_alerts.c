@@ -20,6 +20,7 @@
 #include "gpuwatch/labels.h"
 #include "gpuwatch/log.h"
 #include "gpuwatch/rw.h"
+#include "serve_alerts.h"
 
 #define TICK_MS 1000
 #define SYNC_EVERY_MS 10000

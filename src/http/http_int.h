@@ -202,6 +202,9 @@ void gw_api_format_query(struct gw_http_req *rq, struct gw_http_resp *rs);
 /* api_admin.c: maintenance, loopback clients only. */
 void gw_api_admin_retention(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_admin_flush(struct gw_http_req *rq, struct gw_http_resp *rs);
+/* api_alerts.c: /api/v1/alerts and /api/v1/rules. */
+void gw_api_alerts(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_rules(struct gw_http_req *rq, struct gw_http_resp *rs);
 
 /* Output buffers for JSON answers. */
 #define GW_HTTP_MAX_RESPONSE ((size_t)1 << 30)

@@ -22,10 +22,6 @@
 #include "gpuwatch/log.h"
 #include "http/http_int.h"
 
-/* api_alerts.c */
-void gw_api_alerts(struct gw_http_req *rq, struct gw_http_resp *rs);
-void gw_api_rules(struct gw_http_req *rq, struct gw_http_resp *rs);
-
 const int gw_http_counted_codes[GW_HTTP_N_CODES] = {200, 204, 400, 404, 405, 406, 413, 415,
                                                     422, 429, 500, 503, 499, 0};
 

@@ -6,7 +6,8 @@
 # gw_rwload. Provides:
 #   GW_BIN GW_LOAD GW_TMP        binaries and this test's temp dir (removed on exit)
 #   gw_log MSG / gw_fail MSG     progress line / failure (exit 1)
-#   gw_require_bin NAME          peer binary present, else SKIP (GW_ALLOW_SKIP=1) or FAIL
+#   gw_require_bin NAME          peer binary present, else FAIL, or SKIP (exit 77,
+#                                ctest's SKIP_RETURN_CODE) when GW_ALLOW_SKIP=1
 #   gw_free_port                 an unused TCP port on 127.0.0.1
 #   gw_start NAME LOG CMD...     start CMD in the background, remember its PID as NAME
 #   gw_pid NAME / gw_alive NAME  PID of NAME / is it running
@@ -88,7 +89,7 @@ gw_require_bin() {
     fi
     if [[ "${GW_ALLOW_SKIP:-0}" == 1 ]]; then
         echo "SKIP: $GW_TEST_NAME: $name is not installed"
-        exit 0
+        exit 77
     fi
     gw_fail "$name is not installed (apt-get install it, or set GW_ALLOW_SKIP=1 to skip)"
 }
