@@ -560,9 +560,34 @@ static void test_matcher_selector_garbage(void **state)
     }
 }
 
+static void test_matcher_capture_group(void **state)
+{
+    (void)state;
+    struct gw_matcher m;
+    struct gw_error err = {0};
+    const char *g;
+    size_t n;
+    assert_int_equal(gw_matcher_init_capturing(&m, "node", 4, "(dgx[0-9]+)(\\..*)?:[0-9]+", strlen("(dgx[0-9]+)(\\..*)?:[0-9]+"), &err), GW_OK);
+    assert_int_equal(gw_matcher_group(&m, "dgx013.cluster.example.com:9100", 31, &g, &n), 1);
+    assert_int_equal(n, 6);
+    assert_memory_equal(g, "dgx013", 6);
+    assert_int_equal(gw_matcher_group(&m, "dgx7:9400", 9, &g, &n), 1);
+    assert_int_equal(n, 4);
+    assert_int_equal(gw_matcher_group(&m, "node7:9400", 10, &g, &n), 0);   /* no match: anchored */
+    assert_int_equal(gw_matcher_matches(&m, "dgx7:9400", 9), 1);
+    gw_matcher_free(&m);
+    /* a label matcher has no groups to read */
+    assert_int_equal(gw_matcher_init(&m, GW_MATCH_RE, "node", 4, "(dgx[0-9]+).*", 13, &err), GW_OK);
+    assert_int_equal(gw_matcher_group(&m, "dgx1:9", 6, &g, &n), 0);
+    gw_matcher_free(&m);
+    /* RE2's rules still apply */
+    assert_int_equal(gw_matcher_init_capturing(&m, "node", 4, "(a)\\1", 5, &err), GW_EPARSE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matcher_capture_group),
         cmocka_unit_test(test_matcher_types),
         cmocka_unit_test(test_matcher_absent_label),
         cmocka_unit_test(test_matcher_anchoring),

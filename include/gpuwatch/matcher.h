@@ -25,6 +25,7 @@ struct gw_matcher {
     int re_match_all;    /* pattern is ".*" */
     int re_non_empty;    /* pattern is ".+" */
     void *mctx;          /* owned match contexts (limits), NULL for = != */
+    int capture;         /* compiled with capture groups (gw_matcher_init_capturing) */
 };
 
 /* Regex engine limits: a hostile pattern cannot hang a query. The
@@ -48,10 +49,22 @@ int gw_matcher_init(struct gw_matcher *m, enum gw_match_type type,
                     const char *name, size_t name_len,
                     const char *value, size_t value_len, struct gw_error *err);
 void gw_matcher_free(struct gw_matcher *m);   /* NULL ok; idempotent */
+/* A =~ matcher whose groups are captured, for gw_matcher_group (label
+ * matchers compile without captures: faster, same results). */
+int gw_matcher_init_capturing(struct gw_matcher *m, const char *name, size_t name_len, const char *pattern,
+                              size_t pattern_len, struct gw_error *err);
 
 /* 1 if value (not NUL-terminated) satisfies m, else 0. Not thread-safe per
  * matcher (it owns its match data): one matcher per query/thread. */
 int gw_matcher_matches(const struct gw_matcher *m, const char *value, size_t len);
+
+/* For a capturing matcher: 1 when value matches and the pattern's first capture
+ * group took part in the match; *group / *group_len then point into value
+ * (as Prometheus' relabelling reads $1). The backtracking matcher only,
+ * under GW_MATCHER_MATCH_LIMIT: a pattern that exceeds it yields 0. Not
+ * thread-safe per matcher. */
+int gw_matcher_group(const struct gw_matcher *m, const char *value, size_t len, const char **group,
+                     size_t *group_len);
 
 /* 1 if m matches the empty string (i.e. series without the label). */
 int gw_matcher_matches_empty(const struct gw_matcher *m);

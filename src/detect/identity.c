@@ -29,14 +29,13 @@
  * series move, its state folds in, and its name resolves to the canonical
  * node from then on. The first join of an alias wins; a conflicting one
  * is counted and ignored. */
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include <ctype.h>
-#include <pcre2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "detect_int.h"
 #include "gpuwatch/labels.h"
+#include "gpuwatch/matcher.h"
 
 #define MAX_LABELS 16
 #define MAX_MAP 256
@@ -44,8 +43,8 @@
 struct ident {
     char labels[MAX_LABELS][40];
     size_t n_labels;
-    pcre2_code *re;
-    pcre2_match_data *md;
+    struct gw_matcher re;            /* node_regex, type GW_MATCH_RE when set */
+    int has_re;
     struct {
         char from[DET_NODE_NAME], to[DET_NODE_NAME];
     } map[MAX_MAP];
@@ -113,21 +112,13 @@ int det_ident_init(struct gw_det *d, struct gw_error *err)
     int rc = parse_list(id, d->c.node_labels, err);
     if (rc == GW_OK) rc = parse_map(id, d->c.node_map, err);
     if (rc == GW_OK && d->c.node_regex[0]) {
-        int ec;
-        PCRE2_SIZE eo;
-        id->re = pcre2_compile((PCRE2_SPTR)d->c.node_regex, PCRE2_ZERO_TERMINATED, PCRE2_ANCHORED | PCRE2_ENDANCHORED,
-                               &ec, &eo, NULL);
-        if (!id->re) {
-            PCRE2_UCHAR msg[128];
-            pcre2_get_error_message(ec, msg, sizeof msg);
-            rc = gw_error_set(err, GW_EINVAL, "node_regex: %s at offset %zu", (const char *)msg, (size_t)eo);
-        } else if (!(id->md = pcre2_match_data_create_from_pattern(id->re, NULL))) {
-            rc = gw_error_set(err, GW_ENOMEM, "out of memory");
-        }
+        struct gw_error e2 = {0};
+        if (gw_matcher_init_capturing(&id->re, "node", 4, d->c.node_regex, strlen(d->c.node_regex), &e2) != GW_OK)
+            rc = gw_error_set(err, GW_EINVAL, "node_regex: %s", e2.msg);
+        else
+            id->has_re = 1;
     }
     if (rc != GW_OK) {
-        if (id->md) pcre2_match_data_free(id->md);
-        if (id->re) pcre2_code_free(id->re);
         free(id);
         return rc;
     }
@@ -139,8 +130,7 @@ void det_ident_free(struct gw_det *d)
 {
     struct ident *id = d->ident;
     if (!id) return;
-    if (id->md) pcre2_match_data_free(id->md);
-    if (id->re) pcre2_code_free(id->re);
+    if (id->has_re) gw_matcher_free(&id->re);
     free(id);
     d->ident = NULL;
 }
@@ -331,14 +321,11 @@ uint32_t det_ident_node(struct gw_det *d, const uint8_t *labels, size_t len)
         const char *ln = id->labels[i];
         if (!gw_labels_get(labels, len, ln, strlen(ln), &v, &n) || n == 0) continue;
         if ((!strcmp(ln, "hostname") || !strcmp(ln, "Hostname")) && looks_like_pod(labels, len, v, n)) continue;
-        if (id->re) {
-            char buf[256];
-            size_t bn = n < sizeof buf ? n : sizeof buf - 1;
-            memcpy(buf, v, bn);
-            if (pcre2_match(id->re, (PCRE2_SPTR)buf, bn, 0, 0, id->md, NULL) < 2) continue;
-            PCRE2_SIZE *ov = pcre2_get_ovector_pointer(id->md);
-            if (ov[2] == PCRE2_UNSET || ov[3] <= ov[2]) continue;
-            name_ip = normalise(d, buf + ov[2], ov[3] - ov[2], name, sizeof name);
+        if (id->has_re) {
+            const char *gv;
+            size_t gn;
+            if (!gw_matcher_group(&id->re, v, n, &gv, &gn) || gn == 0) continue;
+            name_ip = normalise(d, gv, gn, name, sizeof name);
         } else {
             name_ip = normalise(d, v, n, name, sizeof name);
         }

@@ -296,7 +296,8 @@ static int compile_regex(struct gw_matcher *m, struct gw_error *err)
 
     int ecode = 0;
     PCRE2_SIZE eoff = 0;
-    re = pcre2_compile((PCRE2_SPTR)m->value, m->value_len, RE_COMPILE_OPTS, &ecode, &eoff, cc);
+    re = pcre2_compile((PCRE2_SPTR)m->value, m->value_len,
+                       m->capture ? RE_COMPILE_OPTS & ~(uint32_t)PCRE2_NO_AUTO_CAPTURE : RE_COMPILE_OPTS, &ecode, &eoff, cc);
     if (re == NULL) {
         PCRE2_UCHAR msg[160];
         if (pcre2_get_error_message(ecode, msg, sizeof msg) < 0 && msg[0] == '\0')
@@ -348,13 +349,13 @@ out:
     return rc;
 }
 
-int gw_matcher_init(struct gw_matcher *m, enum gw_match_type type,
-                    const char *name, size_t name_len,
-                    const char *value, size_t value_len, struct gw_error *err)
+static int matcher_init(struct gw_matcher *m, enum gw_match_type type, const char *name, size_t name_len,
+                        const char *value, size_t value_len, int capture, struct gw_error *err)
 {
     struct gw_matcher t;
     int rc;
     memset(&t, 0, sizeof t);
+    t.capture = capture;
     if (m == NULL)
         return gw_error_set(err, GW_EINVAL, "matcher is NULL");
     memset(m, 0, sizeof *m);
@@ -387,6 +388,19 @@ int gw_matcher_init(struct gw_matcher *m, enum gw_match_type type,
 fail:
     gw_matcher_free(&t);
     return rc;
+}
+
+int gw_matcher_init(struct gw_matcher *m, enum gw_match_type type,
+                    const char *name, size_t name_len,
+                    const char *value, size_t value_len, struct gw_error *err)
+{
+    return matcher_init(m, type, name, name_len, value, value_len, 0, err);
+}
+
+int gw_matcher_init_capturing(struct gw_matcher *m, const char *name, size_t name_len, const char *pattern,
+                              size_t pattern_len, struct gw_error *err)
+{
+    return matcher_init(m, GW_MATCH_RE, name, name_len, pattern, pattern_len, 1, err);
 }
 
 void gw_matcher_free(struct gw_matcher *m)
@@ -489,6 +503,24 @@ int gw_matcher_matches(const struct gw_matcher *m, const char *value, size_t len
         return regex_matches(m, value, len) == 0; /* undecided matches neither */
     }
     return 0;
+}
+
+int gw_matcher_group(const struct gw_matcher *m, const char *value, size_t len, const char **group,
+                     size_t *group_len)
+{
+    if (m == NULL || m->type != GW_MATCH_RE || m->re == NULL || m->md == NULL || m->mctx == NULL)
+        return 0;
+    const struct re_ctx *ctx = m->mctx;
+    PCRE2_SPTR subj = (PCRE2_SPTR)(value ? value : "");
+    int rc = pcre2_match((const pcre2_code *)m->re, subj, len, 0, 0, (pcre2_match_data *)m->md, ctx->bt);
+    if (rc < 2)
+        return 0;
+    PCRE2_SIZE *ov = pcre2_get_ovector_pointer((pcre2_match_data *)m->md);
+    if (ov[2] == PCRE2_UNSET || ov[3] < ov[2] || ov[3] > len)
+        return 0;
+    *group = value + ov[2];
+    *group_len = ov[3] - ov[2];
+    return 1;
 }
 
 int gw_matcher_matches_empty(const struct gw_matcher *m)
