@@ -42,6 +42,10 @@ static const char usage_evaluate[] =
     "  --interval DUR       scrape interval (default 30s)\n"
     "  --config FILE        detector thresholds (key = value lines, see docs/detectors.md)\n"
     "  --threads N          seeds evaluated at once (default: CPUs, at most the seeds)\n"
+    "  --label-style S      hostname (default), Hostname, kube, fqdn or ip\n"
+    "  --gpu-model M        b200 (default), a100 or h100\n"
+    "  --bait-scale X       multiply every bait hazard by X (default 1)\n"
+    "  --failure-shapes S   fixed (default) or random (within published ranges)\n"
     "  --json               one JSON object instead of the table\n"
     "  --verbose            also list every failure (detection, detector, lead/delay) and\n"
     "                       every false alarm; progress on stderr\n"
@@ -253,6 +257,10 @@ int gw_cli_evaluate(int argc, char **argv)
     size_t n_seeds = 1;
     double days = 0, scale = 1;
     int64_t interval_ms = 0;
+    enum gw_sim_label_style label_style = GW_SIM_LABELS_HOSTNAME;
+    enum gw_sim_gpu_model gpu_model = GW_SIM_GPU_B200;
+    double bait_scale = 1;
+    int have_style = 0, have_model = 0, have_baits = 0, have_shapes = 0, shapes_random = 0;
     seeds[0] = 1;
 
     for (int i = 0; i < argc; i++) {
@@ -265,7 +273,7 @@ int gw_cli_evaluate(int argc, char **argv)
         static const char *const flags[] = {"--json", "--verbose", "--variations", NULL};
         static const char *const known[] = {"--json", "--verbose", "--variations", "--profile", "--seed", "--seeds", "--days",
                                             "--nodes", "--failure-scale", "--interval", "--config", "--threads",
-                                            NULL};
+                                            "--label-style", "--gpu-model", "--bait-scale", "--failure-shapes", NULL};
         char name[64];
         const char *v;
         if (gw_cli_option(argc, argv, &i, "evaluate", usage_evaluate, flags, known, name, sizeof name, &v))
@@ -309,6 +317,23 @@ int gw_cli_evaluate(int argc, char **argv)
         } else if (!strcmp(name, "--threads")) {
             if (gw_cli_parse_u64(v, 1, 256, &threads) != 0)
                 return bad(name, v, "1..256");
+        } else if (!strcmp(name, "--label-style")) {
+            if (gw_sim_label_style_parse(v, &label_style) != 0)
+                return bad(name, v, "hostname, Hostname, kube, fqdn or ip");
+            have_style = 1;
+        } else if (!strcmp(name, "--gpu-model")) {
+            if (gw_sim_gpu_model_parse(v, &gpu_model) != 0)
+                return bad(name, v, "a100, h100 or b200");
+            have_model = 1;
+        } else if (!strcmp(name, "--bait-scale")) {
+            if (gw_cli_parse_double(v, &bait_scale) != 0 || bait_scale < 0 || bait_scale > 100)
+                return bad(name, v, "a factor from 0 to 100");
+            have_baits = 1;
+        } else if (!strcmp(name, "--failure-shapes")) {
+            if (strcmp(v, "fixed") != 0 && strcmp(v, "random") != 0)
+                return bad(name, v, "fixed or random");
+            shapes_random = !strcmp(v, "random");
+            have_shapes = 1;
         } else {
             fprintf(stderr, "gpuwatch evaluate: unknown option \"%s\"\n\n%s", name, usage_evaluate);
             return 2;
@@ -346,6 +371,14 @@ int gw_cli_evaluate(int argc, char **argv)
         base.jitter_ms = base.interval_ms / 2 - 1;
     if (have_scale)
         base.failure_scale = scale;
+    if (have_style)
+        base.label_style = label_style;
+    if (have_model)
+        base.gpu_model = gpu_model;
+    if (have_baits)
+        base.bait_scale = bait_scale;
+    if (have_shapes)
+        base.shape_jitter = shapes_random;
     if (gw_sim_config_check(&base, &err) != GW_OK) {
         fprintf(stderr, "gpuwatch evaluate: invalid settings: %s\n", err.msg);
         return 2;

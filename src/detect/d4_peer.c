@@ -12,8 +12,10 @@
  * sibling changed meanwhile; or it reports >= frozen_util utilisation
  * with one frozen reading or the DCGM scrape taking three times its usual
  * duration, or at an SM clock below frozen_clock_ratio of the siblings'.
- * frozen_buckets such buckets in a row fire. An idle GPU next to busy
- * siblings repeats its readings too, but they claim no work.
+ * Whatever the power (an idle GPU has none to lose): two frozen readings
+ * while the DCGM scrape takes three times its usual duration. frozen_buckets
+ * such buckets in a row fire. An idle GPU next to busy siblings repeats
+ * its readings too, but they claim no work and its scrape is not slow.
  * A checkpoint or a job stop moves every GPU of the node together, so the
  * siblings' median moves with it: nothing is "idle against its siblings".
  *
@@ -127,10 +129,6 @@ static unsigned frozen_gpus(struct gw_det *d, struct det_node *n, int64_t T, dou
         if (ref_c != ref_c) ref_c = d->med_clock == d->med_clock ? d->med_clock : d->k.ref_clock > 0 ? d->k.ref_clock : NAN;
         int low_power = ref_p == ref_p && ref_p > 0 && p < d->c.frozen_power_ratio * ref_p;
         if (pass && hu && u >= 50 && !low_power) x->base_power = slow_avg(x->base_power, p, 0.05);
-        if (!low_power) {
-            if (pass) x->frozen_streak = 0;
-            continue;
-        }
         /* readings repeating while a sibling's same reading changed */
         unsigned frozen = 0;
         char which[96] = "";
@@ -166,8 +164,12 @@ static unsigned frozen_gpus(struct gw_det *d, struct det_node *n, int64_t T, dou
         /* against its own or the fleet's past (no busy sibling to compare
          * with): only the full picture - busy util at idle clocks with a
          * frozen reading */
-        int hit = from_siblings ? claims && (frozen >= 2 || (frozen >= 1 && (busy_util || slow_scrape)) || (busy_util && idle_clock))
-                                : busy_util && idle_clock && (frozen >= 1 || slow_scrape);
+        int hit = low_power && (from_siblings ? claims && (frozen >= 2 || (frozen >= 1 && (busy_util || slow_scrape)) ||
+                                                           (busy_util && idle_clock))
+                                              : busy_util && idle_clock && (frozen >= 1 || slow_scrape));
+        /* an idle GPU has no power to lose: readings standing still while
+         * the exporter struggles to read them is the hang */
+        hit |= frozen >= 2 && slow_scrape;
         hits += (unsigned)hit;
         if (!pass) continue;
         hit &= !suppress;
