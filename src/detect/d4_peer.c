@@ -40,7 +40,6 @@
  * pages swapped out per second, for mempress_buckets buckets. */
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include "detect_int.h"
 
@@ -144,7 +143,6 @@ static unsigned frozen_gpus(struct gw_det *d, struct det_node *n, int64_t T, dou
         }
         int busy_util = hu && u >= d->c.frozen_util;
         int idle_clock = det_at(d, x->slot[G_CLOCK], T, &c) && ref_c == ref_c && c < d->c.frozen_clock_ratio * ref_c;
-        c = 0;
         double sd = 0, sd_base = 0;
         int slow_scrape = 0;
         {
@@ -234,10 +232,6 @@ static int collapse(struct gw_det *d, struct det_node *n, int64_t T, int masked,
     int raw = hit;
     hit &= !suppress;
     n->collapse_streak = hit ? (uint8_t)(n->collapse_streak < 255 ? n->collapse_streak + 1 : 255) : 0;
-    if (hit && getenv("GW_DET_DEBUG"))
-        fprintf(stderr, "collapse %s T=%lld I=%d P=%d G=%d fb_held=%d intr=%g/%g/%g procs=%g/%g/%g util=%g/%g/%g fb=%g/%g busy=%d\n",
-                n->name, (long long)T, I, P, G, fb_held, hi ? intr : -1, n->base_intr, d->med_intr, hpr ? procs : -1,
-                n->base_procs, d->med_procs, util, n->base_util, d->med_util, fb, n->base_fb, n->busy);
     /* baselines learn only from plain training buckets */
     if (!raw && !masked && n->busy && util == util && util >= 50) {
         n->base_util = slow_avg(n->base_util, util, 0.05);

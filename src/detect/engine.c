@@ -272,9 +272,13 @@ void det_raise(struct gw_det *d, const struct gw_alert_spec *s, int64_t t, int d
     q->alertname = s->alertname;
     q->cls = s->cls;
     q->action = s->action;
+    /* the hostname is a node's own name buffer: its index from the address */
     q->node = UINT32_MAX;
-    for (uint32_t i = 0; i < d->n_nodes; i++)
+    uintptr_t base = (uintptr_t)d->nodes, p = (uintptr_t)s->hostname;
+    if (d->n_nodes && p >= base && p < base + (uintptr_t)d->n_nodes * sizeof *d->nodes) {
+        uint32_t i = (uint32_t)((p - base) / sizeof *d->nodes);
         if (d->nodes[i].name == s->hostname) q->node = i;
+    }
     if (q->node == UINT32_MAX) {   /* not a node's own name buffer: deliver now */
         d->q_n--;
         gw_alerts_raise(d->alerts, s, t);
