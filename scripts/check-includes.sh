@@ -64,14 +64,9 @@ declare -A ALLOW=(
     # PromQL's label_replace compiles its own regex; the matcher (model)
     # owns PCRE2. (issue 11)
     [src/promql/eval_funcs.c|pcre2.h]=library
-    # XXH3/XXH64 called directly instead of codec.h's gw_hash64 (issue 11):
-    [src/db/db.c|xxhash.h]=library
-    [src/store/keys.c|xxhash.h]=library
+    # XXH3 called directly instead of codec.h's gw_hash64 (issue 11; the
+    # detectors' snapshot checksum, owned elsewhere for now):
     [src/detect/snapshot.c|xxhash.h]=library
-    # 128-bit XXH3 inlined on the append path (no gw_ wrapper yet)
-    [src/head/head.c|xxhash.h]=library
-    # streaming XXH64 over label sets (Prometheus' hash for limitk etc.)
-    [src/promql/eval_agg.c|xxhash.h]=library
 )
 
 declare -A ALLOW_USED=()

@@ -14,6 +14,10 @@
 #include "gpuwatch/codec.h"
 #include "gpuwatch/err.h"
 
+/* the reference the wrappers are checked against (tests may use libraries) */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 static void test_base_errors(void **state)
 {
     (void)state;
@@ -146,6 +150,40 @@ static void test_base_crc_hash(void **state)
     assert_true(b >= a);
 }
 
+/* The hash values are persisted (series ids in the head and the store's
+ * value keys, the detectors' snapshot): pinned here as literals, and the
+ * wrappers checked against xxHash itself on many lengths. */
+static void test_base_hash_values(void **state)
+{
+    (void)state;
+    static const char canon[] = "__name__\0up\0job\0node";   /* 20 bytes */
+    assert_true(gw_hash64("", 0) == 0x2d06800538d394c2ull);
+    assert_true(gw_hash64(canon, 20) == 0xaee3fe74fad5811cull);
+    struct gw_hash128 h = gw_hash128(canon, 20);
+    assert_true(h.lo == 0x0cefde111ceebe6dull);
+    assert_true(h.hi == 0x40cbf3b40139947aull);
+    assert_true(gw_xxh64("", 0, 0) == 0xef46db3751d8e999ull);
+    assert_true(gw_xxh64(canon, 20, 0) == 0x3b2d8cefbec82444ull);
+
+    uint8_t buf[600];
+    for (size_t i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)(i * 131u + 7u);
+    for (size_t n = 0; n <= sizeof buf; n += (n < 260 ? 1 : 17)) {
+        assert_true(gw_hash64(buf, n) == XXH3_64bits(buf, n));
+        XXH128_hash_t x = XXH3_128bits(buf, n);
+        h = gw_hash128(buf, n);
+        assert_true(h.lo == x.low64 && h.hi == x.high64);
+        assert_true(gw_xxh64(buf, n, 0) == XXH64(buf, n, 0));
+        assert_true(gw_xxh64(buf, n, 42) == XXH64(buf, n, 42));
+        /* streaming in uneven pieces == one shot */
+        struct gw_xxh64 st;
+        gw_xxh64_reset(&st, 0);
+        for (size_t off = 0, step = 1; off < n; off += step, step = step * 2 + 1)
+            gw_xxh64_update(&st, buf + off, step < n - off ? step : n - off);
+        assert_true(gw_xxh64_digest(&st) == XXH64(buf, n, 0));
+        assert_true(gw_xxh64_digest(&st) == XXH64(buf, n, 0));   /* digest keeps the state */
+    }
+}
+
 static void test_base_utf8(void **state)
 {
     (void)state;
@@ -200,6 +238,7 @@ int main(void)
         cmocka_unit_test(test_base_arena),
         cmocka_unit_test(test_base_varint_zigzag),
         cmocka_unit_test(test_base_crc_hash),
+        cmocka_unit_test(test_base_hash_values),
         cmocka_unit_test(test_base_durations),
         cmocka_unit_test(test_base_utf8),
     };

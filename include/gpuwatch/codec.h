@@ -35,8 +35,35 @@ static inline uint16_t gw_get_be16(const uint8_t *p) { return (uint16_t)((p[0] <
 /* CRC-32C (Castagnoli), as used by the WAL and remote-read frames. */
 uint32_t gw_crc32c(uint32_t crc, const void *data, size_t len);
 
-/* 64-bit XXH3 of a byte range. */
+/* ---- Hashing: the project's only way to XXH3/XXH64 (base owns libxxhash).
+ * The values are persisted (series ids, store keys, snapshots) and must
+ * never change: they are exactly XXH3_64bits, XXH3_128bits and XXH64 of
+ * xxHash 0.8 (tests/test_base.c pins them against the library). codec.c
+ * compiles xxHash inline (XXH_INLINE_ALL), so a call costs one function
+ * call and no dynamic linking; callers need no library of their own. ---- */
+
+/* 64-bit XXH3 (seed 0) of a byte range. */
 uint64_t gw_hash64(const void *data, size_t len);
+
+/* 128-bit XXH3 (seed 0) of a byte range, as its two 64-bit halves. */
+struct gw_hash128 {
+    uint64_t lo, hi;   /* XXH128_hash_t's low64, high64 */
+};
+struct gw_hash128 gw_hash128(const void *data, size_t len);
+
+/* Streaming XXH64 (Prometheus' labels.Hash is XXH64 of name 0xff value 0xff
+ * ...). The state lives wherever the caller puts it (no allocation); its
+ * bytes are private. reset, then update any number of times, then digest
+ * (which does not change the state). The result equals XXH64 of the
+ * concatenated bytes with the same seed. */
+struct gw_xxh64 {
+    _Alignas(8) unsigned char opaque[96];   /* an XXH64_state_t */
+};
+void gw_xxh64_reset(struct gw_xxh64 *st, uint64_t seed);
+void gw_xxh64_update(struct gw_xxh64 *st, const void *data, size_t len);
+uint64_t gw_xxh64_digest(const struct gw_xxh64 *st);
+/* XXH64 of one byte range. */
+uint64_t gw_xxh64(const void *data, size_t len, uint64_t seed);
 
 /* Monotonic and wall clocks in ms / ns. */
 int64_t gw_now_ms(void);          /* CLOCK_REALTIME, ms since epoch */

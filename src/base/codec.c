@@ -1,4 +1,4 @@
-/* codec.c - varints, CRC-32C, XXH3, clocks and Prometheus durations. */
+/* codec.c - varints, CRC-32C, XXH3/XXH64 (the project's only xxHash user), clocks and Prometheus durations. */
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -79,6 +79,30 @@ uint32_t gw_crc32c(uint32_t crc, const void *data, size_t len)
 }
 
 uint64_t gw_hash64(const void *data, size_t len) { return XXH3_64bits(data, len); }
+
+struct gw_hash128 gw_hash128(const void *data, size_t len)
+{
+    XXH128_hash_t x = XXH3_128bits(data, len);
+    return (struct gw_hash128){.lo = x.low64, .hi = x.high64};
+}
+
+_Static_assert(sizeof(XXH64_state_t) <= sizeof(((struct gw_xxh64 *)0)->opaque),
+               "struct gw_xxh64 too small for XXH64_state_t");
+_Static_assert(_Alignof(XXH64_state_t) <= 8, "struct gw_xxh64 under-aligned for XXH64_state_t");
+
+void gw_xxh64_reset(struct gw_xxh64 *st, uint64_t seed) { XXH64_reset((XXH64_state_t *)(void *)st->opaque, seed); }
+
+void gw_xxh64_update(struct gw_xxh64 *st, const void *data, size_t len)
+{
+    XXH64_update((XXH64_state_t *)(void *)st->opaque, data, len);
+}
+
+uint64_t gw_xxh64_digest(const struct gw_xxh64 *st)
+{
+    return XXH64_digest((const XXH64_state_t *)(const void *)st->opaque);
+}
+
+uint64_t gw_xxh64(const void *data, size_t len, uint64_t seed) { return XXH64(data, len, seed); }
 
 int64_t gw_now_ms(void)
 {

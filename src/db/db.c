@@ -25,8 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <xxhash.h>
-
 #include "db_int.h"
 #include "gpuwatch/block.h"
 #include "gpuwatch/codec.h"
@@ -804,7 +802,7 @@ static void flush_ctx_free_cols(struct flush_ctx *c)
 
 static uint64_t col_hash(uint32_t node_id, int64_t window, const int64_t *t, size_t n)
 {
-    uint64_t h = XXH3_64bits(t, n * sizeof *t);
+    uint64_t h = gw_hash64(t, n * sizeof *t);
     return h ^ (((uint64_t)node_id << 32) * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)window * 0xC2B2AE3D27D4EB4Full);
 }
 

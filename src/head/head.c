@@ -6,9 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include "gpuwatch/block.h"
 #include "gpuwatch/codec.h"
 #include "gpuwatch/head.h"
@@ -201,9 +198,9 @@ void gw_head_free(struct gw_head *h)
 
 void gw_head_key(const uint8_t *labels, size_t len, uint64_t *lo, uint64_t *hi)
 {
-    XXH128_hash_t x = XXH3_128bits(labels, len);
-    *lo = x.low64;
-    *hi = x.high64;
+    struct gw_hash128 x = gw_hash128(labels, len);
+    *lo = x.lo;
+    *hi = x.hi;
 }
 
 struct gw_head_series *gw_head_find(struct gw_head *h, uint64_t lo, uint64_t hi)

@@ -19,8 +19,8 @@
  * count_values formats values like Go's strconv.FormatFloat(v, 'f', -1). */
 #include <math.h>
 #include <string.h>
-#include <xxhash.h>
 
+#include "gpuwatch/codec.h"
 #include "gpuwatch/labels.h"
 #include "promql/eval_int.h"
 
@@ -78,24 +78,19 @@ static uint64_t prom_hash(struct pq_ctx *ctx, const uint8_t *lab, size_t len)
 {
     struct gw_label ls[GW_LABELS_MAX];
     size_t n = 0;
-    XXH64_state_t *st = XXH64_createState();
+    struct gw_xxh64 st;
     static const uint8_t sep = 0xff;
-    uint64_t h = 0;
     (void)ctx;
-    if (!st)
-        return 0;
-    XXH64_reset(st, 0);
+    gw_xxh64_reset(&st, 0);
     if (gw_labels_decode(lab, len, ls, GW_LABELS_MAX, &n) == GW_OK) {
         for (size_t i = 0; i < n; i++) {
-            XXH64_update(st, ls[i].name, ls[i].name_len);
-            XXH64_update(st, &sep, 1);
-            XXH64_update(st, ls[i].value, ls[i].value_len);
-            XXH64_update(st, &sep, 1);
+            gw_xxh64_update(&st, ls[i].name, ls[i].name_len);
+            gw_xxh64_update(&st, &sep, 1);
+            gw_xxh64_update(&st, ls[i].value, ls[i].value_len);
+            gw_xxh64_update(&st, &sep, 1);
         }
     }
-    h = XXH64_digest(st);
-    XXH64_freeState(st);
-    return h;
+    return gw_xxh64_digest(&st);
 }
 
 static int group_labels(struct pq_ctx *ctx, const struct gw_pq_node *n, struct pq_lb *b,

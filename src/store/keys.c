@@ -95,8 +95,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <xxhash.h>
-
 #include "gpuwatch/err.h"
 #include "gpuwatch/store.h"
 #include "gpuwatch/codec.h"
@@ -217,7 +215,7 @@ int gw_store_labels_find(const uint8_t *b, size_t len, const char *name, size_t 
 
 uint64_t gw_store_hash(const void *p, size_t len)
 {
-    return (uint64_t)XXH3_64bits(p, len);
+    return gw_hash64(p, len);
 }
 
 size_t gw_store_value_prefix(size_t name_len)
