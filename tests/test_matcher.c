@@ -584,10 +584,67 @@ static void test_matcher_capture_group(void **state)
     assert_int_equal(gw_matcher_init_capturing(&m, "node", 4, "(a)\\1", 5, &err), GW_EPARSE);
 }
 
+/* Every group, for label_replace: offsets, unset groups, names, group 0. */
+static void test_matcher_capture_groups(void **state)
+{
+    (void)state;
+    struct gw_matcher m;
+    struct gw_error err = {0};
+    size_t ov[2 * 8];
+    const char *pat = "source-(?P<n>value)-(x)?(.*)";
+    assert_int_equal(gw_matcher_init_capturing(&m, "src", 3, pat, strlen(pat), &err), GW_OK);
+    assert_int_equal(gw_matcher_group_count(&m), 4);
+    assert_int_equal(gw_matcher_group_number(&m, "n", 1), 1);
+    assert_int_equal(gw_matcher_group_number(&m, "nn", 2), -1);
+    assert_int_equal(gw_matcher_group_number(&m, "", 0), -1);
+    const char *v = "source-value-42";
+    assert_int_equal(gw_matcher_groups(&m, v, strlen(v), ov, 8), 4);
+    assert_int_equal(ov[0], 0);
+    assert_int_equal(ov[1], 15);
+    assert_int_equal(ov[2], 7);
+    assert_int_equal(ov[3], 12);
+    assert_true(ov[4] == GW_MATCHER_UNSET && ov[5] == GW_MATCHER_UNSET);   /* (x)? took no part */
+    assert_int_equal(ov[6], 13);
+    assert_int_equal(ov[7], 15);
+    /* max_groups caps what is written */
+    ov[2] = 99;
+    assert_int_equal(gw_matcher_groups(&m, v, strlen(v), ov, 1), 1);
+    assert_int_equal(ov[2], 99);
+    assert_int_equal(gw_matcher_groups(&m, v, strlen(v), ov, 0), 0);
+    /* anchored at both ends; an empty last group */
+    assert_int_equal(gw_matcher_groups(&m, "xsource-value-1", 15, ov, 8), 0);
+    assert_int_equal(gw_matcher_groups(&m, "source-value-", 13, ov, 8), 4);
+    assert_int_equal(ov[6], 13);
+    assert_int_equal(ov[7], 13);
+    assert_int_equal(gw_matcher_groups(&m, "source-value-\xff", 14, ov, 8), 0);   /* not UTF-8 */
+    gw_matcher_free(&m);
+    /* the empty pattern matches only the empty value; group 0 only */
+    assert_int_equal(gw_matcher_init_capturing(&m, "src", 3, "", 0, &err), GW_OK);
+    assert_int_equal(gw_matcher_group_count(&m), 1);
+    assert_int_equal(gw_matcher_groups(&m, "", 0, ov, 8), 1);
+    assert_int_equal(ov[0], 0);
+    assert_int_equal(ov[1], 0);
+    assert_int_equal(gw_matcher_groups(&m, "a", 1, ov, 8), 0);
+    gw_matcher_free(&m);
+    /* a trailing group that took no part is not counted */
+    assert_int_equal(gw_matcher_init_capturing(&m, "src", 3, "(a)|(b)", 7, &err), GW_OK);
+    assert_int_equal(gw_matcher_group_count(&m), 3);
+    assert_int_equal(gw_matcher_groups(&m, "a", 1, ov, 8), 2);
+    assert_int_equal(gw_matcher_groups(&m, "b", 1, ov, 8), 3);
+    assert_true(ov[2] == GW_MATCHER_UNSET);
+    gw_matcher_free(&m);
+    /* label matchers (no captures) give nothing */
+    assert_int_equal(gw_matcher_init(&m, GW_MATCH_RE, "src", 3, "(a)", 3, &err), GW_OK);
+    assert_int_equal(gw_matcher_group_count(&m), 0);
+    assert_int_equal(gw_matcher_groups(&m, "a", 1, ov, 8), 0);
+    gw_matcher_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matcher_capture_group),
+        cmocka_unit_test(test_matcher_capture_groups),
         cmocka_unit_test(test_matcher_types),
         cmocka_unit_test(test_matcher_absent_label),
         cmocka_unit_test(test_matcher_anchoring),

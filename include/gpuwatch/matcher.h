@@ -66,6 +66,26 @@ int gw_matcher_matches(const struct gw_matcher *m, const char *value, size_t len
 int gw_matcher_group(const struct gw_matcher *m, const char *value, size_t len, const char **group,
                      size_t *group_len);
 
+/* All capture groups, for label_replace's $1 ${1} $name expansion. For a
+ * capturing matcher: when value matches, fills ovector[2*i], ovector[2*i+1]
+ * with the start and end offsets in value of group i (group 0 is the whole
+ * match) for i < the returned count, GW_MATCHER_UNSET in both for a group
+ * that took no part in the match, and returns that count (>= 1; groups at
+ * or above it took no part either; at most max_groups, so a caller that
+ * wants them all passes gw_matcher_group_count(m)). Returns 0 when value
+ * does not match, when m is not a capturing =~ matcher, when max_groups is
+ * 0, and when the match exceeds the limits (same engine and limits as
+ * gw_matcher_group). Not thread-safe per matcher. */
+#define GW_MATCHER_UNSET ((size_t)-1)
+size_t gw_matcher_groups(const struct gw_matcher *m, const char *value, size_t len, size_t *ovector,
+                         size_t max_groups);
+/* Capture groups of a capturing matcher's pattern plus one (group 0); 0 for
+ * any other matcher. */
+size_t gw_matcher_group_count(const struct gw_matcher *m);
+/* Number of the group named name[0..len) in a capturing matcher's pattern
+ * (`(?P<name>...)`, `(?<name>...)`), or -1 when there is none. */
+long gw_matcher_group_number(const struct gw_matcher *m, const char *name, size_t len);
+
 /* 1 if m matches the empty string (i.e. series without the label). */
 int gw_matcher_matches_empty(const struct gw_matcher *m);
 

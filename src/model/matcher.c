@@ -505,15 +505,22 @@ int gw_matcher_matches(const struct gw_matcher *m, const char *value, size_t len
     return 0;
 }
 
-int gw_matcher_group(const struct gw_matcher *m, const char *value, size_t len, const char **group,
-                     size_t *group_len)
+/* Runs a capturing matcher (backtracking/JIT matcher only, under its
+ * limits): the pcre2_match result (>= 1 on a match: highest group set + 1),
+ * or 0 / negative. */
+static int capture_match(const struct gw_matcher *m, const char *value, size_t len)
 {
     if (m == NULL || m->type != GW_MATCH_RE || m->re == NULL || m->md == NULL || m->mctx == NULL)
         return 0;
     const struct re_ctx *ctx = m->mctx;
     PCRE2_SPTR subj = (PCRE2_SPTR)(value ? value : "");
-    int rc = pcre2_match((const pcre2_code *)m->re, subj, len, 0, 0, (pcre2_match_data *)m->md, ctx->bt);
-    if (rc < 2)
+    return pcre2_match((const pcre2_code *)m->re, subj, len, 0, 0, (pcre2_match_data *)m->md, ctx->bt);
+}
+
+int gw_matcher_group(const struct gw_matcher *m, const char *value, size_t len, const char **group,
+                     size_t *group_len)
+{
+    if (capture_match(m, value, len) < 2)
         return 0;
     PCRE2_SIZE *ov = pcre2_get_ovector_pointer((pcre2_match_data *)m->md);
     if (ov[2] == PCRE2_UNSET || ov[3] < ov[2] || ov[3] > len)
@@ -521,6 +528,56 @@ int gw_matcher_group(const struct gw_matcher *m, const char *value, size_t len, 
     *group = value + ov[2];
     *group_len = ov[3] - ov[2];
     return 1;
+}
+
+size_t gw_matcher_groups(const struct gw_matcher *m, const char *value, size_t len, size_t *ovector,
+                         size_t max_groups)
+{
+    if (max_groups == 0 || m == NULL || !m->capture)
+        return 0;
+    int rc = capture_match(m, value, len);
+    if (rc <= 0)
+        return 0;   /* rc 0 cannot happen: the match data holds every group */
+    size_t n = (size_t)rc < max_groups ? (size_t)rc : max_groups;
+    const PCRE2_SIZE *ov = pcre2_get_ovector_pointer((pcre2_match_data *)m->md);
+    for (size_t i = 0; i < n; i++) {
+        PCRE2_SIZE a = ov[2 * i], b = ov[2 * i + 1];
+        if (a == PCRE2_UNSET || b < a || b > len)
+            a = b = (PCRE2_SIZE)GW_MATCHER_UNSET;
+        ovector[2 * i] = (size_t)a;
+        ovector[2 * i + 1] = (size_t)b;
+    }
+    return n;
+}
+
+size_t gw_matcher_group_count(const struct gw_matcher *m)
+{
+    uint32_t n = 0;
+    if (m == NULL || m->type != GW_MATCH_RE || !m->capture || m->re == NULL ||
+        pcre2_pattern_info((const pcre2_code *)m->re, PCRE2_INFO_CAPTURECOUNT, &n) != 0)
+        return 0;
+    return (size_t)n + 1;
+}
+
+long gw_matcher_group_number(const struct gw_matcher *m, const char *name, size_t len)
+{
+    uint32_t cnt = 0, esz = 0;
+    PCRE2_SPTR tab = NULL;
+    if (m == NULL || m->type != GW_MATCH_RE || !m->capture || m->re == NULL)
+        return -1;
+    const pcre2_code *re = m->re;
+    if (pcre2_pattern_info(re, PCRE2_INFO_NAMECOUNT, &cnt) != 0 ||
+        pcre2_pattern_info(re, PCRE2_INFO_NAMEENTRYSIZE, &esz) != 0 ||
+        pcre2_pattern_info(re, PCRE2_INFO_NAMETABLE, &tab) != 0)
+        return -1;
+    /* entries: 2-byte group number, NUL-terminated name */
+    for (uint32_t k = 0; k < cnt && tab; k++) {
+        PCRE2_SPTR ent = tab + (size_t)k * esz;
+        const char *en = (const char *)(ent + 2);
+        if (strlen(en) == len && memcmp(en, name, len) == 0)
+            return (long)((ent[0] << 8) | ent[1]);
+    }
+    return -1;
 }
 
 int gw_matcher_matches_empty(const struct gw_matcher *m)

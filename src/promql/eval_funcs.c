@@ -18,8 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 
 #include "gpuwatch/labels.h"
 #include "gpuwatch/matcher.h"
@@ -545,47 +543,16 @@ static const char *str_arg(const struct gw_pq_node *n)
     return n && n->kind == GW_PQ_STRING_LIT && n->u.str.s ? n->u.str.s : NULL;
 }
 
-struct rx {
-    pcre2_code *re;
-    pcre2_match_data *md;
-    pcre2_match_context *mc;
-    uint32_t ngroups;
-};
-
-static void rx_free(struct rx *r)
+/* label_replace's regex: a capturing matcher (model owns the regex engine),
+ * fully anchored like every PromQL regex. */
+static int rx_compile(struct pq_ctx *ctx, struct gw_matcher *r, const char *pat, const char *fn)
 {
-    pcre2_match_data_free(r->md);
-    pcre2_match_context_free(r->mc);
-    pcre2_code_free(r->re);
-}
-
-static int rx_compile(struct pq_ctx *ctx, struct rx *r, const char *pat, const char *fn)
-{
-    struct gw_matcher chk;
     struct gw_error e2;
-    memset(r, 0, sizeof(*r));
-    /* RE2 syntax check (refuses PCRE-only constructs) */
-    if (gw_matcher_init(&chk, GW_MATCH_RE, "x", 1, pat, strlen(pat), &e2) != GW_OK)
-        return gw_error_set(ctx->err, GW_EINVAL, "invalid regular expression in %s(): %s", fn,
-                            pat);
-    gw_matcher_free(&chk);
-    int ecode;
-    PCRE2_SIZE eoff;
-    r->re = pcre2_compile((PCRE2_SPTR)pat, strlen(pat),
-                          PCRE2_UTF | PCRE2_DOTALL | PCRE2_DOLLAR_ENDONLY | PCRE2_ANCHORED |
-                              PCRE2_ENDANCHORED | PCRE2_NEVER_BACKSLASH_C,
-                          &ecode, &eoff, NULL);
-    if (!r->re)
-        return gw_error_set(ctx->err, GW_EINVAL, "invalid regular expression in %s(): %s", fn,
-                            pat);
-    r->md = pcre2_match_data_create_from_pattern(r->re, NULL);
-    r->mc = pcre2_match_context_create(NULL);
-    if (!r->md || !r->mc) {
-        rx_free(r);
-        return pq_nomem(ctx);
-    }
-    pcre2_set_match_limit(r->mc, GW_MATCHER_MATCH_LIMIT);
-    pcre2_pattern_info(r->re, PCRE2_INFO_CAPTURECOUNT, &r->ngroups);
+    memset(&e2, 0, sizeof e2);
+    if (gw_matcher_init_capturing(r, "x", 1, pat, strlen(pat), &e2) != GW_OK)
+        return e2.code == GW_ENOMEM ? pq_nomem(ctx)
+                                    : gw_error_set(ctx->err, GW_EINVAL,
+                                                   "invalid regular expression in %s(): %s", fn, pat);
     return GW_OK;
 }
 
@@ -596,8 +563,8 @@ static int name_char(unsigned char c)
 }
 
 /* Go's Regexp.ExpandString: $1 ${1} $name ${name} $$; unknown -> "". */
-static int rx_expand(struct pq_ctx *ctx, struct rx *r, const char *tpl, const char *src,
-                     const PCRE2_SIZE *ov, int nmatch, char **out, size_t *olen)
+static int rx_expand(struct pq_ctx *ctx, const struct gw_matcher *r, const char *tpl, const char *src,
+                     const size_t *ov, size_t nmatch, char **out, size_t *olen)
 {
     size_t cap = 64, o = 0;
     char *b = pq_alloc(ctx, cap);
@@ -657,25 +624,8 @@ static int rx_expand(struct pq_ctx *ctx, struct rx *r, const char *tpl, const ch
         }
         if (nlen > 1 && name[0] == '0')
             num = -1;
-        long grp = -1;
-        if (num >= 0) {
-            grp = num;
-        } else {
-            uint32_t cnt = 0, esz = 0;
-            PCRE2_SPTR tab = NULL;
-            pcre2_pattern_info(r->re, PCRE2_INFO_NAMECOUNT, &cnt);
-            pcre2_pattern_info(r->re, PCRE2_INFO_NAMEENTRYSIZE, &esz);
-            pcre2_pattern_info(r->re, PCRE2_INFO_NAMETABLE, &tab);
-            for (uint32_t k = 0; k < cnt && tab; k++) {
-                PCRE2_SPTR ent = tab + (size_t)k * esz;
-                const char *en = (const char *)(ent + 2);
-                if (strlen(en) == nlen && memcmp(en, name, nlen) == 0) {
-                    grp = (long)((ent[0] << 8) | ent[1]);
-                    break;
-                }
-            }
-        }
-        if (grp >= 0 && grp < nmatch && ov[2 * grp] != PCRE2_UNSET)
+        long grp = num >= 0 ? num : gw_matcher_group_number(r, name, nlen);
+        if (grp >= 0 && (size_t)grp < nmatch && ov[2 * grp] != GW_MATCHER_UNSET)
             ADD(src + ov[2 * grp], ov[2 * grp + 1] - ov[2 * grp]);
     }
 #undef ADD
@@ -693,12 +643,12 @@ static int eval_label_replace(struct pq_ctx *ctx, const struct gw_pq_node *n,
                *src = str_arg(n->u.call.args[3]), *pat = str_arg(n->u.call.args[4]);
     if (!dst || !repl || !src || !pat)
         return gw_error_set(ctx->err, GW_EINVAL, "label_replace(): arguments must be strings");
-    struct rx r;
+    struct gw_matcher r;
     int rc = rx_compile(ctx, &r, pat, "label_replace");
     if (rc)
         return rc;
     if (!valid_label_name(ctx, dst, strlen(dst))) {
-        rx_free(&r);
+        gw_matcher_free(&r);
         return gw_error_set(ctx->err, GW_EINVAL,
                             "invalid destination label name in label_replace(): %s", dst);
     }
@@ -706,17 +656,18 @@ static int eval_label_replace(struct pq_ctx *ctx, const struct gw_pq_node *n,
     if (!rc && out->type != GW_PQ_T_VECTOR)
         rc = gw_error_set(ctx->err, GW_EINVAL, "label_replace(): expected an instant vector");
     struct pq_lb *b = rc ? NULL : pq_alloc(ctx, sizeof(*b));
-    if (!rc && !b)
+    size_t ngroups = gw_matcher_group_count(&r);
+    size_t *ov = rc ? NULL : pq_alloc(ctx, 2 * ngroups * sizeof *ov);
+    if (!rc && (!b || !ov))
         rc = GW_ENOMEM;
     for (size_t k = 0; !rc && k < out->nvs; k++) {
         struct pq_vser *s = &out->vs[k];
         const char *sv = "";
         size_t sl = 0;
         gw_labels_get(s->lab, s->llen, src, strlen(src), &sv, &sl);
-        int m = pcre2_match(r.re, (PCRE2_SPTR)sv, sl, 0, 0, r.md, r.mc);
-        if (m <= 0)
+        size_t m = gw_matcher_groups(&r, sv, sl, ov, ngroups);
+        if (m == 0)
             continue;   /* no match (or invalid UTF-8 / limit): labels unchanged */
-        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(r.md);
         char *res = NULL;
         size_t rl = 0;
         /* copy the source value: ov indexes into it and it outlives the builder */
@@ -734,7 +685,7 @@ static int eval_label_replace(struct pq_ctx *ctx, const struct gw_pq_node *n,
             break;
         rc = pq_lb_encode(ctx, b, &s->lab, &s->llen);
     }
-    rx_free(&r);
+    gw_matcher_free(&r);
     if (rc)
         return rc;
     return pq_vec_dedupe(ctx, out, g->n, 1);
