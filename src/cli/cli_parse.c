@@ -1,4 +1,4 @@
-/* cli_parse.c - strict number parsing for the command-line tools. */
+/* cli_parse.c - strict number and option parsing for the command-line tools. */
 #include "cli_parse.h"
 
 #include <errno.h>
@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "gpuwatch/codec.h"
+#include "gpuwatch/err.h"
 
 int gw_cli_parse_u64(const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 {
@@ -69,4 +72,47 @@ int gw_cli_option(int argc, char **argv, int *i, const char *cmd, const char *us
         return 2;
     }
     return 0;
+}
+
+int gw_cli_want_help(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
+    return 0;
+}
+
+const char *gw_cli_opt_value(int argc, char **argv, int *i, const char *name)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) != 0) return NULL;
+    if (argv[*i][n] == '=') return argv[*i] + n + 1;
+    if (argv[*i][n] != '\0') return NULL;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "gpuwatch: option %s needs a value\n", name);
+        exit(2);
+    }
+    (*i)++;
+    return argv[*i];
+}
+
+int64_t gw_cli_parse_dur_or_exit(const char *opt, const char *v)
+{
+    int64_t ms;
+    if (gw_parse_duration_ms(v, &ms) != GW_OK || ms <= 0) {
+        fprintf(stderr, "gpuwatch: invalid duration for %s: \"%s\" (examples: 55d, 12h, 8w)\n", opt, v);
+        exit(2);
+    }
+    return ms;
+}
+
+long gw_cli_parse_long_or_exit(const char *opt, const char *v, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || end == v || *end || x < lo || x > hi) {
+        fprintf(stderr, "gpuwatch: invalid value for %s: \"%s\" (expected %ld..%ld)\n", opt, v, lo, hi);
+        exit(2);
+    }
+    return x;
 }

@@ -1,0 +1,17 @@
+/* cli/cli.h - what the files of the gpuwatch command share: the version
+ * and the subcommands main.c dispatches to. */
+#ifndef GW_CLI_H
+#define GW_CLI_H
+
+#ifndef GW_VERSION
+#define GW_VERSION "0.1.0"
+#endif
+
+/* Each takes the arguments after the subcommand's name and returns the
+ * process exit status (0, 1 on a runtime failure, 2 on a usage error). */
+int gw_cli_serve(int argc, char **argv);      /* cmd_serve.c */
+int gw_cli_query(int argc, char **argv);      /* cmd_query.c */
+int gw_cli_simulate(int argc, char **argv);   /* cmd_simulate.c */
+int gw_cli_evaluate(int argc, char **argv);   /* cmd_evaluate.c */
+
+#endif /* GW_CLI_H */
