@@ -541,117 +541,118 @@ static int metadata_fn(struct gw_store_txn *t, void *ud)
     return GW_OK;
 }
 
-int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, struct gw_append_result *res,
-                 struct gw_error *err)
-{
-    memset(res, 0, sizeof *res);
-    if (!db->head) return gw_error_set(err, GW_EINVAL, "database opened read-only");
-    int rc = GW_OK, wal_locked = 0;
-    struct prep *pp = NULL;
-    struct new_series *ns = NULL;
-    size_t n_new = 0;
-    struct gw_buf lab;
-    gw_buf_init(&lab, 0);
-    res->histograms = req->n_histograms;
-    res->exemplars = req->n_exemplars;
+/* gw_db_append runs in phases, one function each:
+ *   1. append_prepare (no lock): sorted labels, canonical bytes, head keys;
+ *   2. append_find_series, append_create_series (db->mu): series found in
+ *      the head or the store, the missing ones created in the store and the
+ *      head, their WAL series record built;
+ *   3. append_samples (db->mu): samples checked and appended, the WAL
+ *      samples record built, the observer told;
+ *   4. append_wal_records (db->mu): both records written to the WAL;
+ *   5. append_commit (no lock): durability under the fsync policy, then
+ *      the request's metadata. */
 
-    /* Phase 1, no lock: sorted labels, canonical bytes, head keys. Labels
-     * are validated in phase 2 only for series the head does not know:
-     * a known series was valid when it was created, with the same bytes. */
-    if (req->n_series) {
-        pp = calloc(req->n_series, sizeof *pp);
-        if (!pp) return gw_error_set(err, GW_ENOMEM, "out of memory");
-    }
+/* Phase 1, no lock: sorted labels, canonical bytes, head keys. Labels are
+ * validated in phase 2 only for series the head does not know: a known
+ * series was valid when it was created, with the same bytes. */
+static int append_prepare(struct gw_rw_request *req, struct prep *pp, struct gw_buf *lab, struct gw_error *err)
+{
+    int rc;
     for (size_t i = 0; i < req->n_series; i++) {
         struct gw_rw_series *rs = &req->series[i];
         pp[i].new_idx = -1;
         if (rs->n_samples == 0) continue;
         sort_labels(rs->labels, rs->n_labels);
         size_t need = gw_labels_encoded_size(rs->labels, rs->n_labels);
-        if ((rc = gw_buf_reserve(&lab, need))) {
-            gw_error_set(err, rc, "out of memory");
-            goto out;
-        }
-        pp[i].off = lab.len;
-        pp[i].len = gw_labels_encode(rs->labels, rs->n_labels, lab.data + lab.len);
-        lab.len += pp[i].len;
-        gw_head_key(lab.data + pp[i].off, pp[i].len, &pp[i].lo, &pp[i].hi);
+        if ((rc = gw_buf_reserve(lab, need))) return gw_error_set(err, rc, "out of memory");
+        pp[i].off = lab->len;
+        pp[i].len = gw_labels_encode(rs->labels, rs->n_labels, lab->data + lab->len);
+        lab->len += pp[i].len;
+        gw_head_key(lab->data + pp[i].off, pp[i].len, &pp[i].lo, &pp[i].hi);
         pp[i].valid = 1;
     }
+    return GW_OK;
+}
 
-    pthread_rwlock_rdlock(&db->wal_rw);
-    wal_locked = 1;
-    pthread_mutex_lock(&db->mu);
-    if (db->failed || !db->wal) {
-        pthread_mutex_unlock(&db->mu);
-        rc = gw_error_set(err, GW_EIO, "write-ahead log unavailable after a write failure (disk full?); "
-                                       "retrying until it recovers");
-        goto out;
-    }
-    /* Phase 2: resolve series, creating the missing ones in the store. */
-    {
-        struct gw_store_txn *rt = NULL;
-        for (size_t i = 0; i < req->n_series; i++) {
-            if (!pp[i].valid) continue;
-            const uint8_t *l = lab.data + pp[i].off;
-            if (i + 4 < req->n_series) gw_head_prefetch(db->head, pp[i + 4].lo);
-            pp[i].s = gw_head_find(db->head, pp[i].lo, pp[i].hi);
-            if (pp[i].s) continue;
-            struct gw_rw_series *rs = &req->series[i];
-            struct gw_error le = {0};
-            if (gw_labels_normalize(rs->labels, rs->n_labels, &le) != GW_OK) {
-                pp[i].valid = 0;
-                res->invalid_series++;
-                res->invalid_samples += rs->n_samples;
-                if (!res->first_invalid[0]) snprintf(res->first_invalid, sizeof res->first_invalid, "%s", le.msg);
-                continue;
+/* Phase 2a, db->mu held: each series found in the head or the store; a
+ * series found in neither is validated and planned in (*ns)[0..*n_new)
+ * with its new series id (once per request). */
+static int append_find_series(struct gw_db *db, struct gw_rw_request *req, struct prep *pp, const struct gw_buf *lab,
+                              struct new_series **ns, size_t *n_new, struct gw_append_result *res,
+                              struct gw_error *err)
+{
+    int rc = GW_OK;
+    struct gw_store_txn *rt = NULL;
+    for (size_t i = 0; i < req->n_series; i++) {
+        if (!pp[i].valid) continue;
+        const uint8_t *l = lab->data + pp[i].off;
+        if (i + 4 < req->n_series) gw_head_prefetch(db->head, pp[i + 4].lo);
+        pp[i].s = gw_head_find(db->head, pp[i].lo, pp[i].hi);
+        if (pp[i].s) continue;
+        struct gw_rw_series *rs = &req->series[i];
+        struct gw_error le = {0};
+        if (gw_labels_normalize(rs->labels, rs->n_labels, &le) != GW_OK) {
+            pp[i].valid = 0;
+            res->invalid_series++;
+            res->invalid_samples += rs->n_samples;
+            if (!res->first_invalid[0]) snprintf(res->first_invalid, sizeof res->first_invalid, "%s", le.msg);
+            continue;
+        }
+        /* the same new series twice in one request */
+        for (size_t k = 0; k < *n_new; k++)
+            if ((*ns)[k].lo == pp[i].lo && (*ns)[k].hi == pp[i].hi) {
+                pp[i].new_idx = (int)k;
+                break;
             }
-            /* the same new series twice in one request */
-            for (size_t k = 0; k < n_new; k++)
-                if (ns[k].lo == pp[i].lo && ns[k].hi == pp[i].hi) {
-                    pp[i].new_idx = (int)k;
-                    break;
-                }
-            if (pp[i].new_idx >= 0) continue;
-            if (!rt && (rc = gw_store_read_begin(db->store, &rt, err))) break;
-            uint64_t hash = gw_labels_hash(l, pp[i].len);
-            pp[i].s = lookup_store(db, rt, hash, pp[i].lo, pp[i].hi, l, pp[i].len);
-            if (pp[i].s) continue;
-            if ((n_new & (n_new - 1)) == 0) {
-                struct new_series *p = realloc(ns, (n_new ? n_new * 2 : 1) * sizeof *p);
-                if (!p) {
-                    rc = gw_error_set(err, GW_ENOMEM, "out of memory");
-                    break;
-                }
-                ns = p;
+        if (pp[i].new_idx >= 0) continue;
+        if (!rt && (rc = gw_store_read_begin(db->store, &rt, err))) break;
+        uint64_t hash = gw_labels_hash(l, pp[i].len);
+        pp[i].s = lookup_store(db, rt, hash, pp[i].lo, pp[i].hi, l, pp[i].len);
+        if (pp[i].s) continue;
+        if ((*n_new & (*n_new - 1)) == 0) {
+            struct new_series *p = realloc(*ns, (*n_new ? *n_new * 2 : 1) * sizeof *p);
+            if (!p) {
+                rc = gw_error_set(err, GW_ENOMEM, "out of memory");
+                break;
             }
-            ns[n_new] = (struct new_series){.sid = db->next_sid++, .hash = hash, .lo = pp[i].lo, .hi = pp[i].hi,
+            *ns = p;
+        }
+        (*ns)[*n_new] = (struct new_series){.sid = db->next_sid++, .hash = hash, .lo = pp[i].lo, .hi = pp[i].hi,
                                             .labels = l, .len = pp[i].len};
-            pp[i].new_idx = (int)n_new++;
-        }
-        gw_store_read_end(rt);
-        if (rc == GW_OK && n_new) {
-            struct create_ctx cc = {.ns = ns, .n = n_new, .next_sid = db->next_sid};
-            rc = gw_store_write(db->store, create_series_fn, &cc, err);
-        }
-        if (rc == GW_OK && n_new) {
-            gw_buf_reset(&db->srec);
-            for (size_t k = 0; k < n_new && rc == GW_OK; k++) {
-                struct gw_head_series *s = observe(
-                    db, gw_head_add(db->head, ns[k].sid, ns[k].lo, ns[k].hi, ns[k].node_id, ns[k].gpu, INT64_MIN),
-                    ns[k].labels, ns[k].len);
-                if (!s) rc = gw_error_set(err, GW_ENOMEM, "out of memory");
-                else rc = gw_rec_series_add(&db->srec, ns[k].sid, ns[k].labels, ns[k].len);
-            }
-            for (size_t i = 0; i < req->n_series && rc == GW_OK; i++)
-                if (pp[i].valid && !pp[i].s && pp[i].new_idx >= 0) pp[i].s = gw_head_find_sid(db->head, ns[pp[i].new_idx].sid);
-        }
-        if (rc) {
-            pthread_mutex_unlock(&db->mu);
-            goto out;
-        }
+        pp[i].new_idx = (int)(*n_new)++;
     }
-    /* Phase 3: check and append samples, building the WAL record. */
+    gw_store_read_end(rt);
+    return rc;
+}
+
+/* Phase 2b, db->mu held: the planned series created in the store, added
+ * to the head (and shown to the observer), recorded in db->srec. */
+static int append_create_series(struct gw_db *db, struct gw_rw_request *req, struct prep *pp, struct new_series *ns,
+                                size_t n_new, struct gw_error *err)
+{
+    struct create_ctx cc = {.ns = ns, .n = n_new, .next_sid = db->next_sid};
+    int rc = gw_store_write(db->store, create_series_fn, &cc, err);
+    if (rc != GW_OK) return rc;
+    gw_buf_reset(&db->srec);
+    for (size_t k = 0; k < n_new && rc == GW_OK; k++) {
+        struct gw_head_series *s = observe(
+            db, gw_head_add(db->head, ns[k].sid, ns[k].lo, ns[k].hi, ns[k].node_id, ns[k].gpu, INT64_MIN),
+            ns[k].labels, ns[k].len);
+        if (!s) rc = gw_error_set(err, GW_ENOMEM, "out of memory");
+        else rc = gw_rec_series_add(&db->srec, ns[k].sid, ns[k].labels, ns[k].len);
+    }
+    for (size_t i = 0; i < req->n_series && rc == GW_OK; i++)
+        if (pp[i].valid && !pp[i].s && pp[i].new_idx >= 0) pp[i].s = gw_head_find_sid(db->head, ns[pp[i].new_idx].sid);
+    return rc;
+}
+
+/* Phase 3, db->mu held: each sample checked (too old or new, duplicate,
+ * conflict, out of order) and appended to its series' head chunk, the WAL
+ * samples record built in db->rec, the observer told. */
+static int append_samples(struct gw_db *db, const struct gw_rw_request *req, const struct prep *pp, int64_t now_ms,
+                          struct gw_append_result *res, struct gw_error *err)
+{
+    int rc = GW_OK;
     int64_t too_old_before = now_ms - db->o.retention_ms;
     int64_t too_new_after = now_ms + db->o.future_tolerance_ms;
     int64_t base_t = 0;
@@ -695,16 +696,87 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
     }
     if (res->accepted && db->o.observer && db->o.observer->advance)
         db->o.observer->advance(db->o.observer->ud, db->max_t);
-    uint64_t pos = 0;
-    int need_commit = 0;
-    if (rc == GW_OK && db->srec.len) {
-        rc = gw_wal_append(db->wal, GW_REC_SERIES, db->srec.data, db->srec.len, &pos);
-        need_commit = 1;
+    return rc;
+}
+
+/* Phase 4, db->mu held: the series record, then the samples record, into
+ * the WAL; *pos is the last one's position, *need_commit 1 when any was
+ * written. */
+static int append_wal_records(struct gw_db *db, uint64_t *pos, int *need_commit)
+{
+    int rc = GW_OK;
+    if (db->srec.len) {
+        rc = gw_wal_append(db->wal, GW_REC_SERIES, db->srec.data, db->srec.len, pos);
+        *need_commit = 1;
     }
     if (rc == GW_OK && db->rec.len) {
-        rc = gw_wal_append(db->wal, GW_REC_SAMPLES, db->rec.data, db->rec.len, &pos);
-        need_commit = 1;
+        rc = gw_wal_append(db->wal, GW_REC_SAMPLES, db->rec.data, db->rec.len, pos);
+        *need_commit = 1;
     }
+    return rc;
+}
+
+/* Phase 5, no lock: waits for the WAL under the fsync policy (a failure
+ * stops every write until the db recovers), then stores the metadata. */
+static int append_commit(struct gw_db *db, const struct gw_rw_request *req, uint64_t pos, int need_commit,
+                         struct gw_append_result *res, struct gw_error *err)
+{
+    int rc = need_commit ? gw_wal_commit(db->wal, pos, err) : GW_OK;
+    if (rc) {
+        /* The samples are in the head but not durable: refuse every write
+         * until the head is in the store and a fresh WAL is open, or a retry
+         * of these samples would be answered 2xx as duplicates. */
+        pthread_mutex_lock(&db->mu);
+        db->failed = 1;
+        pthread_mutex_unlock(&db->mu);
+        return rc;
+    }
+    if (req->n_metadata) {
+        struct md_ctx mc = {.req = req};
+        int mrc = gw_store_write(db->store, metadata_fn, &mc, NULL);
+        if (mrc == GW_OK) res->metadata = req->n_metadata;
+    }
+    return GW_OK;
+}
+
+int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, struct gw_append_result *res,
+                 struct gw_error *err)
+{
+    memset(res, 0, sizeof *res);
+    if (!db->head) return gw_error_set(err, GW_EINVAL, "database opened read-only");
+    int rc = GW_OK, wal_locked = 0, need_commit = 0;
+    struct prep *pp = NULL;
+    struct new_series *ns = NULL;
+    size_t n_new = 0;
+    uint64_t pos = 0;
+    struct gw_buf lab;
+    gw_buf_init(&lab, 0);
+    res->histograms = req->n_histograms;
+    res->exemplars = req->n_exemplars;
+
+    if (req->n_series) {
+        pp = calloc(req->n_series, sizeof *pp);
+        if (!pp) return gw_error_set(err, GW_ENOMEM, "out of memory");
+    }
+    if ((rc = append_prepare(req, pp, &lab, err))) goto out;
+
+    pthread_rwlock_rdlock(&db->wal_rw);
+    wal_locked = 1;
+    pthread_mutex_lock(&db->mu);
+    if (db->failed || !db->wal) {
+        pthread_mutex_unlock(&db->mu);
+        rc = gw_error_set(err, GW_EIO, "write-ahead log unavailable after a write failure (disk full?); "
+                                       "retrying until it recovers");
+        goto out;
+    }
+    rc = append_find_series(db, req, pp, &lab, &ns, &n_new, res, err);
+    if (rc == GW_OK && n_new) rc = append_create_series(db, req, pp, ns, n_new, err);
+    if (rc) {
+        pthread_mutex_unlock(&db->mu);
+        goto out;
+    }
+    rc = append_samples(db, req, pp, now_ms, res, err);
+    if (rc == GW_OK) rc = append_wal_records(db, &pos, &need_commit);
     if (need_commit && rc == GW_OK) db->last_wal_pos = pos;
     gw_buf_reset(&db->srec);
     if (rc && rc != GW_ENOMEM && rc != GW_ETOOLARGE) db->failed = 1;
@@ -715,20 +787,7 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
         if (!err || !err->msg[0]) gw_error_set(err, rc, "cannot write the WAL: %s", gw_strerror(rc));
         goto out;
     }
-    if (need_commit) rc = gw_wal_commit(db->wal, pos, err);
-    if (rc) {
-        /* The samples are in the head but not durable: refuse every write
-         * until the head is in the store and a fresh WAL is open, or a retry
-         * of these samples would be answered 2xx as duplicates. */
-        pthread_mutex_lock(&db->mu);
-        db->failed = 1;
-        pthread_mutex_unlock(&db->mu);
-    }
-    if (rc == GW_OK && req->n_metadata) {
-        struct md_ctx mc = {.req = req};
-        int mrc = gw_store_write(db->store, metadata_fn, &mc, NULL);
-        if (mrc == GW_OK) res->metadata = req->n_metadata;
-    }
+    rc = append_commit(db, req, pos, need_commit, res, err);
 out:
     if (wal_locked) pthread_rwlock_unlock(&db->wal_rw);
     free(pp);
