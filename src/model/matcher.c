@@ -793,13 +793,204 @@ static int is_metric_name(const char *s, size_t len)
     return len == 8 && memcmp(s, "__name__", 8) == 0;
 }
 
+/* The selector being parsed: the matchers so far and where the metric
+ * name is. The metric name (outside the braces or bare-quoted inside) is
+ * kept where it was found until the end, then moved first. */
+struct sel {
+    struct sp p;
+    struct gw_matcher *out;
+    size_t max, cnt;
+    size_t name_idx;            /* index in out[] of the name matcher, SIZE_MAX */
+    const char *name_src;       /* how the name was given, for messages */
+    size_t name_src_len;
+    int name_outside;
+    size_t explicit_name_idx;   /* first __name__ matcher inside, SIZE_MAX */
+};
+
+/* The metric name before the braces, if any. */
+static int sel_metric_outside(struct sel *q)
+{
+    struct sp *p = &q->p;
+    if (!is_ident_start((unsigned char)p->s[p->pos], 1))
+        return GW_OK;
+    size_t st = p->pos;
+    while (p->pos < p->len && is_ident_char((unsigned char)p->s[p->pos], 1))
+        p->pos++;
+    int rc = sp_add(p, q->out, q->max, &q->cnt, st, GW_MATCH_EQ, "__name__", 8, p->s + st, p->pos - st);
+    if (rc != GW_OK)
+        return rc;
+    q->name_idx = q->cnt - 1;
+    q->name_outside = 1;
+    q->name_src = p->s + st;
+    q->name_src_len = p->pos - st;
+    sp_ws(p);
+    return GW_OK;
+}
+
+/* An item's label name, quoted or not; *lname is owned by the caller
+ * (also on failure). */
+static int sel_label_name(struct sel *q, size_t item_at, char **lname, size_t *lname_len, int *quoted)
+{
+    struct sp *p = &q->p;
+    char what[32];
+    int rc;
+    *quoted = 0;
+    if (sp_is_quote(p)) {
+        rc = sp_string(p, lname, lname_len);
+        if (rc != GW_OK)
+            return rc;
+        *quoted = 1;
+    } else if (p->pos < p->len && is_ident_start((unsigned char)p->s[p->pos], 0)) {
+        size_t st = p->pos;
+        while (p->pos < p->len && is_ident_char((unsigned char)p->s[p->pos], 0))
+            p->pos++;
+        *lname = dup_bytes(p->s + st, p->pos - st);
+        if (*lname == NULL)
+            return gw_error_set(p->err, GW_ENOMEM, "out of memory parsing selector");
+        *lname_len = p->pos - st;
+    } else {
+        return sp_fail(p, p->pos, "unexpected %s in label matching, expected label name or '}'",
+                       sp_what(p, what, sizeof what));
+    }
+    if (*quoted && (*lname_len == 0 || !gw_utf8_valid(*lname, *lname_len)))
+        return sp_fail(p, item_at, *lname_len == 0 ? "empty label or metric name"
+                                                   : "label or metric name is not valid UTF-8");
+    return GW_OK;
+}
+
+/* A bare quoted string inside the braces: the metric name. */
+static int sel_bare_name(struct sel *q, size_t item_at, const char *lname, size_t lname_len)
+{
+    char q1[QUOTE_MAX * 4 + 8], q2[QUOTE_MAX * 4 + 8];
+    if (q->name_idx != SIZE_MAX || q->explicit_name_idx != SIZE_MAX) {
+        const char *other = q->name_idx != SIZE_MAX ? q->name_src : q->out[q->explicit_name_idx].value;
+        size_t other_len = q->name_idx != SIZE_MAX ? q->name_src_len : q->out[q->explicit_name_idx].value_len;
+        return sp_fail(&q->p, item_at, "metric name must not be set twice: \"%s\" or \"%s\"",
+                       gw_model_quote(q1, sizeof q1, other, other_len),
+                       gw_model_quote(q2, sizeof q2, lname, lname_len));
+    }
+    int rc = sp_add(&q->p, q->out, q->max, &q->cnt, item_at, GW_MATCH_EQ, "__name__", 8, lname, lname_len);
+    if (rc != GW_OK)
+        return rc;
+    q->name_idx = q->cnt - 1;
+    q->name_src = q->out[q->name_idx].value;
+    q->name_src_len = q->out[q->name_idx].value_len;
+    return GW_OK;
+}
+
+/* One of = != =~ !~. */
+static int sel_op(struct sp *p, enum gw_match_type *type)
+{
+    char what[32];
+    if (p->pos + 1 < p->len && p->s[p->pos] == '=' && p->s[p->pos + 1] == '~') {
+        *type = GW_MATCH_RE;
+        p->pos += 2;
+    } else if (p->pos + 1 < p->len && p->s[p->pos] == '!' && p->s[p->pos + 1] == '~') {
+        *type = GW_MATCH_NRE;
+        p->pos += 2;
+    } else if (p->pos + 1 < p->len && p->s[p->pos] == '!' && p->s[p->pos + 1] == '=') {
+        *type = GW_MATCH_NEQ;
+        p->pos += 2;
+    } else if (p->pos < p->len && p->s[p->pos] == '=') {
+        *type = GW_MATCH_EQ;
+        p->pos += 1;
+    } else {
+        return sp_fail(p, p->pos, "unexpected %s in label matching, expected one of \"=\", \"!=\", \"=~\", \"!~\"",
+                       sp_what(p, what, sizeof what));
+    }
+    return GW_OK;
+}
+
+/* `name op "value"` after the name: the matcher. */
+static int sel_matcher(struct sel *q, size_t item_at, const char *lname, size_t lname_len)
+{
+    struct sp *p = &q->p;
+    char what[32], q1[QUOTE_MAX * 4 + 8], q2[QUOTE_MAX * 4 + 8];
+    enum gw_match_type type = GW_MATCH_EQ;
+    char *str = NULL;
+    int rc = sel_op(p, &type);
+    if (rc != GW_OK)
+        return rc;
+    sp_ws(p);
+    if (!sp_is_quote(p))
+        return sp_fail(p, p->pos, "unexpected %s in label matching, expected string", sp_what(p, what, sizeof what));
+    size_t val_at = p->pos, val_len = 0;
+    rc = sp_string(p, &str, &val_len);
+    if (rc != GW_OK)
+        goto out;
+    if (is_metric_name(lname, lname_len) && q->name_idx != SIZE_MAX) {
+        rc = sp_fail(p, item_at, "metric name must not be set twice: \"%s\" or \"%s\"",
+                     gw_model_quote(q1, sizeof q1, q->name_src, q->name_src_len),
+                     gw_model_quote(q2, sizeof q2, str, val_len));
+        goto out;
+    }
+    rc = sp_add(p, q->out, q->max, &q->cnt, val_at, type, lname, lname_len, str, val_len);
+    if (rc != GW_OK)
+        goto out;
+    if (is_metric_name(lname, lname_len) && q->explicit_name_idx == SIZE_MAX)
+        q->explicit_name_idx = q->cnt - 1;
+out:
+    free(str);
+    return rc;
+}
+
+/* One item inside the braces: a matcher or a bare quoted metric name. */
+static int sel_item(struct sel *q)
+{
+    struct sp *p = &q->p;
+    size_t item_at = p->pos;
+    char *lname = NULL;
+    size_t lname_len = 0;
+    int quoted = 0;
+    int rc = sel_label_name(q, item_at, &lname, &lname_len, &quoted);
+    if (rc != GW_OK)
+        goto out;
+    sp_ws(p);
+    if (quoted && (p->pos >= p->len || p->s[p->pos] == ',' || p->s[p->pos] == '}'))
+        rc = sel_bare_name(q, item_at, lname, lname_len);
+    else
+        rc = sel_matcher(q, item_at, lname, lname_len);
+out:
+    free(lname);
+    return rc;
+}
+
+/* '{' item (',' item)* ','? '}', at the '{'. */
+static int sel_braces(struct sel *q)
+{
+    struct sp *p = &q->p;
+    char what[32];
+    p->pos++;
+    for (;;) {
+        sp_ws(p);
+        if (p->pos < p->len && p->s[p->pos] == '}') {
+            p->pos++;
+            return GW_OK;
+        }
+        int rc = sel_item(q);
+        if (rc != GW_OK)
+            return rc;
+        sp_ws(p);
+        if (p->pos < p->len && p->s[p->pos] == ',') {
+            p->pos++;
+            continue;
+        }
+        if (p->pos < p->len && p->s[p->pos] == '}') {
+            p->pos++;
+            return GW_OK;
+        }
+        return sp_fail(p, p->pos, "unexpected %s in label matching, expected \",\" or \"}\"",
+                       sp_what(p, what, sizeof what));
+    }
+}
+
 int gw_selector_parse(const char *s, size_t len, struct gw_matcher *out, size_t max,
                       size_t *n, struct gw_error *err)
 {
-    struct sp p = { s, len, 0, err };
-    size_t cnt = 0;
-    char *str = NULL, *lname = NULL;
-    char what[32], q1[QUOTE_MAX * 4 + 8], q2[QUOTE_MAX * 4 + 8];
+    struct sel q = {.p = {s, len, 0, err}, .out = out, .max = max, .name_idx = SIZE_MAX, .name_src = "",
+                    .explicit_name_idx = SIZE_MAX};
+    struct sp *p = &q.p;
+    char what[32];
     int rc = GW_OK;
 
     if (s == NULL && len)
@@ -808,180 +999,43 @@ int gw_selector_parse(const char *s, size_t len, struct gw_matcher *out, size_t 
         return gw_error_set(err, GW_ETOOLARGE, "selector too long: %zu bytes (limit %u)", len,
                             GW_SELECTOR_MAX_BYTES);
 
-    /* The metric name (outside the braces or bare-quoted inside) is kept
-     * here until the end so it can be placed first. */
-    size_t name_idx = SIZE_MAX;     /* index in out[] of the name matcher */
-    const char *name_src = "";      /* how the name was given, for messages */
-    size_t name_src_len = 0;
-    int name_outside = 0;
-    size_t explicit_name_idx = SIZE_MAX; /* first __name__ matcher inside */
-
-    sp_ws(&p);
-    if (p.pos >= p.len) {
-        rc = sp_fail(&p, p.pos, "empty selector, expected metric name or '{'");
+    sp_ws(p);
+    if (p->pos >= p->len) {
+        rc = sp_fail(p, p->pos, "empty selector, expected metric name or '{'");
         goto out;
     }
-    if (is_ident_start((unsigned char)s[p.pos], 1)) {
-        size_t st = p.pos;
-        while (p.pos < p.len && is_ident_char((unsigned char)s[p.pos], 1))
-            p.pos++;
-        rc = sp_add(&p, out, max, &cnt, st, GW_MATCH_EQ, "__name__", 8, s + st, p.pos - st);
-        if (rc != GW_OK)
+    if ((rc = sel_metric_outside(&q)) != GW_OK)
+        goto out;
+    if (p->pos < p->len && s[p->pos] == '{') {
+        if ((rc = sel_braces(&q)) != GW_OK)
             goto out;
-        name_idx = cnt - 1;
-        name_outside = 1;
-        name_src = s + st;
-        name_src_len = p.pos - st;
-        sp_ws(&p);
-    }
-
-    if (p.pos < p.len && s[p.pos] == '{') {
-        p.pos++;
-        for (;;) {
-            sp_ws(&p);
-            if (p.pos < p.len && s[p.pos] == '}') {
-                p.pos++;
-                break;
-            }
-            size_t item_at = p.pos;
-            size_t lname_len = 0;
-            int quoted = 0;
-            if (sp_is_quote(&p)) {
-                rc = sp_string(&p, &lname, &lname_len);
-                if (rc != GW_OK)
-                    goto out;
-                quoted = 1;
-            } else if (p.pos < p.len && is_ident_start((unsigned char)s[p.pos], 0)) {
-                size_t st = p.pos;
-                while (p.pos < p.len && is_ident_char((unsigned char)s[p.pos], 0))
-                    p.pos++;
-                lname = dup_bytes(s + st, p.pos - st);
-                if (lname == NULL) {
-                    rc = gw_error_set(err, GW_ENOMEM, "out of memory parsing selector");
-                    goto out;
-                }
-                lname_len = p.pos - st;
-            } else {
-                rc = sp_fail(&p, p.pos, "unexpected %s in label matching, expected label name or '}'",
-                             sp_what(&p, what, sizeof what));
-                goto out;
-            }
-            if (quoted && (lname_len == 0 || !gw_utf8_valid(lname, lname_len))) {
-                rc = sp_fail(&p, item_at, lname_len == 0 ? "empty label or metric name"
-                                                         : "label or metric name is not valid UTF-8");
-                goto out;
-            }
-            sp_ws(&p);
-
-            if (quoted && (p.pos >= p.len || s[p.pos] == ',' || s[p.pos] == '}')) {
-                /* bare quoted string: the metric name */
-                if (name_idx != SIZE_MAX || explicit_name_idx != SIZE_MAX) {
-                    const char *other = name_idx != SIZE_MAX ? name_src : out[explicit_name_idx].value;
-                    size_t other_len = name_idx != SIZE_MAX ? name_src_len : out[explicit_name_idx].value_len;
-                    rc = sp_fail(&p, item_at, "metric name must not be set twice: \"%s\" or \"%s\"",
-                                 gw_model_quote(q1, sizeof q1, other, other_len),
-                                 gw_model_quote(q2, sizeof q2, lname, lname_len));
-                    goto out;
-                }
-                rc = sp_add(&p, out, max, &cnt, item_at, GW_MATCH_EQ, "__name__", 8, lname, lname_len);
-                if (rc != GW_OK)
-                    goto out;
-                name_idx = cnt - 1;
-                name_src = out[name_idx].value;
-                name_src_len = out[name_idx].value_len;
-            } else {
-                enum gw_match_type type;
-                if (p.pos + 1 < p.len && s[p.pos] == '=' && s[p.pos + 1] == '~') {
-                    type = GW_MATCH_RE;
-                    p.pos += 2;
-                } else if (p.pos + 1 < p.len && s[p.pos] == '!' && s[p.pos + 1] == '~') {
-                    type = GW_MATCH_NRE;
-                    p.pos += 2;
-                } else if (p.pos + 1 < p.len && s[p.pos] == '!' && s[p.pos + 1] == '=') {
-                    type = GW_MATCH_NEQ;
-                    p.pos += 2;
-                } else if (p.pos < p.len && s[p.pos] == '=') {
-                    type = GW_MATCH_EQ;
-                    p.pos += 1;
-                } else {
-                    rc = sp_fail(&p, p.pos, "unexpected %s in label matching, expected one of \"=\", \"!=\", \"=~\", \"!~\"",
-                                 sp_what(&p, what, sizeof what));
-                    goto out;
-                }
-                sp_ws(&p);
-                if (!sp_is_quote(&p)) {
-                    rc = sp_fail(&p, p.pos, "unexpected %s in label matching, expected string",
-                                 sp_what(&p, what, sizeof what));
-                    goto out;
-                }
-                size_t val_at = p.pos, val_len = 0;
-                rc = sp_string(&p, &str, &val_len);
-                if (rc != GW_OK)
-                    goto out;
-                if (is_metric_name(lname, lname_len)) {
-                    if (name_idx != SIZE_MAX) {
-                        rc = sp_fail(&p, item_at, "metric name must not be set twice: \"%s\" or \"%s\"",
-                                     gw_model_quote(q1, sizeof q1, name_src, name_src_len),
-                                     gw_model_quote(q2, sizeof q2, str, val_len));
-                        goto out;
-                    }
-                }
-                rc = sp_add(&p, out, max, &cnt, val_at, type, lname, lname_len, str, val_len);
-                if (rc != GW_OK)
-                    goto out;
-                if (is_metric_name(lname, lname_len) && explicit_name_idx == SIZE_MAX)
-                    explicit_name_idx = cnt - 1;
-                free(str);
-                str = NULL;
-            }
-            free(lname);
-            lname = NULL;
-
-            sp_ws(&p);
-            if (p.pos < p.len && s[p.pos] == ',') {
-                p.pos++;
-                continue;
-            }
-            if (p.pos < p.len && s[p.pos] == '}') {
-                p.pos++;
-                break;
-            }
-            rc = sp_fail(&p, p.pos, "unexpected %s in label matching, expected \",\" or \"}\"",
-                         sp_what(&p, what, sizeof what));
-            goto out;
-        }
-    } else if (!name_outside) {
-        rc = sp_fail(&p, p.pos, "unexpected %s, expected metric name or '{'",
-                     sp_what(&p, what, sizeof what));
+    } else if (!q.name_outside) {
+        rc = sp_fail(p, p->pos, "unexpected %s, expected metric name or '{'", sp_what(p, what, sizeof what));
         goto out;
     }
-
-    sp_ws(&p);
-    if (p.pos < p.len) {
-        rc = sp_fail(&p, p.pos, "unexpected %s after selector", sp_what(&p, what, sizeof what));
+    sp_ws(p);
+    if (p->pos < p->len) {
+        rc = sp_fail(p, p->pos, "unexpected %s after selector", sp_what(p, what, sizeof what));
         goto out;
     }
 
     int non_empty = 0;
-    for (size_t i = 0; i < cnt && !non_empty; i++)
+    for (size_t i = 0; i < q.cnt && !non_empty; i++)
         non_empty = !gw_matcher_matches_empty(&out[i]);
     if (!non_empty) {
         rc = gw_error_set(err, GW_EINVAL, "vector selector must contain at least one non-empty matcher");
         goto out;
     }
 
-    if (name_idx != SIZE_MAX && name_idx > 0) {
-        struct gw_matcher nm = out[name_idx];
-        memmove(&out[1], &out[0], name_idx * sizeof out[0]);
+    if (q.name_idx != SIZE_MAX && q.name_idx > 0) {
+        struct gw_matcher nm = out[q.name_idx];
+        memmove(&out[1], &out[0], q.name_idx * sizeof out[0]);
         out[0] = nm;
     }
-    *n = cnt;
-    rc = GW_OK;
+    *n = q.cnt;
 out:
-    free(str);
-    free(lname);
     if (rc != GW_OK)
-        for (size_t i = 0; i < cnt; i++)
+        for (size_t i = 0; i < q.cnt; i++)
             gw_matcher_free(&out[i]);
     return rc;
 }
