@@ -374,6 +374,186 @@ static inline void agg_kahan_add(struct pq_kahan *k, double inc)
     k->sum = t;
 }
 
+/* The groups of an aggregation, in order of first appearance: group gi has
+ * the labels glab[gi] (gll[gi] bytes) and the members mem[gstart[gi] ..
+ * gstart[gi + 1]) (indexes into the input, in input order). */
+struct agg_groups {
+    size_t ng;
+    const uint8_t **glab;
+    size_t *gll;
+    size_t *gstart;
+    size_t *mem;
+};
+
+static int agg_group(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_val *in, struct agg_groups *gr)
+{
+    int rc;
+    size_t ns = in->nvs;
+    size_t *grp = pq_alloc(ctx, (ns ? ns : 1) * sizeof(size_t));
+    struct pq_lb *b = pq_alloc(ctx, sizeof(*b));
+    struct pq_itab t;
+    if (!grp || !b)
+        return GW_ENOMEM;
+    if ((rc = pq_itab_init(ctx, &t, ns)))
+        return rc;
+    const uint8_t **glab = pq_alloc(ctx, (ns ? ns : 1) * sizeof(uint8_t *));
+    size_t *gll = pq_alloc(ctx, (ns ? ns : 1) * sizeof(size_t));
+    if (!glab || !gll)
+        return GW_ENOMEM;
+    for (size_t k = 0; k < ns; k++) {
+        const uint8_t *lab;
+        size_t llen;
+        int found;
+        if ((rc = group_labels(ctx, n, b, in->vs[k].lab, in->vs[k].llen, &lab, &llen)) ||
+            (rc = pq_itab_get(ctx, &t, lab, llen, 1, &grp[k], &found)))
+            return rc;
+        if (!found) {
+            glab[grp[k]] = lab;
+            gll[grp[k]] = llen;
+        }
+    }
+    size_t ng = t.n;
+    size_t *gstart = pq_calloc(ctx, ng + 1, sizeof(size_t));
+    size_t *fill = pq_calloc(ctx, ng + 1, sizeof(size_t));
+    size_t *mem = pq_alloc(ctx, (ns ? ns : 1) * sizeof(size_t));
+    if (!gstart || !fill || !mem)
+        return GW_ENOMEM;
+    for (size_t k = 0; k < ns; k++)
+        gstart[grp[k] + 1]++;
+    for (size_t i = 0; i < ng; i++)
+        gstart[i + 1] += gstart[i];
+    for (size_t k = 0; k < ns; k++)
+        mem[gstart[grp[k]] + fill[grp[k]]++] = k;
+
+    gr->ng = ng;
+    gr->glab = glab;
+    gr->gll = gll;
+    gr->gstart = gstart;
+    gr->mem = mem;
+    return GW_OK;
+}
+
+/* The value of one group (members mem[m0..m1)) at step i of an ordinary
+ * aggregation (sum, avg, count, min, max, stddev, stdvar, group,
+ * quantile): 1 with *out set, or 0 when no member has a sample there. qv
+ * is scratch for quantile's values (room for every member). */
+static int agg_step(struct pq_ctx *ctx, enum gw_pq_agg op, const struct pq_val *in, const size_t *mem, size_t m0,
+                    size_t m1, size_t i, double *qv, const double *param, double *out)
+{
+    int seen = 0, incr = 0;
+    double fv = 0, mean = 0, c = 0, cnt = 0;
+    size_t nq = 0;
+    for (size_t m = m0; m < m1; m++) {
+        const struct pq_vser *s = &in->vs[mem[m]];
+        if (!pq_bm_get(s->pres, i))
+            continue;
+        double f = s->v[i];
+        if (!seen) {
+            seen = 1;
+            fv = f;
+            mean = f;
+            c = 0;
+            cnt = 1;
+            if (op == GW_PQ_AGG_STDDEV || op == GW_PQ_AGG_STDVAR)
+                /* Prometheus 3 starts a group holding NaN or
+                 * +-Inf at NaN; 2.42 starts every group at 0 */
+                fv = ctx->o.compat != 2 && (isnan(f) || isinf(f)) ? NAN : 0;
+            else if (op == GW_PQ_AGG_GROUP)
+                fv = 1;
+            else if (op == GW_PQ_AGG_QUANTILE)
+                qv[nq++] = f;
+            continue;
+        }
+        switch (op) {
+        case GW_PQ_AGG_SUM: {
+            struct pq_kahan kh = { fv, c };
+            agg_kahan_add(&kh, f);
+            fv = kh.sum;
+            c = kh.c;
+            break;
+        }
+        case GW_PQ_AGG_AVG: {
+            cnt++;
+            if (!incr) {
+                struct pq_kahan kh = { fv, c };
+                agg_kahan_add(&kh, f);
+                if (!isinf(kh.sum)) {
+                    fv = kh.sum;
+                    c = kh.c;
+                    break;
+                }
+                incr = 1;
+                mean = fv / (cnt - 1);
+                c /= cnt - 1;
+            }
+            if (isinf(mean)) {
+                if (isinf(f) && (mean > 0) == (f > 0))
+                    break;
+                if (!isinf(f) && !isnan(f))
+                    break;
+            }
+            double cur = mean + c;
+            struct pq_kahan kh = { mean, c };
+            agg_kahan_add(&kh, f / cnt - cur / cnt);
+            mean = kh.sum;
+            c = kh.c;
+            break;
+        }
+        case GW_PQ_AGG_COUNT:
+            cnt++;
+            break;
+        case GW_PQ_AGG_MIN:
+            if (fv > f || isnan(fv))
+                fv = f;
+            break;
+        case GW_PQ_AGG_MAX:
+            if (fv < f || isnan(fv))
+                fv = f;
+            break;
+        case GW_PQ_AGG_STDDEV:
+        case GW_PQ_AGG_STDVAR: {
+            cnt++;
+            double delta = f - mean;
+            mean += delta / cnt;
+            fv += delta * (f - mean);
+            break;
+        }
+        case GW_PQ_AGG_QUANTILE:
+            qv[nq++] = f;
+            break;
+        default:
+            break;
+        }
+    }
+    if (!seen)
+        return 0;
+    double r = fv;
+    switch (op) {
+    case GW_PQ_AGG_SUM:
+        r = fv + c;
+        break;
+    case GW_PQ_AGG_AVG:
+        r = incr ? mean + c : (fv + c) / cnt;
+        break;
+    case GW_PQ_AGG_COUNT:
+        r = cnt;
+        break;
+    case GW_PQ_AGG_STDVAR:
+        r = fv / cnt;
+        break;
+    case GW_PQ_AGG_STDDEV:
+        r = sqrt(fv / cnt);
+        break;
+    case GW_PQ_AGG_QUANTILE:
+        r = pq_quantile(param[i], qv, nq);
+        break;
+    default:
+        break;
+    }
+    *out = r;
+    return 1;
+}
+
 int pq_eval_aggregate(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
                       struct pq_val *out)
 {
@@ -400,47 +580,13 @@ int pq_eval_aggregate(struct pq_ctx *ctx, const struct gw_pq_node *n, const stru
     if (op == GW_PQ_AGG_COUNT_VALUES)
         return count_values(ctx, n, g, &in, out);
 
-    /* groups, in order of first appearance; members in input order */
-    size_t ns = in.nvs;
-    size_t *grp = pq_alloc(ctx, (ns ? ns : 1) * sizeof(size_t));
-    struct pq_lb *b = pq_alloc(ctx, sizeof(*b));
-    struct pq_itab t;
-    if (!grp || !b)
-        return GW_ENOMEM;
-    if ((rc = pq_itab_init(ctx, &t, ns)))
+    struct agg_groups gr;
+    if ((rc = agg_group(ctx, n, &in, &gr)))
         return rc;
-    const uint8_t **glab = pq_alloc(ctx, (ns ? ns : 1) * sizeof(uint8_t *));
-    size_t *gll = pq_alloc(ctx, (ns ? ns : 1) * sizeof(size_t));
-    if (!glab || !gll)
-        return GW_ENOMEM;
-    for (size_t k = 0; k < ns; k++) {
-        const uint8_t *lab;
-        size_t llen;
-        int found;
-        if ((rc = group_labels(ctx, n, b, in.vs[k].lab, in.vs[k].llen, &lab, &llen)) ||
-            (rc = pq_itab_get(ctx, &t, lab, llen, 1, &grp[k], &found)))
-            return rc;
-        if (!found) {
-            glab[grp[k]] = lab;
-            gll[grp[k]] = llen;
-        }
-    }
-    size_t ng = t.n;
-    size_t *gstart = pq_calloc(ctx, ng + 1, sizeof(size_t));
-    size_t *fill = pq_calloc(ctx, ng + 1, sizeof(size_t));
-    size_t *mem = pq_alloc(ctx, (ns ? ns : 1) * sizeof(size_t));
-    if (!gstart || !fill || !mem)
-        return GW_ENOMEM;
-    for (size_t k = 0; k < ns; k++)
-        gstart[grp[k] + 1]++;
-    for (size_t i = 0; i < ng; i++)
-        gstart[i + 1] += gstart[i];
-    for (size_t k = 0; k < ns; k++)
-        mem[gstart[grp[k]] + fill[grp[k]]++] = k;
-
+    size_t ns = in.nvs, ng = gr.ng;
     if (op == GW_PQ_AGG_TOPK || op == GW_PQ_AGG_BOTTOMK || op == GW_PQ_AGG_LIMITK ||
         op == GW_PQ_AGG_LIMIT_RATIO)
-        return aggregate_k(ctx, n, g, &in, param, gstart, mem, ng, out);
+        return aggregate_k(ctx, n, g, &in, param, gr.gstart, gr.mem, ng, out);
 
     if ((rc = pq_vec_init(ctx, out, ng)))
         return rc;
@@ -448,8 +594,8 @@ int pq_eval_aggregate(struct pq_ctx *ctx, const struct gw_pq_node *n, const stru
         struct pq_vser *o = &out->vs[gi];
         if ((rc = pq_vser_alloc(ctx, o, g->n)))
             return rc;
-        o->lab = glab[gi];
-        o->llen = gll[gi];
+        o->lab = gr.glab[gi];
+        o->llen = gr.gll[gi];
     }
     out->nvs = ng;
     double *qv = NULL;
@@ -461,117 +607,8 @@ int pq_eval_aggregate(struct pq_ctx *ctx, const struct gw_pq_node *n, const stru
         if ((rc = pq_check_time(ctx)))
             return rc;
         for (size_t i = 0; i < g->n; i++) {
-            int seen = 0, incr = 0;
-            double fv = 0, mean = 0, c = 0, cnt = 0;
-            size_t nq = 0;
-            for (size_t m = gstart[gi]; m < gstart[gi + 1]; m++) {
-                const struct pq_vser *s = &in.vs[mem[m]];
-                if (!pq_bm_get(s->pres, i))
-                    continue;
-                double f = s->v[i];
-                if (!seen) {
-                    seen = 1;
-                    fv = f;
-                    mean = f;
-                    c = 0;
-                    cnt = 1;
-                    if (op == GW_PQ_AGG_STDDEV || op == GW_PQ_AGG_STDVAR)
-                        /* Prometheus 3 starts a group holding NaN or
-                         * +-Inf at NaN; 2.42 starts every group at 0 */
-                        fv = ctx->o.compat != 2 && (isnan(f) || isinf(f)) ? NAN : 0;
-                    else if (op == GW_PQ_AGG_GROUP)
-                        fv = 1;
-                    else if (op == GW_PQ_AGG_QUANTILE)
-                        qv[nq++] = f;
-                    continue;
-                }
-                switch (op) {
-                case GW_PQ_AGG_SUM: {
-                    struct pq_kahan kh = { fv, c };
-                    agg_kahan_add(&kh, f);
-                    fv = kh.sum;
-                    c = kh.c;
-                    break;
-                }
-                case GW_PQ_AGG_AVG: {
-                    cnt++;
-                    if (!incr) {
-                        struct pq_kahan kh = { fv, c };
-                        agg_kahan_add(&kh, f);
-                        if (!isinf(kh.sum)) {
-                            fv = kh.sum;
-                            c = kh.c;
-                            break;
-                        }
-                        incr = 1;
-                        mean = fv / (cnt - 1);
-                        c /= cnt - 1;
-                    }
-                    if (isinf(mean)) {
-                        if (isinf(f) && (mean > 0) == (f > 0))
-                            break;
-                        if (!isinf(f) && !isnan(f))
-                            break;
-                    }
-                    double cur = mean + c;
-                    struct pq_kahan kh = { mean, c };
-                    agg_kahan_add(&kh, f / cnt - cur / cnt);
-                    mean = kh.sum;
-                    c = kh.c;
-                    break;
-                }
-                case GW_PQ_AGG_COUNT:
-                    cnt++;
-                    break;
-                case GW_PQ_AGG_MIN:
-                    if (fv > f || isnan(fv))
-                        fv = f;
-                    break;
-                case GW_PQ_AGG_MAX:
-                    if (fv < f || isnan(fv))
-                        fv = f;
-                    break;
-                case GW_PQ_AGG_STDDEV:
-                case GW_PQ_AGG_STDVAR: {
-                    cnt++;
-                    double delta = f - mean;
-                    mean += delta / cnt;
-                    fv += delta * (f - mean);
-                    break;
-                }
-                case GW_PQ_AGG_QUANTILE:
-                    qv[nq++] = f;
-                    break;
-                default:
-                    break;
-                }
-            }
-            if (!seen)
+            if (!agg_step(ctx, op, &in, gr.mem, gr.gstart[gi], gr.gstart[gi + 1], i, qv, param, &o->v[i]))
                 continue;
-            double r = fv;
-            switch (op) {
-            case GW_PQ_AGG_SUM:
-                r = fv + c;
-                break;
-            case GW_PQ_AGG_AVG:
-                r = incr ? mean + c : (fv + c) / cnt;
-                break;
-            case GW_PQ_AGG_COUNT:
-                r = cnt;
-                break;
-            case GW_PQ_AGG_STDVAR:
-                r = fv / cnt;
-                break;
-            case GW_PQ_AGG_STDDEV:
-                r = sqrt(fv / cnt);
-                break;
-            case GW_PQ_AGG_QUANTILE:
-                r = pq_quantile(param[i], qv, nq);
-                break;
-            default:
-                break;
-            }
-            o->v[i] = r;
             pq_bm_set(o->pres, i);
         }
     }
