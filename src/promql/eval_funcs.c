@@ -875,6 +875,105 @@ static int eval_hist_quantile(struct pq_ctx *ctx, const struct gw_pq_node *n,
 
 /* ------------------------------------------------------------ dispatch */
 
+/* vector(s): the scalar as a series without labels. */
+static int eval_vector(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g, struct pq_val *out)
+{
+    int rc;
+    struct pq_vser *s;
+    double *sc;
+    if ((rc = pq_eval_scalar(ctx, n->u.call.args[0], g, &sc)))
+        return rc;
+    if ((rc = one_series(ctx, out, g, no_labels, 0, &s)))
+        return rc;
+    for (size_t i = 0; i < g->n; i++) {
+        s->v[i] = sc[i];
+        pq_bm_set(s->pres, i);
+    }
+    return GW_OK;
+}
+
+/* scalar(v): the value of a one-element vector, else NaN, per step. */
+static int eval_scalar(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g, struct pq_val *out)
+{
+    int rc;
+    struct pq_val in;
+    if ((rc = pq_eval(ctx, n->u.call.args[0], g, &in)))
+        return rc;
+    if (in.type != GW_PQ_T_VECTOR)
+        return gw_error_set(ctx->err, GW_EINVAL, "scalar(): expected an instant vector");
+    memset(out, 0, sizeof(*out));
+    out->type = GW_PQ_T_SCALAR;
+    if (!(out->sc = pq_alloc(ctx, g->n * sizeof(double))))
+        return GW_ENOMEM;
+    for (size_t i = 0; i < g->n; i++) {
+        size_t c = 0;
+        double v = NAN;
+        for (size_t k = 0; k < in.nvs && c < 2; k++) {
+            if (pq_bm_get(in.vs[k].pres, i)) {
+                c++;
+                v = in.vs[k].v[i];
+            }
+        }
+        out->sc[i] = c == 1 ? v : NAN;
+    }
+    return GW_OK;
+}
+
+/* timestamp(v): each sample's own timestamp in seconds (a selector's
+ * sample time, else the step's). */
+static int eval_timestamp(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g, struct pq_val *out)
+{
+    int rc;
+    const struct gw_pq_node *a = unparen(n->u.call.args[0]);
+    if (a->kind == GW_PQ_VECTOR_SEL)
+        rc = pq_eval_vector_sel(ctx, a, g, 1, out);
+    else
+        rc = pq_eval(ctx, a, g, out);
+    if (rc)
+        return rc;
+    if (out->type != GW_PQ_T_VECTOR)
+        return gw_error_set(ctx->err, GW_EINVAL, "timestamp(): expected an instant vector");
+    for (size_t k = 0; k < out->nvs; k++) {
+        struct pq_vser *x = &out->vs[k];
+        for (size_t i = 0; i < g->n; i++)
+            if (pq_bm_get(x->pres, i))
+                x->v[i] = (double)(x->ts ? x->ts[i] : pq_grid_t(g, i)) / 1000.0;
+        x->ts = NULL;
+        if ((rc = pq_lab_drop_name(ctx, x->lab, x->llen, &x->lab, &x->llen)))
+            return rc;
+    }
+    return pq_vec_dedupe(ctx, out, g->n, 0);
+}
+
+/* absent(v): 1 at the steps where v is empty, labelled from v's equality
+ * matchers. */
+static int eval_absent(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g, struct pq_val *out)
+{
+    int rc;
+    struct pq_vser *s;
+    struct pq_val in;
+    if ((rc = pq_eval(ctx, n->u.call.args[0], g, &in)))
+        return rc;
+    if (in.type != GW_PQ_T_VECTOR)
+        return gw_error_set(ctx->err, GW_EINVAL, "absent(): expected an instant vector");
+    const uint8_t *lab;
+    size_t llen;
+    if ((rc = absent_labels(ctx, unparen(n->u.call.args[0]), &lab, &llen)))
+        return rc;
+    if ((rc = one_series(ctx, out, g, lab, llen, &s)))
+        return rc;
+    for (size_t i = 0; i < g->n; i++) {
+        int any = 0;
+        for (size_t k = 0; k < in.nvs && !any; k++)
+            any = pq_bm_get(in.vs[k].pres, i);
+        if (!any) {
+            s->v[i] = 1;
+            pq_bm_set(s->pres, i);
+        }
+    }
+    return pq_vec_dedupe(ctx, out, g->n, 0);
+}
+
 int pq_eval_call(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
                  struct pq_val *out)
 {
@@ -886,8 +985,6 @@ int pq_eval_call(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq
                             "function \"%s\" is not enabled (experimental functions are off)",
                             f->name);
     size_t na = n->u.call.n_args;
-    int rc;
-    struct pq_vser *s;
     switch (f->id) {
     case GW_PQ_F_RATE: case GW_PQ_F_INCREASE: case GW_PQ_F_DELTA: case GW_PQ_F_IRATE:
     case GW_PQ_F_IDELTA: case GW_PQ_F_DERIV: case GW_PQ_F_PREDICT_LINEAR: case GW_PQ_F_RESETS:
@@ -926,88 +1023,17 @@ int pq_eval_call(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq
             out->sc[i] = f->id == GW_PQ_F_PI ? M_PI : (double)pq_grid_t(g, i) / 1000.0;
         return GW_OK;
 
-    case GW_PQ_F_VECTOR: {
-        double *sc;
-        if ((rc = pq_eval_scalar(ctx, n->u.call.args[0], g, &sc)))
-            return rc;
-        if ((rc = one_series(ctx, out, g, no_labels, 0, &s)))
-            return rc;
-        for (size_t i = 0; i < g->n; i++) {
-            s->v[i] = sc[i];
-            pq_bm_set(s->pres, i);
-        }
-        return GW_OK;
-    }
+    case GW_PQ_F_VECTOR:
+        return eval_vector(ctx, n, g, out);
 
-    case GW_PQ_F_SCALAR: {
-        struct pq_val in;
-        if ((rc = pq_eval(ctx, n->u.call.args[0], g, &in)))
-            return rc;
-        if (in.type != GW_PQ_T_VECTOR)
-            return gw_error_set(ctx->err, GW_EINVAL, "scalar(): expected an instant vector");
-        memset(out, 0, sizeof(*out));
-        out->type = GW_PQ_T_SCALAR;
-        if (!(out->sc = pq_alloc(ctx, g->n * sizeof(double))))
-            return GW_ENOMEM;
-        for (size_t i = 0; i < g->n; i++) {
-            size_t c = 0;
-            double v = NAN;
-            for (size_t k = 0; k < in.nvs && c < 2; k++) {
-                if (pq_bm_get(in.vs[k].pres, i)) {
-                    c++;
-                    v = in.vs[k].v[i];
-                }
-            }
-            out->sc[i] = c == 1 ? v : NAN;
-        }
-        return GW_OK;
-    }
+    case GW_PQ_F_SCALAR:
+        return eval_scalar(ctx, n, g, out);
 
-    case GW_PQ_F_TIMESTAMP: {
-        const struct gw_pq_node *a = unparen(n->u.call.args[0]);
-        if (a->kind == GW_PQ_VECTOR_SEL)
-            rc = pq_eval_vector_sel(ctx, a, g, 1, out);
-        else
-            rc = pq_eval(ctx, a, g, out);
-        if (rc)
-            return rc;
-        if (out->type != GW_PQ_T_VECTOR)
-            return gw_error_set(ctx->err, GW_EINVAL, "timestamp(): expected an instant vector");
-        for (size_t k = 0; k < out->nvs; k++) {
-            struct pq_vser *x = &out->vs[k];
-            for (size_t i = 0; i < g->n; i++)
-                if (pq_bm_get(x->pres, i))
-                    x->v[i] = (double)(x->ts ? x->ts[i] : pq_grid_t(g, i)) / 1000.0;
-            x->ts = NULL;
-            if ((rc = pq_lab_drop_name(ctx, x->lab, x->llen, &x->lab, &x->llen)))
-                return rc;
-        }
-        return pq_vec_dedupe(ctx, out, g->n, 0);
-    }
+    case GW_PQ_F_TIMESTAMP:
+        return eval_timestamp(ctx, n, g, out);
 
-    case GW_PQ_F_ABSENT: {
-        struct pq_val in;
-        if ((rc = pq_eval(ctx, n->u.call.args[0], g, &in)))
-            return rc;
-        if (in.type != GW_PQ_T_VECTOR)
-            return gw_error_set(ctx->err, GW_EINVAL, "absent(): expected an instant vector");
-        const uint8_t *lab;
-        size_t llen;
-        if ((rc = absent_labels(ctx, unparen(n->u.call.args[0]), &lab, &llen)))
-            return rc;
-        if ((rc = one_series(ctx, out, g, lab, llen, &s)))
-            return rc;
-        for (size_t i = 0; i < g->n; i++) {
-            int any = 0;
-            for (size_t k = 0; k < in.nvs && !any; k++)
-                any = pq_bm_get(in.vs[k].pres, i);
-            if (!any) {
-                s->v[i] = 1;
-                pq_bm_set(s->pres, i);
-            }
-        }
-        return pq_vec_dedupe(ctx, out, g->n, 0);
-    }
+    case GW_PQ_F_ABSENT:
+        return eval_absent(ctx, n, g, out);
 
     case GW_PQ_F_SORT: case GW_PQ_F_SORT_DESC: case GW_PQ_F_SORT_BY_LABEL:
     case GW_PQ_F_SORT_BY_LABEL_DESC:
@@ -1029,7 +1055,8 @@ int pq_eval_call(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq
          * arguments for their errors and limits. */
         for (size_t i = 0; i < na; i++) {
             struct pq_val tmp;
-            if ((rc = pq_eval(ctx, n->u.call.args[i], g, &tmp)))
+            int rc = pq_eval(ctx, n->u.call.args[i], g, &tmp);
+            if (rc)
                 return rc;
         }
         return pq_vec_init(ctx, out, 1);
