@@ -289,77 +289,169 @@ static int result_labels(struct pq_ctx *ctx, const struct gw_pq_node *n, const s
     return pq_lb_encode(ctx, b, lab, llen);
 }
 
+/* The state of one vector-to-vector match: M is the side whose every
+ * element may produce an output ("many" side, or the left for one-to-one),
+ * O the side it is matched against. Per-step stamps hold step + 1. */
+struct vmatch {
+    const struct gw_pq_node *n;
+    const struct pq_grid *g;
+    struct pq_val *M, *O;
+    int card, swapped;
+    struct pq_itab t, pairs, labs;   /* match groups; (k, ok) pairs; output label sets */
+    struct pq_lb *b;
+    size_t *mid, *oid, *osl;         /* match group of each M and O element */
+    const uint8_t **osig;            /* O's match-group labels, for messages */
+    size_t *one;                     /* O index per match group at the step */
+    size_t *ostamp;                  /* match group seen on O at the step */
+    size_t *mstamp;                  /* one-to-one: match group matched at the step */
+    size_t *cur_o, *cur_out;         /* last pair of each M element and its output */
+    struct outs o;
+    size_t lcap;
+    size_t *lstamp;                  /* output label set written at the step */
+};
+
+static int vm_init(struct pq_ctx *ctx, struct vmatch *m, const struct gw_pq_node *n, const struct pq_grid *g,
+                   struct pq_val *l, struct pq_val *r)
+{
+    const struct gw_pq_vmatch *vm = n->u.bin.vm;
+    int rc;
+    memset(m, 0, sizeof *m);
+    m->n = n;
+    m->g = g;
+    m->card = vm ? (int)vm->card : GW_PQ_CARD_ONE_TO_ONE;
+    m->swapped = m->card == GW_PQ_CARD_ONE_TO_MANY;
+    m->M = m->swapped ? r : l;
+    m->O = m->swapped ? l : r;
+    m->b = pq_alloc(ctx, sizeof(*m->b));
+    if (!m->b)
+        return GW_ENOMEM;
+    if ((rc = pq_itab_init(ctx, &m->t, l->nvs + r->nvs)) ||
+        (rc = pq_itab_init(ctx, &m->pairs, m->M->nvs)) || (rc = pq_itab_init(ctx, &m->labs, m->M->nvs)))
+        return rc;
+    if ((rc = sig_ids(ctx, m->M, vm, &m->t, m->b, &m->mid, NULL, NULL)) ||
+        (rc = sig_ids(ctx, m->O, vm, &m->t, m->b, &m->oid, &m->osig, &m->osl)))
+        return rc;
+    size_t nsig = m->t.n ? m->t.n : 1;
+    m->one = pq_alloc(ctx, nsig * sizeof(size_t));
+    m->ostamp = pq_calloc(ctx, nsig, sizeof(size_t));
+    m->mstamp = pq_calloc(ctx, nsig, sizeof(size_t));
+    if (!m->one || !m->ostamp || !m->mstamp)
+        return GW_ENOMEM;
+    m->cur_o = pq_alloc(ctx, (m->M->nvs ? m->M->nvs : 1) * sizeof(size_t));
+    m->cur_out = pq_alloc(ctx, (m->M->nvs ? m->M->nvs : 1) * sizeof(size_t));
+    if (!m->cur_o || !m->cur_out)
+        return GW_ENOMEM;
+    for (size_t k = 0; k < m->M->nvs; k++)
+        m->cur_o[k] = SIZE_MAX;
+    m->lcap = 16;
+    m->lstamp = pq_calloc(ctx, m->lcap, sizeof(size_t));
+    if (!m->lstamp)
+        return GW_ENOMEM;
+    return GW_OK;
+}
+
+/* Step i of the O side: each match group's one element (two are an
+ * error). */
+static int vm_index_other(struct pq_ctx *ctx, struct vmatch *m, size_t i)
+{
+    const struct pq_val *O = m->O;
+    for (size_t k = 0; k < O->nvs; k++) {
+        if (!pq_bm_get(O->vs[k].pres, i))
+            continue;
+        size_t s = m->oid[k];
+        if (m->ostamp[s] == i + 1) {
+            /* label sets shortened so the whole message fits the error buffer */
+            char ml[40], a[48], d[48];
+            pq_lab_format(m->osig[k], m->osl[k], ml, sizeof(ml));
+            pq_lab_format(O->vs[k].lab, O->vs[k].llen, a, sizeof(a));
+            pq_lab_format(O->vs[m->one[s]].lab, O->vs[m->one[s]].llen, d, sizeof(d));
+            return gw_error_set(ctx->err, GW_EINVAL,
+                                "found duplicate series for the match group %s on the %s hand-side of the operation: [%s, %s];many-to-many matching not allowed: matching labels must be unique on one side",
+                                ml, m->swapped ? "left" : "right", a, d);
+        }
+        m->ostamp[s] = i + 1;
+        m->one[s] = k;
+    }
+    return GW_OK;
+}
+
+/* The output series of the pair (M element k, O element ok) in match group
+ * s, created with its result labels on first use: *idx into m->o. */
+static int vm_output(struct pq_ctx *ctx, struct vmatch *m, size_t k, size_t ok, size_t s, size_t *idx)
+{
+    int rc, found = 1;
+    /* the pair rarely changes from one step to the next, so the last one
+     * is remembered */
+    if (m->cur_o[k] == ok) {
+        *idx = m->cur_out[k];
+    } else {
+        size_t key[2] = { k, ok };
+        if ((rc = pq_itab_get(ctx, &m->pairs, (const uint8_t *)key, sizeof(key), 0, idx, &found)))
+            return rc;
+        if (!found) {
+            uint8_t *kb = pq_alloc(ctx, sizeof(key));
+            if (!kb)
+                return GW_ENOMEM;
+            memcpy(kb, key, sizeof(key));
+            if ((rc = pq_itab_get(ctx, &m->pairs, kb, sizeof(key), 1, idx, &found)))
+                return rc;
+            found = 0;
+        }
+        m->cur_o[k] = ok;
+        m->cur_out[k] = *idx;
+    }
+    if (found)
+        return GW_OK;
+    size_t oi;
+    if ((rc = outs_add(ctx, &m->o, m->g, &oi)))
+        return rc;
+    struct pq_vser *os = &m->o.s[oi];
+    if ((rc = result_labels(ctx, m->n, &m->M->vs[k], &m->O->vs[ok], m->b, &os->lab, &os->llen)))
+        return rc;
+    size_t lid;
+    if ((rc = pq_itab_get(ctx, &m->labs, os->lab, os->llen, 1, &lid, &found)))
+        return rc;
+    m->o.lid[oi] = lid;
+    m->o.sig[oi] = s;
+    if (lid >= m->lcap) {
+        size_t nc = m->lcap * 2;
+        size_t *nl = pq_calloc(ctx, nc, sizeof(size_t));
+        if (!nl)
+            return GW_ENOMEM;
+        memcpy(nl, m->lstamp, m->lcap * sizeof(size_t));
+        m->lstamp = nl;
+        m->lcap = nc;
+    }
+    return GW_OK;
+}
+
 static int vector_match(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
                         struct pq_val *l, struct pq_val *r, struct pq_val *out)
 {
-    const struct gw_pq_vmatch *vm = n->u.bin.vm;
     enum gw_pq_op op = n->u.bin.op;
     int rb = n->u.bin.return_bool;
-    int card = vm ? (int)vm->card : GW_PQ_CARD_ONE_TO_ONE;
-    int swapped = card == GW_PQ_CARD_ONE_TO_MANY;
-    struct pq_val *M = swapped ? r : l, *O = swapped ? l : r;
-    struct pq_itab t, pairs, labs;
-    struct pq_lb *b = pq_alloc(ctx, sizeof(*b));
-    size_t *mid, *oid, *osl;
-    const uint8_t **osig;
-    int rc;
-    if (!b)
-        return GW_ENOMEM;
-    if ((rc = pq_itab_init(ctx, &t, l->nvs + r->nvs)) ||
-        (rc = pq_itab_init(ctx, &pairs, M->nvs)) || (rc = pq_itab_init(ctx, &labs, M->nvs)))
+    struct vmatch m;
+    int rc = vm_init(ctx, &m, n, g, l, r);
+    if (rc)
         return rc;
-    if ((rc = sig_ids(ctx, M, vm, &t, b, &mid, NULL, NULL)) ||
-        (rc = sig_ids(ctx, O, vm, &t, b, &oid, &osig, &osl)))
-        return rc;
-    size_t nsig = t.n ? t.n : 1;
-    size_t *one = pq_alloc(ctx, nsig * sizeof(size_t));       /* O index per sig at step */
-    size_t *ostamp = pq_calloc(ctx, nsig, sizeof(size_t));
-    size_t *mstamp = pq_calloc(ctx, nsig, sizeof(size_t));    /* one-to-one: sig matched */
-    if (!one || !ostamp || !mstamp)
-        return GW_ENOMEM;
-    size_t *cur_o = pq_alloc(ctx, (M->nvs ? M->nvs : 1) * sizeof(size_t));
-    size_t *cur_out = pq_alloc(ctx, (M->nvs ? M->nvs : 1) * sizeof(size_t));
-    if (!cur_o || !cur_out)
-        return GW_ENOMEM;
-    for (size_t k = 0; k < M->nvs; k++)
-        cur_o[k] = SIZE_MAX;
-    struct outs o = { 0 };
-    size_t lcap = 16;
-    size_t *lstamp = pq_calloc(ctx, lcap, sizeof(size_t));
-    if (!lstamp)
-        return GW_ENOMEM;
+    struct pq_val *M = m.M, *O = m.O;
     for (size_t i = 0; i < g->n; i++) {
         if ((rc = pq_check_time(ctx)))
             return rc;
         if (!any_at(M, i) || !any_at(O, i))
             continue;
-        for (size_t k = 0; k < O->nvs; k++) {
-            if (!pq_bm_get(O->vs[k].pres, i))
-                continue;
-            size_t s = oid[k];
-            if (ostamp[s] == i + 1) {
-                /* label sets shortened so the whole message fits the error buffer */
-                char ml[40], a[48], d[48];
-                pq_lab_format(osig[k], osl[k], ml, sizeof(ml));
-                pq_lab_format(O->vs[k].lab, O->vs[k].llen, a, sizeof(a));
-                pq_lab_format(O->vs[one[s]].lab, O->vs[one[s]].llen, d, sizeof(d));
-                return gw_error_set(ctx->err, GW_EINVAL,
-                                    "found duplicate series for the match group %s on the %s hand-side of the operation: [%s, %s];many-to-many matching not allowed: matching labels must be unique on one side",
-                                    ml, swapped ? "left" : "right", a, d);
-            }
-            ostamp[s] = i + 1;
-            one[s] = k;
-        }
+        if ((rc = vm_index_other(ctx, &m, i)))
+            return rc;
         int dup_pending = 0;
         for (size_t k = 0; k < M->nvs; k++) {
             if (!pq_bm_get(M->vs[k].pres, i))
                 continue;
-            size_t s = mid[k];
-            if (ostamp[s] != i + 1)
+            size_t s = m.mid[k];
+            if (m.ostamp[s] != i + 1)
                 continue;
-            size_t ok = one[s];
+            size_t ok = m.one[s];
             double fl = M->vs[k].v[i], fr = O->vs[ok].v[i], val;
-            if (swapped) {
+            if (m.swapped) {
                 fl = O->vs[ok].v[i];
                 fr = M->vs[k].v[i];
             }
@@ -370,73 +462,31 @@ static int vector_match(struct pq_ctx *ctx, const struct gw_pq_node *n, const st
             }
             if (!keep)
                 continue;
-            if (card == GW_PQ_CARD_ONE_TO_ONE) {
-                if (mstamp[s] == i + 1)
+            if (m.card == GW_PQ_CARD_ONE_TO_ONE) {
+                if (m.mstamp[s] == i + 1)
                     return gw_error_set(ctx->err, GW_EINVAL,
                                         "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)");
-                mstamp[s] = i + 1;
+                m.mstamp[s] = i + 1;
             }
-            /* output series of the pair (k, ok); the pair rarely changes
-             * from one step to the next, so the last one is remembered */
             size_t idx;
-            int found = 1;
-            if (cur_o[k] == ok) {
-                idx = cur_out[k];
-            } else {
-                size_t key[2] = { k, ok };
-                if ((rc = pq_itab_get(ctx, &pairs, (const uint8_t *)key, sizeof(key), 0, &idx,
-                                      &found)))
-                    return rc;
-                if (!found) {
-                    uint8_t *kb = pq_alloc(ctx, sizeof(key));
-                    if (!kb)
-                        return GW_ENOMEM;
-                    memcpy(kb, key, sizeof(key));
-                    if ((rc = pq_itab_get(ctx, &pairs, kb, sizeof(key), 1, &idx, &found)))
-                        return rc;
-                    found = 0;
-                }
-                cur_o[k] = ok;
-                cur_out[k] = idx;
-            }
-            if (!found) {
-                size_t oi;
-                if ((rc = outs_add(ctx, &o, g, &oi)))
-                    return rc;
-                struct pq_vser *os = &o.s[oi];
-                if ((rc = result_labels(ctx, n, &M->vs[k], &O->vs[ok], b, &os->lab, &os->llen)))
-                    return rc;
-                size_t lid;
-                if ((rc = pq_itab_get(ctx, &labs, os->lab, os->llen, 1, &lid, &found)))
-                    return rc;
-                o.lid[oi] = lid;
-                o.sig[oi] = s;
-                if (lid >= lcap) {
-                    size_t nc = lcap * 2;
-                    size_t *nl = pq_calloc(ctx, nc, sizeof(size_t));
-                    if (!nl)
-                        return GW_ENOMEM;
-                    memcpy(nl, lstamp, lcap * sizeof(size_t));
-                    lstamp = nl;
-                    lcap = nc;
-                }
-            }
-            struct pq_vser *os = &o.s[idx];
-            size_t lid = o.lid[idx];
-            if (lstamp[lid] == i + 1) {
+            if ((rc = vm_output(ctx, &m, k, ok, s, &idx)))
+                return rc;
+            struct pq_vser *os = &m.o.s[idx];
+            size_t lid = m.o.lid[idx];
+            if (m.lstamp[lid] == i + 1) {
                 /* another output with these labels at this step */
-                if (card != GW_PQ_CARD_ONE_TO_ONE) {
+                if (m.card != GW_PQ_CARD_ONE_TO_ONE) {
                     int same_group = 0;
-                    for (size_t q = 0; q < o.n && !same_group; q++)
-                        same_group = q != idx && o.lid[q] == lid && o.sig[q] == s &&
-                                     pq_bm_get(o.s[q].pres, i);
+                    for (size_t q = 0; q < m.o.n && !same_group; q++)
+                        same_group = q != idx && m.o.lid[q] == lid && m.o.sig[q] == s &&
+                                     pq_bm_get(m.o.s[q].pres, i);
                     if (same_group)
                         return gw_error_set(ctx->err, GW_EINVAL,
                                             "multiple matches for labels: grouping labels must ensure unique matches");
                 }
                 dup_pending = 1;
             }
-            lstamp[lid] = i + 1;
+            m.lstamp[lid] = i + 1;
             os->v[i] = val;
             pq_bm_set(os->pres, i);
         }
@@ -446,8 +496,8 @@ static int vector_match(struct pq_ctx *ctx, const struct gw_pq_node *n, const st
     }
     memset(out, 0, sizeof(*out));
     out->type = GW_PQ_T_VECTOR;
-    out->vs = o.s;
-    out->nvs = o.n;
+    out->vs = m.o.s;
+    out->nvs = m.o.n;
     if (!out->vs)
         return pq_vec_init(ctx, out, 1);
     return pq_vec_dedupe(ctx, out, g->n, 0);
