@@ -699,141 +699,168 @@ static const char *optval(int argc, char **argv, int *i, const char *name)
     return argv[*i];
 }
 
-int gw_cli_query(int argc, char **argv)
-{
-    const char *expr = NULL, *server = NULL, *dir = NULL, *time_s = NULL, *start_s = NULL, *end_s = NULL,
-               *step_s = NULL, *timeout_s = NULL;
+/* What the command line asks for. */
+struct query_opts {
+    const char *expr, *server, *dir, *time_s, *start_s, *end_s, *step_s, *timeout_s;
+    int json, compat, range;
+    int64_t now, timeout_ms;
     char tbuf[3][48], stepbuf[48];
-    int json = 0, compat = 3, range, known_s = 0, known_e = 0, known_t = 0, ret = 1;
-    int64_t now = gw_now_ms(), start_ms = 0, end_ms = 0, t_ms = 0, timeout_ms = 120000;
-    struct gw_buf form, out;
-    unsigned status = 0;
+};
 
+/* Options into q. -1 to go on, else the exit status (0 after --help, 2
+ * for a usage error). */
+static int query_parse(struct query_opts *q, int argc, char **argv)
+{
     for (int i = 0; i < argc; i++) {
         const char *v;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(usage_query, stdout);
             return 0;
         }
-        if ((v = optval(argc, argv, &i, "--server"))) server = v;
-        else if ((v = optval(argc, argv, &i, "--data-dir"))) dir = v;
-        else if ((v = optval(argc, argv, &i, "--time"))) time_s = v;
-        else if ((v = optval(argc, argv, &i, "--start"))) start_s = v;
-        else if ((v = optval(argc, argv, &i, "--end"))) end_s = v;
-        else if ((v = optval(argc, argv, &i, "--step"))) step_s = v;
-        else if ((v = optval(argc, argv, &i, "--timeout"))) timeout_s = v;
+        if ((v = optval(argc, argv, &i, "--server"))) q->server = v;
+        else if ((v = optval(argc, argv, &i, "--data-dir"))) q->dir = v;
+        else if ((v = optval(argc, argv, &i, "--time"))) q->time_s = v;
+        else if ((v = optval(argc, argv, &i, "--start"))) q->start_s = v;
+        else if ((v = optval(argc, argv, &i, "--end"))) q->end_s = v;
+        else if ((v = optval(argc, argv, &i, "--step"))) q->step_s = v;
+        else if ((v = optval(argc, argv, &i, "--timeout"))) q->timeout_s = v;
         else if ((v = optval(argc, argv, &i, "--promql-compat"))) {
             if (strcmp(v, "2") && strcmp(v, "3")) {
                 fprintf(stderr, "gpuwatch query: --promql-compat must be 2 or 3 (got \"%s\")\n", v);
                 return 2;
             }
-            compat = v[0] - '0';
-        } else if (!strcmp(argv[i], "--json")) json = 1;
-        else if (argv[i][0] == '-' && argv[i][1] != '\0' && expr == NULL && strncmp(argv[i], "--", 2) == 0) {
+            q->compat = v[0] - '0';
+        } else if (!strcmp(argv[i], "--json")) q->json = 1;
+        else if (argv[i][0] == '-' && argv[i][1] != '\0' && q->expr == NULL && strncmp(argv[i], "--", 2) == 0) {
             fprintf(stderr, "gpuwatch query: unknown option \"%s\"\n\n%s", argv[i], usage_query);
             return 2;
-        } else if (expr == NULL) expr = argv[i];
+        } else if (q->expr == NULL) q->expr = argv[i];
         else {
             fprintf(stderr, "gpuwatch query: one expression only (got \"%s\" too)\n", argv[i]);
             return 2;
         }
     }
-    if (expr == NULL) {
+    if (q->expr == NULL) {
         fprintf(stderr, "gpuwatch query: an expression is required\n\n%s", usage_query);
         return 2;
     }
-    if (server && dir) {
+    if (q->server && q->dir) {
         fprintf(stderr, "gpuwatch query: give --server or --data-dir, not both\n");
         return 2;
     }
-    range = start_s != NULL || end_s != NULL || step_s != NULL;
-    if (range && time_s) {
+    q->range = q->start_s != NULL || q->end_s != NULL || q->step_s != NULL;
+    if (q->range && q->time_s) {
         fprintf(stderr, "gpuwatch query: --time is for instant queries; --start/--end/--step for range queries\n");
         return 2;
     }
-    if (range && start_s == NULL) {
+    if (q->range && q->start_s == NULL) {
         fprintf(stderr, "gpuwatch query: a range query needs --start\n");
         return 2;
     }
-    if (timeout_s && (gw_parse_duration_ms(timeout_s, &timeout_ms) != GW_OK || timeout_ms <= 0)) {
-        fprintf(stderr, "gpuwatch query: invalid --timeout \"%s\"\n", timeout_s);
+    if (q->timeout_s && (gw_parse_duration_ms(q->timeout_s, &q->timeout_ms) != GW_OK || q->timeout_ms <= 0)) {
+        fprintf(stderr, "gpuwatch query: invalid --timeout \"%s\"\n", q->timeout_s);
         return 2;
     }
-    gw_buf_init(&form, (size_t)4 << 20);
-    gw_buf_init(&out, RESP_MAX);
-    int rc = add_param(&form, "query", expr);
-    if (range) {
-        const char *s = api_time(start_s, now, tbuf[0], sizeof tbuf[0], &start_ms, &known_s);
-        const char *e = api_time(end_s ? end_s : "now", now, tbuf[1], sizeof tbuf[1], &end_ms, &known_e);
+    return -1;
+}
+
+/* The API request's form: query, then start/end/step or time, then
+ * timeout. 0, or 2 after printing the problem. */
+static int query_form(struct query_opts *q, struct gw_buf *form)
+{
+    int known_s = 0, known_e = 0, known_t = 0;
+    int64_t start_ms = 0, end_ms = 0, t_ms = 0;
+    int rc = add_param(form, "query", q->expr);
+    if (q->range) {
+        const char *s = api_time(q->start_s, q->now, q->tbuf[0], sizeof q->tbuf[0], &start_ms, &known_s);
+        const char *e = api_time(q->end_s ? q->end_s : "now", q->now, q->tbuf[1], sizeof q->tbuf[1], &end_ms, &known_e);
         if (s == NULL || e == NULL) {
             fprintf(stderr, "gpuwatch query: invalid time (now-DURATION needs a duration like 1h30m)\n");
-            ret = 2;
-            goto out;
+            return 2;
         }
-        if (step_s == NULL) {
+        if (q->step_s == NULL) {
             int64_t st;
             if (!known_s || !known_e) {
                 fprintf(stderr, "gpuwatch query: give --step with RFC 3339 times\n");
-                ret = 2;
-                goto out;
+                return 2;
             }
             st = end_ms > start_ms ? (end_ms - start_ms) / 250 : 0;
             st = (st + 999) / 1000;
-            snprintf(stepbuf, sizeof stepbuf, "%" PRId64, st < 1 ? (int64_t)1 : st);
-            step_s = stepbuf;
+            snprintf(q->stepbuf, sizeof q->stepbuf, "%" PRId64, st < 1 ? (int64_t)1 : st);
+            q->step_s = q->stepbuf;
         }
         if (rc == GW_OK)
-            rc = add_param(&form, "start", s);
+            rc = add_param(form, "start", s);
         if (rc == GW_OK)
-            rc = add_param(&form, "end", e);
+            rc = add_param(form, "end", e);
         if (rc == GW_OK)
-            rc = add_param(&form, "step", step_s);
+            rc = add_param(form, "step", q->step_s);
     } else {
-        const char *t = api_time(time_s ? time_s : "now", now, tbuf[2], sizeof tbuf[2], &t_ms, &known_t);
+        const char *t = api_time(q->time_s ? q->time_s : "now", q->now, q->tbuf[2], sizeof q->tbuf[2], &t_ms, &known_t);
         if (t == NULL) {
-            fprintf(stderr, "gpuwatch query: invalid --time \"%s\"\n", time_s);
-            ret = 2;
-            goto out;
+            fprintf(stderr, "gpuwatch query: invalid --time \"%s\"\n", q->time_s);
+            return 2;
         }
         if (rc == GW_OK)
-            rc = add_param(&form, "time", t);
+            rc = add_param(form, "time", t);
     }
-    if (rc == GW_OK && timeout_s)
-        rc = add_param(&form, "timeout", timeout_s);
+    if (rc == GW_OK && q->timeout_s)
+        rc = add_param(form, "timeout", q->timeout_s);
     if (rc != GW_OK) {
         fprintf(stderr, "gpuwatch query: expression too long\n");
-        ret = 2;
-        goto out;
+        return 2;
     }
+    return 0;
+}
 
-    if (dir != NULL) {
+/* The query against the data dir (read-only) or the server: the answer's
+ * HTTP status and body. 0, or 1 after printing the problem. */
+static int query_run(const struct query_opts *q, const struct gw_buf *form, unsigned *status, struct gw_buf *out)
+{
+    if (q->dir != NULL) {
         struct gw_db_opts o;
         struct gw_http_opts ho = {0};
         struct gw_error err = {0};
         struct gw_db *db = NULL;
         gw_db_opts_default(&o);
-        o.dir = dir;
+        o.dir = q->dir;
         o.read_only = 1;
         if (gw_db_open(&db, &o, &err) != GW_OK) {
-            fprintf(stderr, "gpuwatch query: cannot open %s: %s\n", dir, err.msg);
-            goto out;
+            fprintf(stderr, "gpuwatch query: cannot open %s: %s\n", q->dir, err.msg);
+            return 1;
         }
         gw_http_opts_default(&ho);
-        ho.promql_compat = compat;
-        ho.query_timeout_ms = timeout_ms;
-        rc = gw_http_api_query(db, &ho, range, (const char *)form.data, form.len, &status, &out);
+        ho.promql_compat = q->compat;
+        ho.query_timeout_ms = q->timeout_ms;
+        int rc = gw_http_api_query(db, &ho, q->range, (const char *)form->data, form->len, status, out);
         gw_db_close(db);
         if (rc != GW_OK) {
             fprintf(stderr, "gpuwatch query: %s\n", gw_strerror(rc));
-            goto out;
+            return 1;
         }
     } else {
-        int st = http_post_form(server ? server : "http://127.0.0.1:9201", range ? "/api/v1/query_range" : "/api/v1/query",
-                                &form, timeout_ms, &out);
+        int st = http_post_form(q->server ? q->server : "http://127.0.0.1:9201",
+                                q->range ? "/api/v1/query_range" : "/api/v1/query", form, q->timeout_ms, out);
         if (st < 0)
-            goto out;
-        status = (unsigned)st;
+            return 1;
+        *status = (unsigned)st;
     }
+    return 0;
+}
+
+int gw_cli_query(int argc, char **argv)
+{
+    struct query_opts q = {.compat = 3, .now = gw_now_ms(), .timeout_ms = 120000};
+    struct gw_buf form, out;
+    unsigned status = 0;
+    int ret = query_parse(&q, argc, argv);
+    if (ret >= 0)
+        return ret;
+    gw_buf_init(&form, (size_t)4 << 20);
+    gw_buf_init(&out, RESP_MAX);
+    if ((ret = query_form(&q, &form)) != 0 || (ret = query_run(&q, &form, &status, &out)) != 0)
+        goto out;
+    ret = 1;
     /* The JSON reader relies on a NUL after the body (strtod stops there). */
     if (gw_buf_putc(&out, '\0') != GW_OK) {
         fprintf(stderr, "gpuwatch query: out of memory\n");
@@ -842,11 +869,11 @@ int gw_cli_query(int argc, char **argv)
     out.len--;
     if (status != 200) {
         ret = print_error(status, (const char *)out.data, out.len);
-        if (json)
+        if (q.json)
             printf("%.*s\n", (int)out.len, (const char *)out.data);
         goto out;
     }
-    if (json) {
+    if (q.json) {
         fwrite(out.data, 1, out.len, stdout);
         putchar('\n');
         ret = 0;
