@@ -7,7 +7,7 @@ JOBS       ?= $(shell nproc)
 DATA       ?= ./data
 LISTEN     ?= 127.0.0.1:9201
 
-.PHONY: all deps build test test-unit test-asan test-tsan test-replay-week build-clang-release check-includes run bench bench-query evaluate evaluate-variations clean
+.PHONY: all deps build test test-unit test-asan test-tsan test-replay-week build-clang-release check-includes long-functions run bench bench-query evaluate evaluate-variations clean
 
 all: build
 
@@ -20,11 +20,12 @@ $(BUILD)/CMakeCache.txt:
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-# Everything CI runs: the include layering check, unit + integration tests
+# Everything CI runs: the include layering check, the function-length
+# check, unit + integration tests
 # (a missing peer program fails its test: GW_ALLOW_SKIP=0), the clang
 # Release build with its unit tests, then the unit tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer and under ThreadSanitizer.
-test: deps check-includes build
+test: deps check-includes long-functions build
 	cd $(BUILD) && GW_ALLOW_SKIP=0 ctest --output-on-failure
 	$(MAKE) build-clang-release
 	$(MAKE) test-asan
@@ -46,6 +47,11 @@ build-clang-release:
 # Every CMake build runs it too.
 check-includes:
 	bash scripts/check-includes.sh
+
+# No hand-written function in src/ over 150 lines, outside the allow-list in
+# the script (scripts/long-functions.sh -a lists every function by length).
+long-functions:
+	bash scripts/long-functions.sh
 
 test-asan:
 	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DGW_SANITIZE=ON -DGW_BUILD_BENCH=OFF
