@@ -541,7 +541,9 @@ static void test_detect_d5_structure(void **state)
                        .sentinel_node = 2};
     run(&f, 12, 1, hook_vanish, &v);
     assert_int_equal(alerts_of(&f, "GpuVanished", NULL, -2).count, 0);   /* 2 intervals: not yet */
-    run(&f, 4, 1, hook_vanish, &v);
+    /* fires at data time step 12 (3 intervals); known once the stopped
+     * series are no longer waited for (lateness, 5 intervals) */
+    run(&f, 7, 1, hook_vanish, &v);
     struct find a = alerts_of(&f, "GpuVanished", "gpu002", 6);
     assert_int_equal(a.count, 1);
     assert_string_equal(a.action, "reboot_node");
@@ -1189,6 +1191,20 @@ static void test_detect_identity_overrides(void **state)
     gw_det_stats(r.d, &st);
     assert_int_equal(st.nodes, MC_NODES);
     replay_close(&r);
+    /* a configured interval judges buckets from the first sample on */
+    gw_det_config_default(&c);
+    c.interval_ms = 30000;
+    sc = k_failures;
+    struct mc *m2 = malloc(sizeof *m2);
+    mc_build(m2, &sc);
+    replay_open(&r, &c);
+    replay_in_order(&r, m2);
+    assert_true(has_alert(r.tr, "GpuFrozen dgx012 gpu=5 firing"));
+    assert_true(has_alert(r.tr, "GpuVanished dgx015 gpu=6 firing"));
+    replay_close(&r);
+    mc_free(m2);
+    free(m2);
+    snprintf(c.node_labels, sizeof c.node_labels, "instance");
     /* a bad regex is refused with a message */
     snprintf(c.node_regex, sizeof c.node_regex, "(dgx[0-9+");
     struct gw_det *d = NULL;
@@ -1234,8 +1250,8 @@ static void check_arrival(const struct mc_scn *sc, const struct gw_det_config *c
 static void test_detect_arrival_order_independent(void **state)
 {
     (void)state;
-    /* default lateness (60 s at 30 s scrapes): shards up to 50 s apart */
-    check_arrival(&k_failures, NULL, 12, 50000);
+    /* default lateness (150 s at 30 s scrapes): shards up to 140 s apart */
+    check_arrival(&k_failures, NULL, 12, 140000);
     /* shards several scrapes apart need a longer lateness */
     struct gw_det_config c;
     gw_det_config_default(&c);
@@ -1243,12 +1259,12 @@ static void test_detect_arrival_order_independent(void **state)
     check_arrival(&k_failures, &c, 6, 140000);
     /* other intervals and label styles */
     struct mc_scn sc = k_failures;
-    sc.iv = 15000;
+    sc.iv = 15000;   /* lateness 8 intervals = 120 s */
     sc.style = ST_KUBE;
-    check_arrival(&sc, NULL, 6, 50000);
-    sc.iv = 60000;
+    check_arrival(&sc, NULL, 6, 110000);
+    sc.iv = 60000;   /* lateness 150 s */
     sc.style = ST_IP;
-    check_arrival(&sc, NULL, 6, 100000);
+    check_arrival(&sc, NULL, 6, 140000);
 }
 
 /* First firing of an alert in a transition list (data time), or -1. */

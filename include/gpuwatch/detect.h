@@ -56,7 +56,7 @@ struct gw_det_config {
     /* framework */
     int64_t interval_ms;            /* scrape interval; 0 = learn from the data (default) */
     int64_t grace_ms;               /* kept for old config files; unused (see lateness_ms) */
-    int64_t lateness_ms;            /* a bucket waits this long for late series (0 = 60 s within 2-6 intervals) */
+    int64_t lateness_ms;            /* a bucket waits this long for late series (0 = 150 s within 2-8 intervals) */
     /* node identity */
     char node_labels[256];          /* labels naming the node, in order (comma-separated) */
     char node_regex[256];           /* optional: the node is the first group of this regex on that value */

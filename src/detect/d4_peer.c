@@ -60,7 +60,7 @@ void det_d4_rules(struct gw_alerts *a, const struct gw_det_config *c)
 static const char *const k_fields[] = {"util", "SM clock", "memory clock", "temperature", "HBM temperature", "FB used"};
 static const int k_field_slot[] = {G_UTIL, G_CLOCK, G_MCLOCK, G_TEMP, G_MEMTEMP, G_FB};
 #define N_FIELDS 6
-#define MAX_SAME 8
+#define MAX_SAME 8   /* <= DET_RING - 4: samples a series may be ahead of T */
 
 static int same_bits(double a, double b)
 {
@@ -99,7 +99,15 @@ static double slow_avg(double base, double x, double w)
 static unsigned frozen_gpus(struct gw_det *d, struct det_node *n, int64_t T, double *scratch, int pass, int suppress)
 {
     unsigned hits = 0;
+    /* frozen_same samples spanning at least a minute, and frozen_buckets
+     * evaluations spanning at least a minute: at 15 s scrapes integer
+     * readings stand still for 30 s often enough */
+    int64_t iv = det_interval(d);
     unsigned same = d->c.frozen_same >= 2 ? d->c.frozen_same : 2;
+    if ((unsigned)(60000 / iv) + 1 > same) same = (unsigned)(60000 / iv) + 1;
+    if (same > MAX_SAME) same = MAX_SAME;
+    unsigned need_buckets = d->c.frozen_buckets;
+    if ((unsigned)((60000 + iv - 1) / iv) > need_buckets) need_buckets = (unsigned)((60000 + iv - 1) / iv);
     for (unsigned g = 0; g < n->gpu_count; g++) {
         struct det_gpu *x = &n->gpus[g];
         double p, u = 0, c;
@@ -172,7 +180,7 @@ static unsigned frozen_gpus(struct gw_det *d, struct det_node *n, int64_t T, dou
         if (!pass) continue;
         hit &= !suppress;
         x->frozen_streak = hit ? (uint8_t)(x->frozen_streak < 255 ? x->frozen_streak + 1 : 255) : 0;
-        if (x->frozen_streak < d->c.frozen_buckets) continue;
+        if (x->frozen_streak < need_buckets) continue;
         char summary[256], ev[384];
         snprintf(summary, sizeof summary, "%s GPU %u looks frozen (GSP hang?): idle power while its readings stand still",
                  n->name, g);

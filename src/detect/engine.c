@@ -189,16 +189,18 @@ int det_node_interval_known(const struct gw_det *d, const struct det_node *n)
     return d->c.interval_ms > 0 || n->iv_node > 0;
 }
 
-/* Lateness: configured, else 60 s within 2 to 6 intervals. A series may be
+/* Lateness: configured, else 150 s within 2 to 8 intervals. A series may be
  * this far ahead of the bucket being judged while the evaluations still
- * read up to 4 of its samples before it: the rings hold DET_RING. */
+ * read up to 8 of its samples before it (D4's frozen readings): the rings
+ * hold DET_RING = 20, so at most 8 intervals. */
 int64_t det_default_lateness(const struct gw_det *d)
 {
     int64_t iv = d->k.iv;
-    if (d->c.lateness_ms > 0) return d->c.lateness_ms < (DET_RING - 4) * iv ? d->c.lateness_ms : (DET_RING - 4) * iv;
-    int64_t l = 60000;
+    int64_t cap = (DET_RING - 12) * iv;
+    if (d->c.lateness_ms > 0) return d->c.lateness_ms < cap ? d->c.lateness_ms : cap;
+    int64_t l = 150000;
     if (l < 2 * iv) l = 2 * iv;
-    if (l > 6 * iv) l = 6 * iv;
+    if (l > cap) l = cap;
     return l;
 }
 
@@ -845,6 +847,46 @@ static int is_stale(double v)
     return b == 0x7ff0000000000002ULL;
 }
 
+/* Exporter of a series; `up` / scrape_* without a job hint by the instance
+ * that carries the node's GPU series. */
+static uint8_t job_now(const struct det_node *n, const struct det_series *s)
+{
+    if (s->job != JOB_UNKNOWN) return s->job;
+    return n->dcgm_inst ? (s->inst_hash == n->dcgm_inst ? JOB_DCGM : JOB_NODE) : JOB_NODE;
+}
+
+/* The buckets in which the pipeline, the node's exporters and its GPUs
+ * delivered (D5 reads them). */
+static void presence(struct gw_det *d, const struct det_series *s, uint8_t job, int64_t b, double v)
+{
+    struct det_node *n = &d->nodes[s->node];
+    det_pres_set(&d->k.pres_any, b);
+    if (s->role == R_UP) {
+        det_pres_set(&n->up_seen[job], b);
+        if (v == 1) det_pres_set(&n->answered[job], b);
+    } else if (s->role != R_SCRAPE_DUR) {
+        det_pres_set(&n->answered[job], b);
+        if (s->gpu >= 0) {
+            det_pres_set(&n->gpus[s->gpu].pres, b);
+            det_pres_set(&n->any_gpu, b);
+        }
+    }
+}
+
+/* The interval became known: the samples before it get their buckets
+ * from the rings, as if it had been known from the start. */
+static void replay_presence(struct gw_det *d)
+{
+    for (uint32_t i = 0; i < d->n_series; i++) {
+        const struct det_series *s = &d->series[i];
+        const struct det_node *n = &d->nodes[s->node];
+        for (unsigned k = 0; k < s->ring_n; k++) {
+            unsigned at = (s->ring_head + DET_RING - k) % DET_RING;
+            presence(d, s, job_now(n, s), det_bucket_of(d, s->rt[at]), s->rv[at]);
+        }
+    }
+}
+
 static void learn_interval(struct gw_det *d, struct det_node *n, int64_t dt)
 {
     int g = grid_slot(dt);
@@ -866,6 +908,7 @@ static void learn_interval(struct gw_det *d, struct det_node *n, int64_t dt)
     }
     if (total < 64) return;
     d->k.iv = k_grid[bi];
+    replay_presence(d);
     det_wm_locked_interval(d);
 }
 
@@ -889,7 +932,7 @@ static void sample_locked(struct gw_det *d, uint32_t handle, int64_t t, double v
     if (first_node_sample || t < n->first_seen) n->first_seen = t;
     if (t > n->max_t) n->max_t = t;
     if (t > d->k.max_t) d->k.max_t = t;
-    if (d->k.iv <= 0 && t < d->k.min_t) d->k.min_t = t;
+    if (d->k.fleet_b == INT64_MIN && t < d->k.min_t) d->k.min_t = t;
     if (first_node_sample) det_wm_node_added(d, s->node);
     int64_t b = d->k.iv > 0 ? det_bucket_of(d, t) : INT64_MIN;
     if (b != INT64_MIN && d->k.fleet_b != INT64_MIN && b < d->k.fleet_b) d->k.late++;
@@ -900,46 +943,37 @@ static void sample_locked(struct gw_det *d, uint32_t handle, int64_t t, double v
         det_wm_sample(d, s, old_t, old_ns);
         return;
     }
-    if (b != INT64_MIN) det_pres_set(&d->k.pres_any, b);
     if ((s->role == R_GPU_TEMP || s->role == R_UP || s->role == R_PROCS_RUNNING) && old_t != INT64_MIN &&
         d->c.interval_ms <= 0)
         learn_interval(d, n, t - old_t);
+    if (d->k.iv > 0 && d->k.fleet_b == INT64_MIN) {   /* a configured interval: buckets from the first sample */
+        replay_presence(d);
+        det_wm_locked_interval(d);
+    }
     if (d->k.iv > 0 && b == INT64_MIN) b = det_bucket_of(d, t);
-    /* exporter of an `up` / scrape_* series without a job hint */
-    uint8_t job = s->job;
-    if (job == JOB_UNKNOWN) job = n->dcgm_inst ? (s->inst_hash == n->dcgm_inst ? JOB_DCGM : JOB_NODE) : JOB_NODE;
+    uint8_t job = job_now(n, s);
+    if (b != INT64_MIN) presence(d, s, job, b, v);
     if (s->role == R_UP) {
-        if (b != INT64_MIN) {
-            det_pres_set(&n->up_seen[job], b);
-            if (v == 1) det_pres_set(&n->answered[job], b);
-        }
         if (v == 1 && t > n->last_answer[job]) n->last_answer[job] = t;
     } else if (s->role != R_SCRAPE_DUR) {
-        if (b != INT64_MIN) det_pres_set(&n->answered[job], b);
         if (t > n->last_answer[job]) n->last_answer[job] = t;
         if (s->gpu >= 0) {
             struct det_gpu *x = &n->gpus[s->gpu];
             if (x->first_seen == INT64_MIN || t < x->first_seen) x->first_seen = t;
             if (t > x->last_seen) x->last_seen = t;
-            if (b != INT64_MIN) {
-                det_pres_set(&x->pres, b);
-                det_pres_set(&n->any_gpu, b);
-            }
         }
     }
     /* the ring the evaluations read */
     int gs = s->gpu >= 0 ? gpu_slot_of(s->role) : -1;
     int ns = s->gpu < 0 ? node_slot_of(s->role, job) : -1;
-    if (gs >= 0 || ns >= 0) {
-        if (is_rate_role(s->role)) {
-            if (old_t != INT64_MIN && v >= s->last_v && t > old_t && s->last_v == s->last_v)
-                ring_push(s, t, (v - s->last_v) * 1000.0 / (double)(t - old_t));
-        } else {
-            ring_push(s, t, v);
-        }
-        if (gs >= 0) set_slot(d, &n->gpus[s->gpu].slot[gs], handle, t);
-        else set_slot(d, &n->slot[ns], handle, t);
+    if (is_rate_role(s->role)) {
+        if (old_t != INT64_MIN && v >= s->last_v && t > old_t && s->last_v == s->last_v)
+            ring_push(s, t, (v - s->last_v) * 1000.0 / (double)(t - old_t));
+    } else {
+        ring_push(s, t, v);   /* every series: the evaluations read gauges, the interval lock replays presence */
     }
+    if (gs >= 0) set_slot(d, &n->gpus[s->gpu].slot[gs], handle, t);
+    else if (ns >= 0) set_slot(d, &n->slot[ns], handle, t);
     switch (s->role) {
     case R_XID:
     case R_XID_COUNT:
