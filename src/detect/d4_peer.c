@@ -12,8 +12,13 @@
  * sibling changed meanwhile; or it reports >= frozen_util utilisation
  * with one frozen reading or the DCGM scrape taking three times its usual
  * duration, or at an SM clock below frozen_clock_ratio of the siblings'.
- * Whatever the power (an idle GPU has none to lose): two frozen readings
- * while the DCGM scrape takes three times its usual duration. frozen_buckets
+ * Without busy siblings (the job died with the hang): util >= frozen_util
+ * at below frozen_power_ratio of its own busy power, with idle clocks, two
+ * frozen readings or a slow scrape.
+ * Whatever the power (an idle GPU has none to lose): its die and HBM
+ * temperatures frozen (they drift on a live GPU even when idle) while the
+ * DCGM scrape takes three times its usual duration, on at most two GPUs
+ * of the node. frozen_buckets
  * such buckets in a row fire. An idle GPU next to busy siblings repeats
  * its readings too, but they claim no work and its scrape is not slow.
  * A checkpoint or a job stop moves every GPU of the node together, so the
@@ -30,10 +35,13 @@
  * collapse_buckets buckets, with at least min_peers other nodes still busy
  * and no fleet-wide transition under way (job start/stop).
  *
- * Both are suppressed in a bucket where more than 5 % of the GPUs (more
- * than 10 % of the busy nodes), and more than two, hit at once: one
- * failure takes one GPU or one node, a staggered fleet-wide phase takes
- * many.
+ * Both are suppressed in a bucket where more than 10 % of the nodes (of
+ * the busy nodes), and more than two, hit at once: one failure takes one
+ * GPU or one node, a staggered fleet-wide phase takes many.
+ *
+ * On an idle node (no job: GPU util < 10 %) its interrupt rate and runnable
+ * processes are judged against its own idle level and the idle nodes'
+ * median interrupt rate instead: both below collapse_ratio.
  *
  * NodeMemoryPressure (often the first sign of such a collapse): host
  * MemAvailable below mem_avail_ratio of MemTotal, or more than swap_rate
@@ -88,6 +96,47 @@ static int changed(const struct gw_det *d, uint32_t slot, int64_t T, unsigned n)
     return 0;
 }
 
+/* Readings of GPU g unchanged on `same` samples while the same reading of
+ * a sibling changed: a bit per field of k_fields; their names into which. */
+static unsigned frozen_fields(const struct gw_det *d, const struct det_node *n, unsigned g, int64_t T, unsigned same,
+                              char *which, size_t cap)
+{
+    unsigned mask = 0;
+    if (cap) which[0] = 0;
+    for (int f = 0; f < N_FIELDS; f++) {
+        if (!unchanged(d, n->gpus[g].slot[k_field_slot[f]], T, same)) continue;
+        int sib = 0;
+        for (unsigned o = 0; o < n->gpu_count && !sib; o++)
+            if (o != g) sib = changed(d, n->gpus[o].slot[k_field_slot[f]], T, same);
+        if (!sib) continue;
+        mask |= 1u << f;
+        size_t l = strlen(which);
+        if (l < cap) snprintf(which + l, cap - l, "%s%s", l ? ", " : "", k_fields[f]);
+    }
+    return mask;
+}
+
+#define F_TEMP (1u << 3)
+#define F_MEMTEMP (1u << 4)
+
+/* The temperatures stand still: analog readings that drift on a live GPU
+ * even when it idles (util, clocks and memory of an idle GPU do not). */
+static int temps_frozen(const struct det_gpu *x, unsigned mask)
+{
+    return (mask & F_TEMP) && (!x->slot[G_MEMTEMP] || (mask & F_MEMTEMP));
+}
+
+/* The node's DCGM scrape now takes three times its usual duration. */
+static int scrape_slow(const struct gw_det *d, const struct det_node *n, int64_t T)
+{
+    double v[DET_RING], base = 0;
+    unsigned k = det_recent(d, n->slot[N_SCRAPE_DCGM], T, v, DET_RING, NULL);
+    if (k < 4) return 0;
+    for (unsigned i = 2; i < k; i++) base += v[i];
+    base /= (k - 2);
+    return base > 0 && v[0] > 3 * base && v[1] > 2 * base;
+}
+
 static double slow_avg(double base, double x, double w)
 {
     return base > 0 ? (1 - w) * base + w * x : x;
@@ -108,6 +157,15 @@ static unsigned frozen_gpus(struct gw_det *d, struct det_node *n, int64_t T, dou
     if (same > MAX_SAME) same = MAX_SAME;
     unsigned need_buckets = d->c.frozen_buckets;
     if ((unsigned)((60000 + iv - 1) / iv) > need_buckets) need_buckets = (unsigned)((60000 + iv - 1) / iv);
+    /* a slow scrape is the node's: it points at a GPU only when one or two
+     * GPUs of the node stand still */
+    int slow_scrape = scrape_slow(d, n, T);
+    char which_g[DET_MAX_GPUS][96];
+    unsigned fm[DET_MAX_GPUS], still = 0;
+    for (unsigned g = 0; g < n->gpu_count; g++) {
+        fm[g] = frozen_fields(d, n, g, T, same, which_g[g], sizeof which_g[g]);
+        still += (unsigned)temps_frozen(&n->gpus[g], fm[g]);
+    }
     for (unsigned g = 0; g < n->gpu_count; g++) {
         struct det_gpu *x = &n->gpus[g];
         double p, u = 0, c;
@@ -136,33 +194,10 @@ static unsigned frozen_gpus(struct gw_det *d, struct det_node *n, int64_t T, dou
         if (ref_c != ref_c) ref_c = d->med_clock == d->med_clock ? d->med_clock : d->k.ref_clock > 0 ? d->k.ref_clock : NAN;
         int low_power = ref_p == ref_p && ref_p > 0 && p < d->c.frozen_power_ratio * ref_p;
         if (pass && hu && u >= 50 && !low_power) x->base_power = slow_avg(x->base_power, p, 0.05);
-        /* readings repeating while a sibling's same reading changed */
-        unsigned frozen = 0;
-        char which[96] = "";
-        for (int f = 0; f < N_FIELDS; f++) {
-            if (!unchanged(d, x->slot[k_field_slot[f]], T, same)) continue;
-            int sib = 0;
-            for (unsigned o = 0; o < n->gpu_count && !sib; o++)
-                if (o != g) sib = changed(d, n->gpus[o].slot[k_field_slot[f]], T, same);
-            if (!sib) continue;
-            frozen++;
-            size_t l = strlen(which);
-            snprintf(which + l, sizeof which - l, "%s%s", l ? ", " : "", k_fields[f]);
-        }
+        unsigned frozen = (unsigned)__builtin_popcount(fm[g]);
+        const char *which = which_g[g];
         int busy_util = hu && u >= d->c.frozen_util;
         int idle_clock = det_at(d, x->slot[G_CLOCK], T, &c) && ref_c == ref_c && c < d->c.frozen_clock_ratio * ref_c;
-        double sd = 0, sd_base = 0;
-        int slow_scrape = 0;
-        {
-            double v[DET_RING];
-            unsigned k = det_recent(d, n->slot[N_SCRAPE_DCGM], T, v, DET_RING, NULL);
-            if (k >= 4) {
-                sd = v[0];
-                for (unsigned i = 2; i < k; i++) sd_base += v[i];
-                sd_base /= (k - 2);
-                slow_scrape = sd_base > 0 && sd > 3 * sd_base && v[1] > 2 * sd_base;
-            }
-        }
         /* the frozen readings must claim work the power does not show: an
          * idle GPU next to busy siblings repeats its idle readings too */
         int hc = det_at(d, x->slot[G_CLOCK], T, &c) && c < d->c.sentinel_min;
@@ -172,10 +207,10 @@ static unsigned frozen_gpus(struct gw_det *d, struct det_node *n, int64_t T, dou
          * frozen reading */
         int hit = low_power && (from_siblings ? claims && (frozen >= 2 || (frozen >= 1 && (busy_util || slow_scrape)) ||
                                                            (busy_util && idle_clock))
-                                              : busy_util && idle_clock && (frozen >= 1 || slow_scrape));
-        /* an idle GPU has no power to lose: readings standing still while
-         * the exporter struggles to read them is the hang */
-        hit |= frozen >= 2 && slow_scrape;
+                                              : busy_util && (idle_clock || frozen >= 2 || slow_scrape));
+        /* an idle GPU has no power to lose: its temperatures standing still
+         * while its siblings' drift and the exporter struggles to read it */
+        hit |= temps_frozen(x, fm[g]) && slow_scrape && still <= 2;
         hits += (unsigned)hit;
         if (!pass) continue;
         hit &= !suppress;
@@ -185,7 +220,7 @@ static unsigned frozen_gpus(struct gw_det *d, struct det_node *n, int64_t T, dou
         snprintf(summary, sizeof summary, "%s GPU %u looks frozen (GSP hang?): idle power while its readings stand still",
                  n->name, g);
         snprintf(ev, sizeof ev,
-                 "POWER_USAGE %.0f W vs busy siblings' median %.0f W; unchanged on %u samples: %s; GPU_UTIL %.0f %%%s%s "
+                 "POWER_USAGE %.0f W vs busy siblings' median %.0f W; unchanged on %u samples: %.95s; GPU_UTIL %.0f %%%s%s "
                  "for %u evaluations",
                  p, ref_p, same, frozen ? which : "none", u, idle_clock ? ", SM clock at idle" : "",
                  slow_scrape ? ", DCGM scrape slow" : "", x->frozen_streak);
@@ -236,6 +271,13 @@ static int collapse(struct gw_det *d, struct det_node *n, int64_t T, int masked,
     int fb_held = fb != fb || n->base_fb <= 0 || fb >= 0.5 * n->base_fb;
     int gpus_busy = util == util && util >= 50;
     int hit = peers && trained && I && ((P && gpus_busy && !G) || (G && fb_held));
+    /* an idle node (no job) has its own quiet level: its interrupt rate and
+     * runnable processes collapse against that and against the idle nodes */
+    int idle = !n->busy && util == util && util < 10;
+    int Ii = idle && hi && n->idle_intr > 0 && intr < r * n->idle_intr &&
+             (d->med_intr_idle != d->med_intr_idle || intr < r * d->med_intr_idle);
+    int Pi = idle && hpr && n->idle_procs >= 1 && procs < r * n->idle_procs;
+    hit |= !masked && Ii && Pi;
     if (!pass) return hit;
     int raw = hit;
     hit &= !suppress;
@@ -247,13 +289,21 @@ static int collapse(struct gw_det *d, struct det_node *n, int64_t T, int masked,
         if (hpr) n->base_procs = slow_avg(n->base_procs, procs, 0.05);
         if (fb == fb) n->base_fb = slow_avg(n->base_fb, fb, 0.05);
     }
+    if (!raw && !masked && idle) {
+        if (hi) n->idle_intr = slow_avg(n->idle_intr, intr, 0.05);
+        if (hpr) n->idle_procs = slow_avg(n->idle_procs, procs, 0.05);
+    }
     if (n->collapse_streak < d->c.collapse_buckets) return hit;
     char summary[256], ev[400];
-    snprintf(summary, sizeof summary, "%s: the OS stopped making progress while the rest of the session trains", n->name);
+    if (idle)
+        snprintf(summary, sizeof summary, "%s: the OS stopped making progress (the node idles, its interrupts and processes fell)", n->name);
+    else
+        snprintf(summary, sizeof summary, "%s: the OS stopped making progress while the rest of the session trains", n->name);
     snprintf(ev, sizeof ev,
-             "interrupts %.0f/s (own baseline %.0f/s, busy nodes' median %.0f/s), procs_running %.0f (baseline %.0f), "
+             "interrupts %.0f/s (own baseline %.0f/s, peers' median %.0f/s), procs_running %.0f (baseline %.0f), "
              "GPU util %.0f %% (baseline %.0f %%)%s; %u other nodes busy; for %u evaluations",
-             hi ? intr : -1.0, n->base_intr, d->med_intr, hpr ? procs : -1.0, n->base_procs, util, n->base_util,
+             hi ? intr : -1.0, idle ? n->idle_intr : n->base_intr, idle ? d->med_intr_idle : d->med_intr,
+             hpr ? procs : -1.0, idle ? n->idle_procs : n->base_procs, util, n->base_util,
              fb == fb && fb_held ? ", GPU memory still allocated" : "", others_busy, n->collapse_streak);
     struct gw_alert_spec a = {
         .alertname = "NodeActivityCollapse", .severity = GW_SEV_WARNING, .hostname = n->name, .gpu = -1,
@@ -289,16 +339,16 @@ void det_d4_eval(struct gw_det *d, int64_t T)
 {
     int masked = T < d->k.mask_until;
     double scratch[2 * DET_MAX_GPUS];
-    unsigned frozen = 0, collapsed = 0, gpus = 0;
+    unsigned frozen = 0, collapsed = 0, live = 0;   /* nodes with a frozen GPU / a collapse */
     for (uint32_t i = 0; i < d->n_nodes; i++) {
         struct det_node *n = &d->nodes[i];
         if (!det_node_live(n)) continue;
-        gpus += n->gpu_count;
-        frozen += frozen_gpus(d, n, T, scratch, 0, 0);
+        live++;
+        frozen += frozen_gpus(d, n, T, scratch, 0, 0) > 0;
         collapsed += (unsigned)collapse(d, n, T, masked, 0, 0);
     }
     /* one failure hits one GPU or one node; a share of the fleet at once is a phase */
-    int frozen_wide = frozen > 2 && frozen > gpus / 20;
+    int frozen_wide = frozen > 2 && frozen > live / 10;
     int collapse_wide = collapsed > 2 && collapsed > d->n_busy_nodes / 10;
     for (uint32_t i = 0; i < d->n_nodes; i++) {
         struct det_node *n = &d->nodes[i];

@@ -15,6 +15,10 @@
  *    sentinel_scrapes consecutive evaluations;
  *  - DcgmExporterDown / NodeExporterDown: one exporter of a node not
  *    answering for exporter_down while the other one does;
+ *  - DcgmExporterStalled: the DCGM target's scrape_duration_seconds at
+ *    three times (and a second more than) its usual value for a minute
+ *    (and 2 evaluations): DCGM's calls time out on a hung GPU or driver,
+ *    also on an idle GPU whose readings show nothing;
  *  - NodeSilent: neither exporter answering for silent_intervals while
  *    the rest of the fleet's data keeps arriving (a gap of the whole
  *    pipeline silences nobody).
@@ -37,6 +41,8 @@ void det_d5_rules(struct gw_alerts *a, const struct gw_det_config *c)
         {"NodeExporterDown", "D5", "node_exporter of a node not answering while the DCGM exporter does",
          GW_SEV_WARNING, 0, 0},
         {"NodeSilent", "D5", "neither exporter of a node answering", GW_SEV_CRITICAL, 0, 0},
+        {"DcgmExporterStalled", "D5", "the DCGM exporter's scrape_duration_seconds at three times its usual value (and 1 s more)",
+         GW_SEV_WARNING, 0, 0},
     };
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) gw_alerts_add_rule(a, &r[i]);
 }
@@ -106,6 +112,26 @@ void det_d5_eval(struct gw_det *d, int64_t T)
                      when, (long long)((T - last) / 1000));
             raise5(d, "NodeSilent", GW_SEV_CRITICAL, n, -1, "other_hw", "reboot_node", summary, ev, T);
             continue;
+        }
+        /* the DCGM exporter struggles to read the GPUs (a hung GSP or driver
+         * makes DCGM's calls time out): scrapes three times slower than usual */
+        {
+            double v[DET_RING], base = 0;
+            unsigned k = det_recent(d, n->slot[N_SCRAPE_DCGM], T, v, DET_RING, NULL);
+            int slow = 0;
+            if (k >= 6) {
+                for (unsigned j = 2; j < k; j++) base += v[j];
+                base /= (k - 2);
+                slow = base > 0 && v[0] > 3 * base && v[0] > base + 1 && v[1] > 2 * base;
+            }
+            n->stall_streak = slow ? (uint8_t)(n->stall_streak < 255 ? n->stall_streak + 1 : 255) : 0;
+            unsigned need_stall = (unsigned)ceil_div(60000, iv);
+            if (n->stall_streak >= (need_stall > 2 ? need_stall : 2)) {
+                snprintf(summary, sizeof summary, "the DCGM exporter on %s stalls: a GPU or its driver may be hung", n->name);
+                snprintf(ev, sizeof ev, "scrape_duration_seconds %.2f s against %.2f s usually, for %u evaluations", v[0],
+                         base, n->stall_streak);
+                raise5(d, "DcgmExporterStalled", GW_SEV_WARNING, n, -1, "gsp", "drain_node", summary, ev, T);
+            }
         }
         /* one exporter down while the other answers */
         unsigned need_d = (unsigned)ceil_div(d->c.exporter_down_ms, iv), recent = (unsigned)ceil_div(2 * niv, iv);

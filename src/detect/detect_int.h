@@ -135,10 +135,11 @@ struct det_node {
     uint32_t slot[N_NSLOT];
     uint16_t ivh[DET_GRID];          /* this node's scrape-interval histogram */
     int64_t iv_node;                 /* its interval from ivh (0: not known yet), kept current by learn_interval */
-    uint8_t silent, collapse_streak, mempress_streak, busy, busy_prev, up_gpu_streak;
+    uint8_t silent, collapse_streak, mempress_streak, busy, busy_prev, stall_streak;
     uint8_t pad[2];
     /* D4: this node's own slow baselines while training (0 unknown) */
     double base_intr, base_procs, base_util, base_fb;
+    double idle_intr, idle_procs;    /* the same while it idles (no job): slow averages, 0 unknown */
     struct det_gpu gpus[DET_MAX_GPUS];
 };
 
@@ -210,6 +211,7 @@ struct gw_det {
     uint32_t q_n;
     /* peer statistics of the bucket being judged */
     double med_power, med_clock, med_intr, med_procs, med_util;
+    double med_intr_idle;            /* idle nodes' median interrupt rate */
     uint32_t n_busy_gpus, n_busy_nodes, n_was_busy;
     /* scratch (not part of the snapshot) */
     double *scratch;

@@ -730,11 +730,11 @@ uint32_t gw_det_series(struct gw_det *d, uint64_t id, const uint8_t *labels, siz
  * and GPU util, and the fleet transition mask. */
 static void peer_stats(struct gw_det *d, int64_t T)
 {
-    size_t need = (size_t)d->n_nodes * DET_MAX_GPUS * 2 + (size_t)d->n_nodes * 3 + 4;
+    size_t need = (size_t)d->n_nodes * DET_MAX_GPUS * 2 + (size_t)d->n_nodes * 4 + 4;
     if (need > d->scratch_cap) {
         double *p = realloc(d->scratch, need * sizeof *p);
         if (!p) {
-            d->med_power = d->med_clock = d->med_intr = d->med_procs = d->med_util = NAN;
+            d->med_power = d->med_clock = d->med_intr = d->med_procs = d->med_util = d->med_intr_idle = NAN;
             d->n_busy_gpus = d->n_busy_nodes = 0;
             return;
         }
@@ -743,7 +743,8 @@ static void peer_stats(struct gw_det *d, int64_t T)
     }
     double *pw = d->scratch, *ck = pw + (size_t)d->n_nodes * DET_MAX_GPUS;
     double *ir = ck + (size_t)d->n_nodes * DET_MAX_GPUS, *pr = ir + d->n_nodes, *ut = pr + d->n_nodes;
-    size_t npw = 0, nck = 0, nir = 0, npr = 0, nut = 0;
+    double *idle = ut + d->n_nodes;
+    size_t npw = 0, nck = 0, nir = 0, npr = 0, nut = 0, nidle = 0;
     uint32_t changed = 0, tracked = 0, was_busy = 0;
     for (uint32_t i = 0; i < d->n_nodes; i++) {
         struct det_node *n = &d->nodes[i];
@@ -771,8 +772,11 @@ static void peer_stats(struct gw_det *d, int64_t T)
             ut[nut++] = usum / un;
             if (det_at(d, n->slot[N_INTR], T, &v)) ir[nir++] = v;
             if (det_at(d, n->slot[N_PROCS], T, &v)) pr[npr++] = v;
+        } else if (un > 0 && det_at(d, n->slot[N_INTR], T, &v)) {
+            idle[nidle++] = v;
         }
     }
+    d->med_intr_idle = nidle >= d->c.min_peers ? det_median(idle, nidle) : NAN;
     d->n_busy_gpus = (uint32_t)npw;
     d->n_busy_nodes = (uint32_t)nut;
     d->n_was_busy = was_busy;
