@@ -54,6 +54,17 @@ static const char *k_metric[M_COUNT] = {
     "node_infiniband_symbol_error_total",
 };
 
+/* Labels in canonical (name) order. */
+static void sort_labels(struct gw_label *ls, size_t n)
+{
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && strcmp(ls[j - 1].name, ls[j].name) > 0; j--) {
+            struct gw_label x = ls[j];
+            ls[j] = ls[j - 1];
+            ls[j - 1] = x;
+        }
+}
+
 static uint32_t reg(struct fleet *f, const char *metric, int node, int gpu, const char *extra_name,
                     const char *extra_value, int dcgm_job)
 {
@@ -72,13 +83,7 @@ static uint32_t reg(struct fleet *f, const char *metric, int node, int gpu, cons
     L("job", dcgm_job ? "dcgm" : "node");
     if (!strncmp(metric, "node_infiniband", 15)) L("port", "1");
 #undef L
-    /* sort by name */
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && strcmp(ls[j - 1].name, ls[j].name) > 0; j--) {
-            struct gw_label x = ls[j];
-            ls[j] = ls[j - 1];
-            ls[j - 1] = x;
-        }
+    sort_labels(ls, n);
     uint8_t buf[512];
     size_t len = gw_labels_encode(ls, n, buf);
     return gw_det_series(f->d, f->next_id++, buf, len);
@@ -905,12 +910,7 @@ static uint32_t mc_series(struct mc *m, const char *metric, int node, int gpu, i
     }
     L("instance", inst);
 #undef L
-    for (size_t i = 1; i < n; i++)
-        for (size_t j = i; j > 0 && strcmp(ls[j - 1].name, ls[j].name) > 0; j--) {
-            struct gw_label x = ls[j];
-            ls[j] = ls[j - 1];
-            ls[j - 1] = x;
-        }
+    sort_labels(ls, n);
     assert_true(m->n_series < MC_SERIES);
     uint32_t id = m->n_series++;
     m->lab_len[id] = gw_labels_encode(ls, n, m->lab[id]);

@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "gpuwatch/evaluate.h"
+#include "eval/eval_int.h"
 
 #define MIN_MS 60000.0
 #define DAY_MS 86400000.0
@@ -154,8 +155,7 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* Linear interpolation between closest ranks; NAN for no values. */
-static double quantile(double *v, size_t n, double q)
+double gw_eval_quantile(double *v, size_t n, double q)
 {
     if (n == 0)
         return NAN;
@@ -178,10 +178,10 @@ static void acc_finish(struct acc *a, struct gw_eval_row *r)
         r->lead_median_min = r->lead_p90_min = r->delay_median_min = r->delay_p90_min = NAN;
         return;
     }
-    r->lead_median_min = quantile(a->lead, a->n_lead, 0.5);
-    r->lead_p90_min = quantile(a->lead, a->n_lead, 0.9);
-    r->delay_median_min = quantile(a->delay, a->n_delay, 0.5);
-    r->delay_p90_min = quantile(a->delay, a->n_delay, 0.9);
+    r->lead_median_min = gw_eval_quantile(a->lead, a->n_lead, 0.5);
+    r->lead_p90_min = gw_eval_quantile(a->lead, a->n_lead, 0.9);
+    r->delay_median_min = gw_eval_quantile(a->delay, a->n_delay, 0.5);
+    r->delay_p90_min = gw_eval_quantile(a->delay, a->n_delay, 0.9);
 }
 
 static void row_name(int d, char *out, size_t n)

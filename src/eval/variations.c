@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "gpuwatch/evaluate.h"
+#include "eval/eval_int.h"
 
 struct family {
     const char *name;
@@ -91,23 +92,6 @@ int gw_eval_family_config(size_t family, size_t index, uint64_t seed, const stru
 }
 
 /* ------------------------------------------------------------------ rows */
-static int cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return (a > b) - (a < b);
-}
-
-static double quantile(double *v, size_t n, double q)
-{
-    if (n == 0)
-        return NAN;
-    qsort(v, n, sizeof *v, cmp_double);
-    double pos = q * (double)(n - 1);
-    size_t i = (size_t)pos;
-    if (i + 1 >= n)
-        return v[n - 1];
-    return v[i] + (pos - (double)i) * (v[i + 1] - v[i]);
-}
 
 int gw_eval_var_row(const struct gw_eval_report *reps, size_t n, const char *name, struct gw_eval_var_row *row)
 {
@@ -159,8 +143,8 @@ int gw_eval_var_row(const struct gw_eval_report *reps, size_t n, const char *nam
                     delays[m++] = (double)(t - e->t_fault) / 60000.0;
             }
         row->det_caught[d] = (uint32_t)m;
-        row->delay_median_min[d] = quantile(delays, m, 0.5);
-        row->delay_p90_min[d] = quantile(delays, m, 0.9);
+        row->delay_median_min[d] = gw_eval_quantile(delays, m, 0.5);
+        row->delay_p90_min[d] = gw_eval_quantile(delays, m, 0.9);
     }
     free(delays);
     return GW_OK;
