@@ -61,9 +61,6 @@ declare -A LIBOWNER=(
 # Known violations in today's tree, "FILE|HEADER" with the reason. Remove an
 # entry when its include goes; add none without a reason and an issue.
 declare -A ALLOW=(
-    # XXH3 called directly instead of codec.h's gw_hash64 (issue 11; the
-    # detectors' snapshot checksum, owned elsewhere for now):
-    [src/detect/snapshot.c|xxhash.h]=library
 )
 
 declare -A ALLOW_USED=()

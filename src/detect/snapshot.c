@@ -23,9 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <xxhash.h>
 #include "detect_int.h"
 #include "gpuwatch/buf.h"
+#include "gpuwatch/codec.h"
 
 #define HDR 40
 
@@ -68,7 +68,7 @@ int gw_det_snapshot_save(struct gw_det *d, const char *path, struct gw_error *er
     if (d->on_n) memcpy(b + off, d->on, (size_t)d->on_n * sizeof(struct det_xid_onset));
     off += (size_t)d->on_n * sizeof(struct det_xid_onset);
     pthread_mutex_unlock(&d->mu);
-    put64(b + off, XXH3_64bits(b, off));
+    put64(b + off, gw_hash64(b, off));
     char tmp[4096];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp) {
         free(b);
@@ -123,7 +123,7 @@ int gw_det_snapshot_load(struct gw_det *d, const char *path, struct gw_error *er
     uint32_t ns = get32(b + 20), nn = get32(b + 24), nx = get32(b + 28), no = get32(b + 32);
     uint64_t want = HDR + sizeof(struct det_core) + (uint64_t)ns * sizeof(struct det_series) +
                     (uint64_t)nn * sizeof(struct det_node) + ((uint64_t)nx + no) * sizeof(struct det_xid_onset) + 8;
-    if (nx > DET_XID_RING || no > DET_ONSETS || want != n || get64(b + n - 8) != XXH3_64bits(b, n - 8)) {
+    if (nx > DET_XID_RING || no > DET_ONSETS || want != n || get64(b + n - 8) != gw_hash64(b, n - 8)) {
         gw_buf_free(&buf);
         return gw_error_set(err, GW_ECORRUPT, "%s: detector snapshot damaged (size or checksum)", path);
     }
