@@ -826,12 +826,12 @@ static void test_detect_wants_metric(void **state)
 
 enum { ST_HOSTNAME, ST_LEGACY, ST_KUBE, ST_FQDN, ST_IP, ST_COUNT };
 enum { MS_UTIL, MS_POWER, MS_CLOCK, MS_MCLOCK, MS_TEMP, MS_MEMTEMP, MS_FB, MS_REASONS, MS_GPU_N };
-enum { MN_INTR, MN_PROCS, MN_AVAIL, MN_TOTAL, MN_UNAME, MN_UP_DCGM, MN_UP_NODE, MN_N };
+enum { MN_INTR, MN_PROCS, MN_AVAIL, MN_TOTAL, MN_UNAME, MN_UP_DCGM, MN_UP_NODE, MN_SCRAPE_DCGM, MN_N };
 static const char *k_gm[MS_GPU_N] = {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_SM_CLOCK",
                                      "DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_MEMORY_TEMP",
                                      "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"};
 static const char *k_nm[MN_N] = {"node_intr_total", "node_procs_running", "node_memory_MemAvailable_bytes",
-                                 "node_memory_MemTotal_bytes", "node_uname_info", "up", "up"};
+                                 "node_memory_MemTotal_bytes", "node_uname_info", "up", "up", "scrape_duration_seconds"};
 
 #define MC_NODES 8
 #define MC_GPUS 8
@@ -935,7 +935,8 @@ static void mc_build(struct mc *m, const struct mc_scn *sc)
     for (int n = 0; n < MC_NODES; n++) {
         for (int g = 0; g < MC_GPUS; g++)
             for (int k = 0; k < MS_GPU_N; k++) m->gs[n][g][k] = mc_series(m, k_gm[k], n, g, 1, NULL, NULL);
-        for (int k = 0; k < MN_N; k++) m->ns[n][k] = mc_series(m, k_nm[k], n, -1, k == MN_UP_DCGM, NULL, NULL);
+        for (int k = 0; k < MN_N; k++)
+            m->ns[n][k] = mc_series(m, k_nm[k], n, -1, k == MN_UP_DCGM || k == MN_SCRAPE_DCGM, NULL, NULL);
         m->xid[n] = UINT32_MAX;
     }
     double intr[MC_NODES] = {0}, frozen[MS_GPU_N] = {0};
@@ -990,6 +991,9 @@ static void mc_build(struct mc *m, const struct mc_scn *sc)
             mc_put(m, m->ns[n][MN_UNAME], tn, 1);
             mc_put(m, m->ns[n][MN_UP_DCGM], td, 1);
             mc_put(m, m->ns[n][MN_UP_NODE], tn, 1);
+            /* the DCGM scrape takes 0.1 s, seconds while a GPU of the node hangs */
+            int hung = sc->frozen_at >= 0 && n == 1 && st >= sc->frozen_at && st < sc->frozen_at + 20;
+            mc_put(m, m->ns[n][MN_SCRAPE_DCGM], td, hung ? 2.5 + 0.1 * (double)(st % 5) : 0.1 + 0.01 * (double)(mc_hash((uint32_t)n, (uint32_t)st) % 7));
         }
     }
 }
@@ -1310,6 +1314,7 @@ static void test_detect_time_to_alert(void **state)
             int at;
         } want[] = {
             {"GpuFrozen dgx012 gpu=5", sc.frozen_at},        {"NodeMemoryPressure dgx013", sc.mempress_at},
+            {"DcgmExporterStalled dgx012", sc.frozen_at},
             {"GpuXidError dgx018 gpu=0", sc.xid_at},         {"NodeActivityCollapse dgx013", sc.collapse_at},
             {"GpuThrottling dgx014 gpu=1", sc.throttle_at},  {"GpuVanished dgx015 gpu=6", sc.vanish_at},
         };

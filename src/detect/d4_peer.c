@@ -126,16 +126,6 @@ static int temps_frozen(const struct det_gpu *x, unsigned mask)
     return (mask & F_TEMP) && (!x->slot[G_MEMTEMP] || (mask & F_MEMTEMP));
 }
 
-/* The node's DCGM scrape now takes three times its usual duration. */
-static int scrape_slow(const struct gw_det *d, const struct det_node *n, int64_t T)
-{
-    double v[DET_RING], base = 0;
-    unsigned k = det_recent(d, n->slot[N_SCRAPE_DCGM], T, v, DET_RING, NULL);
-    if (k < 4) return 0;
-    for (unsigned i = 2; i < k; i++) base += v[i];
-    base /= (k - 2);
-    return base > 0 && v[0] > 3 * base && v[1] > 2 * base;
-}
 
 static double slow_avg(double base, double x, double w)
 {
@@ -159,7 +149,8 @@ static unsigned frozen_gpus(struct gw_det *d, struct det_node *n, int64_t T, dou
     if ((unsigned)((60000 + iv - 1) / iv) > need_buckets) need_buckets = (unsigned)((60000 + iv - 1) / iv);
     /* a slow scrape is the node's: it points at a GPU only when one or two
      * GPUs of the node stand still */
-    int slow_scrape = scrape_slow(d, n, T);
+    double sd_now, sd_usual;
+    int slow_scrape = det_scrape_slow(d, n, T, &sd_now, &sd_usual);
     char which_g[DET_MAX_GPUS][96];
     unsigned fm[DET_MAX_GPUS], still = 0;
     for (unsigned g = 0; g < n->gpu_count; g++) {

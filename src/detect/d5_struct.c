@@ -116,20 +116,14 @@ void det_d5_eval(struct gw_det *d, int64_t T)
         /* the DCGM exporter struggles to read the GPUs (a hung GSP or driver
          * makes DCGM's calls time out): scrapes three times slower than usual */
         {
-            double v[DET_RING], base = 0;
-            unsigned k = det_recent(d, n->slot[N_SCRAPE_DCGM], T, v, DET_RING, NULL);
-            int slow = 0;
-            if (k >= 6) {
-                for (unsigned j = 2; j < k; j++) base += v[j];
-                base /= (k - 2);
-                slow = base > 0 && v[0] > 3 * base && v[0] > base + 1 && v[1] > 2 * base;
-            }
+            double now = 0, usual = 0;
+            int slow = det_scrape_slow(d, n, T, &now, &usual);
             n->stall_streak = slow ? (uint8_t)(n->stall_streak < 255 ? n->stall_streak + 1 : 255) : 0;
             unsigned need_stall = (unsigned)ceil_div(60000, iv);
             if (n->stall_streak >= (need_stall > 2 ? need_stall : 2)) {
                 snprintf(summary, sizeof summary, "the DCGM exporter on %s stalls: a GPU or its driver may be hung", n->name);
-                snprintf(ev, sizeof ev, "scrape_duration_seconds %.2f s against %.2f s usually, for %u evaluations", v[0],
-                         base, n->stall_streak);
+                snprintf(ev, sizeof ev, "scrape_duration_seconds %.2f s against %.2f s usually, for %u evaluations", now,
+                         usual, n->stall_streak);
                 raise5(d, "DcgmExporterStalled", GW_SEV_WARNING, n, -1, "gsp", "drain_node", summary, ev, T);
             }
         }

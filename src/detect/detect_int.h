@@ -235,6 +235,10 @@ int det_at(const struct gw_det *d, uint32_t slot, int64_t T, double *v);
 /* The newest n values before T (newest first) into out; returns how many. */
 unsigned det_recent(const struct gw_det *d, uint32_t slot, int64_t T, double *out, unsigned n, int64_t *t_out);
 int64_t det_bucket_of(const struct gw_det *d, int64_t t);
+/* The node's DCGM scrape_duration_seconds at T: 1 when the newest is 3x
+ * (and 1 s more than) the median of the 8 before the newest 4, and the one
+ * before it 2x; *now and *usual set then. */
+int det_scrape_slow(const struct gw_det *d, const struct det_node *n, int64_t T, double *now, double *usual);
 int det_pres_has(const struct det_pres *p, int64_t b);
 void det_pres_set(struct det_pres *p, int64_t b);
 uint32_t det_node_get(struct gw_det *d, const char *name, size_t len);   /* UINT32_MAX on failure */

@@ -516,6 +516,18 @@ void gw_det_free(struct gw_det *d)
 
 /* ------------------------------------------------------------ buckets */
 
+int det_scrape_slow(const struct gw_det *d, const struct det_node *n, int64_t T, double *now, double *usual)
+{
+    /* a fixed window (how many more samples a ring holds depends on the
+     * arrival): the newest 4 scrapes against the median of the 8 before */
+    double v[12];
+    if (det_recent(d, n->slot[N_SCRAPE_DCGM], T, v, 12, NULL) < 12) return 0;
+    double base = det_median(v + 4, 8);
+    *now = v[0];
+    *usual = base;
+    return base > 0 && v[0] > 3 * base && v[0] > base + 1 && v[1] > 2 * base;
+}
+
 int64_t det_bucket_of(const struct gw_det *d, int64_t t)
 {
     int64_t iv = d->k.iv, q = t / iv;
