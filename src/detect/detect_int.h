@@ -32,7 +32,7 @@
 #define DET_MAX_SERIES (4u << 20)
 #define DET_NODE_NAME 64
 #define DET_HIST 8            /* increment-time rings */
-#define DET_RING 20           /* per-series (time, value) ring read by the evaluations */
+#define DET_RING 32           /* per-series (time, value) ring read by the evaluations */
 #define DET_XID_RING 1024     /* application-XID onsets awaiting the collective decision */
 #define DET_ONSETS 4096       /* XID onset candidates awaiting their bucket */
 #define DET_QRAISES 4096      /* event raises awaiting their bucket */

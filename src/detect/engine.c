@@ -189,14 +189,14 @@ int det_node_interval_known(const struct gw_det *d, const struct det_node *n)
     return d->c.interval_ms > 0 || n->iv_node > 0;
 }
 
-/* Lateness: configured, else 150 s within 2 to 8 intervals. A series may be
- * this far ahead of the bucket being judged while the evaluations still
- * read up to 8 of its samples before it (D4's frozen readings): the rings
- * hold DET_RING = 20, so at most 8 intervals. */
+/* Lateness: configured, else 150 s within 2 to 8 intervals. While a bucket
+ * waits, a series may run up to about twice this ahead of it (the fleet
+ * waits for its slowest node), and the evaluations still read up to 12 of
+ * its samples before the bucket: the rings hold DET_RING = 32. */
 int64_t det_default_lateness(const struct gw_det *d)
 {
     int64_t iv = d->k.iv;
-    int64_t cap = (DET_RING - 12) * iv;
+    int64_t cap = (DET_RING - 24) * iv;
     if (d->c.lateness_ms > 0) return d->c.lateness_ms < cap ? d->c.lateness_ms : cap;
     int64_t l = 150000;
     if (l < 2 * iv) l = 2 * iv;
