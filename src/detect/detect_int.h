@@ -135,8 +135,8 @@ struct det_node {
     uint32_t slot[N_NSLOT];
     uint16_t ivh[DET_GRID];          /* this node's scrape-interval histogram */
     int64_t iv_node;                 /* its interval from ivh (0: not known yet), kept current by learn_interval */
-    uint8_t silent, collapse_streak, mempress_streak, busy, busy_prev, stall_streak;
-    uint8_t pad[2];
+    uint8_t collapse_streak, mempress_streak, busy, busy_prev, stall_streak;
+    uint8_t pad[3];
     /* D4: this node's own slow baselines while training (0 unknown) */
     double base_intr, base_procs, base_util, base_fb;
     double idle_intr, idle_procs;    /* the same while it idles (no job): slow averages, 0 unknown */
@@ -200,7 +200,6 @@ struct gw_det {
     /* fleet counters (recomputed at each fleet step) */
     uint32_t n_behind, n_ahead, n_live;
     int in_eval;                     /* raises go straight to the alert table while set */
-    int64_t eval_t;                  /* the bucket end being judged */
     /* D1 */
     struct det_xid_onset xr[DET_XID_RING];   /* app XIDs awaiting the collective decision */
     uint32_t xr_head, xr_n;
@@ -212,7 +211,7 @@ struct gw_det {
     /* peer statistics of the bucket being judged */
     double med_power, med_clock, med_intr, med_procs, med_util;
     double med_intr_idle;            /* idle nodes' median interrupt rate */
-    uint32_t n_busy_gpus, n_busy_nodes, n_was_busy;
+    uint32_t n_busy_gpus, n_busy_nodes;
     /* scratch (not part of the snapshot) */
     double *scratch;
     size_t scratch_cap;

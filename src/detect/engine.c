@@ -757,7 +757,7 @@ static void peer_stats(struct gw_det *d, int64_t T)
     double *ir = ck + (size_t)d->n_nodes * DET_MAX_GPUS, *pr = ir + d->n_nodes, *ut = pr + d->n_nodes;
     double *idle = ut + d->n_nodes;
     size_t npw = 0, nck = 0, nir = 0, npr = 0, nut = 0, nidle = 0;
-    uint32_t changed = 0, tracked = 0, was_busy = 0;
+    uint32_t changed = 0, tracked = 0;
     for (uint32_t i = 0; i < d->n_nodes; i++) {
         struct det_node *n = &d->nodes[i];
         if (!det_node_live(n)) continue;
@@ -775,7 +775,6 @@ static void peer_stats(struct gw_det *d, int64_t T)
         }
         n->busy_prev = n->busy;
         n->busy = un > 0 && usum / un >= 50;
-        was_busy += n->busy_prev;
         if (un > 0) {
             tracked++;
             if (n->busy != n->busy_prev) changed++;
@@ -791,7 +790,6 @@ static void peer_stats(struct gw_det *d, int64_t T)
     d->med_intr_idle = nidle >= d->c.min_peers ? det_median(idle, nidle) : NAN;
     d->n_busy_gpus = (uint32_t)npw;
     d->n_busy_nodes = (uint32_t)nut;
-    d->n_was_busy = was_busy;
     d->med_power = npw >= d->c.min_peers ? det_median(pw, npw) : NAN;
     d->med_clock = nck >= d->c.min_peers ? det_median(ck, nck) : NAN;
     d->med_intr = nir >= d->c.min_peers ? det_median(ir, nir) : NAN;
@@ -806,7 +804,6 @@ static void peer_stats(struct gw_det *d, int64_t T)
 void det_evaluate(struct gw_det *d, int64_t T)
 {
     d->in_eval = 1;
-    d->eval_t = T;
     deliver_raises(d, T);
     int64_t b = det_bucket_of(d, T - 1);
     if (det_pres_has(&d->k.pres_any, b)) {
