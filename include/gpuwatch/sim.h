@@ -79,6 +79,8 @@ struct gw_sim_config {
     double bait_scale;         /* multiplies every bait hazard (1.0; 0..100) */
     int shape_jitter;          /* 0: fixed failure signatures; 1: drawn per failure within the
                                   documented ranges (docs/simulator.md 5.5) */
+    int ckpt_bottleneck;       /* enum gw_sim_ckpt_bottleneck for every checkpoint, or
+                                  GW_SIM_BN_MIXED (drawn per checkpoint) */
 };
 /* Sets nodes (spares included) with ~5% spares (at least 1 from 2 nodes)
  * and a host numbering wide enough for them. */
@@ -195,12 +197,24 @@ struct gw_sim_session {
 };
 
 enum gw_sim_ckpt_phase { GW_SIM_CKPT_SAVE, GW_SIM_CKPT_LOAD };
+/* What limits one checkpoint's I/O (the ground truth D7 is scored on). */
+enum gw_sim_ckpt_bottleneck {
+    GW_SIM_BN_NONE,                /* healthy: nothing saturated */
+    GW_SIM_BN_SLOTS,               /* client RPC slot table: queue time dominates, link idle */
+    GW_SIM_BN_SERVER,              /* NFS server: response time dominates, queue share low */
+    GW_SIM_BN_LINK,                /* NIC / InfiniBand near line rate */
+    GW_SIM_BN_COUNT_
+};
+#define GW_SIM_BN_MIXED (-1)       /* config: drawn per checkpoint */
+/* "none", "slots", "server", "link"; "?" out of range. */
+const char *gw_sim_bottleneck_name(enum gw_sim_ckpt_bottleneck b);
 struct gw_sim_checkpoint {
     uint32_t id;
     uint32_t session;
     enum gw_sim_ckpt_phase phase;
     int64_t t_start, t_end;
     uint64_t bytes;                /* cluster total */
+    enum gw_sim_ckpt_bottleneck bottleneck;
 };
 
 enum gw_sim_bait_kind {

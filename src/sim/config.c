@@ -58,6 +58,7 @@ void gw_sim_config_default(struct gw_sim_config *c)
     c->gpu_model = GW_SIM_GPU_B200;
     c->bait_scale = 1.0;
     c->shape_jitter = 0;
+    c->ckpt_bottleneck = GW_SIM_BN_SLOTS;
     c->start_ms = align_down(gw_now_ms() - c->duration_ms, c->interval_ms);
 }
 
@@ -150,6 +151,9 @@ int gw_sim_config_check(const struct gw_sim_config *c, struct gw_error *err)
         return gw_error_set(err, GW_EINVAL, "gpu_model: %d unknown (a100, h100, b200)", (int)c->gpu_model);
     if (!(c->bait_scale >= 0.0 && c->bait_scale <= GW_SIM_MAX_SCALE))
         return gw_error_set(err, GW_EINVAL, "bait_scale: %g outside 0..%g", c->bait_scale, GW_SIM_MAX_SCALE);
+    if (c->ckpt_bottleneck != GW_SIM_BN_MIXED &&
+        (c->ckpt_bottleneck < 0 || c->ckpt_bottleneck >= GW_SIM_BN_COUNT_))
+        return gw_error_set(err, GW_EINVAL, "ckpt_bottleneck: %d is not a bottleneck kind", c->ckpt_bottleneck);
     if (c->shape_jitter != 0 && c->shape_jitter != 1)
         return gw_error_set(err, GW_EINVAL, "shape_jitter: %d must be 0 (fixed) or 1 (random)", c->shape_jitter);
     if (c->profile[0] == 0 || memchr(c->profile, 0, sizeof c->profile) == NULL)

@@ -98,6 +98,12 @@ const char *gw_sim_precursor_name(enum gw_sim_precursor p)
     return "unknown";
 }
 
+const char *gw_sim_bottleneck_name(enum gw_sim_ckpt_bottleneck b)
+{
+    static const char *const names[GW_SIM_BN_COUNT_] = {"none", "slots", "server", "link"};
+    return (unsigned)b < GW_SIM_BN_COUNT_ ? names[b] : "?";
+}
+
 const char *gw_sim_bait_name(enum gw_sim_bait_kind k)
 {
     switch (k) {
@@ -522,6 +528,7 @@ static int gen_checkpoints(struct bld *b, uint32_t sidx, int64_t t_steady, int64
     ck->id = (uint32_t)(b->ckpts.n - 1);
     ck->session = sidx;
     ck->phase = GW_SIM_CKPT_LOAD;
+    ck->bottleneck = GW_SIM_BN_SLOTS;
     ck->t_start = t_steady;
     ck->t_end = te;
     ck->bytes = (uint64_t)(avg * (double)(te - t_steady) / 1000.0);
@@ -543,6 +550,7 @@ static int gen_checkpoints(struct bld *b, uint32_t sidx, int64_t t_steady, int64
         ck->id = (uint32_t)(b->ckpts.n - 1);
         ck->session = sidx;
         ck->phase = GW_SIM_CKPT_SAVE;
+        ck->bottleneck = GW_SIM_BN_SLOTS;
         ck->t_start = next;
         ck->t_end = te;
         ck->bytes = (uint64_t)(avg * gw_sim_save_shape_integral(te - next, D) / 1000.0);
