@@ -171,6 +171,9 @@ struct gw_sim_failure {
     enum gw_sim_precursor precursor;
     enum gw_sim_fault_effect effect;
     int64_t t_precursor_start;     /* GW_SIM_NO_TIME when none in the data */
+    int64_t t_ramp_origin;         /* the precursor's own start: before t_precursor_start when
+                                      it was under way when the data starts (a slow ramp is at
+                                      its late rate then), else equal to it */
     int64_t t_fault;
     int64_t t_xid_visible;         /* first scrape showing the XID; GW_SIM_NO_TIME when never */
     int64_t t_recovered;           /* GPU/node back to normal (reset, reboot, replacement) */

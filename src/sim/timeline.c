@@ -221,6 +221,7 @@ static struct gw_sim_failure *new_failure(struct bld *b, uint8_t *shown)
     if (!f) { b->fnodes.n--; return NULL; }
     f->id = (uint32_t)(b->fails.n - 1);
     f->t_precursor_start = GW_SIM_NO_TIME;
+    f->t_ramp_origin = GW_SIM_NO_TIME;
     f->t_xid_visible = GW_SIM_NO_TIME;
     f->session = -1;
     f->n_nodes = 1;
@@ -396,6 +397,7 @@ static void shape_hw_failure(struct bld *b, struct gw_sim_failure *f, uint32_t p
     }
     if (f->t_kill == GW_SIM_NO_TIME)
         f->t_kill = t;
+    f->t_ramp_origin = f->t_precursor_start;
     if (f->t_precursor_start != GW_SIM_NO_TIME && f->t_precursor_start < b->t0)
         f->t_precursor_start = b->t0;                 /* the ramp is under way when data starts */
     f->t_xid_visible = show_xid && f->xid ? first_slot_at_or_after(b, t + xid_delay) : GW_SIM_NO_TIME;
