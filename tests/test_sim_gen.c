@@ -599,7 +599,9 @@ static int classify(const struct gw_sim_gen *g, struct cache *c, uint32_t id, in
 static void test_sim_gen_value_ranges(void **state)
 {
     (void)state;
-    struct gw_sim_timeline *tl = build(5, 0, 14 * HOUR);
+    /* 12 nodes: sessions of 11, enough for slot-limited saves (smoke's
+     * 3-node sessions never saturate the slots, docs/simulator.md 4.1) */
+    struct gw_sim_timeline *tl = build(5, 12, 14 * HOUR);
     struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
     struct gw_sim_scrape s;
     struct gw_error err = {0};
