@@ -620,7 +620,8 @@ static void ckpt_io(const struct gw_sim_gen *g, uint32_t node, uint32_t ci, uint
         p[k] = gw_sim_bn_unit(g->cfg.seed, ci, node, 8 + (uint32_t)k);
     for (int k = 0; k < 4; k++)
         e[k] = tri(gw_sim_mix(h ^ (0xb07700ull + (uint64_t)k)));
-    double rtt, q, S = IO_MAX, infl, qshare_backlog;   /* infl: requests in flight per transport */
+    double rtt, q, S = IO_MAX, infl, backlog;   /* infl: requests in flight per transport; backlog:
+                                                   per send, or minus the queue's share in it */
     n->ckpt = ci;
     switch (ck->bottleneck) {
     case GW_SIM_BN_SLOTS: {                             /* slot table full: Little sets the I/O size */
@@ -633,7 +634,7 @@ static void ckpt_io(const struct gw_sim_gen *g, uint32_t node, uint32_t ci, uint
             rtt = nt * infl * S / X;
         }
         q = clampd(0.90 + 0.07 * p[2] + 0.01 * e[2], 0.90, 0.985);
-        qshare_backlog = 0.85 + 0.10 * p[3];
+        backlog = -(0.85 + 0.10 * p[3]);                /* share of the queue waiting for a slot */
         n->slot_hw = SLOT_LIMIT;
         n->slot_pinned = 1;
         break;
@@ -646,7 +647,7 @@ static void ckpt_io(const struct gw_sim_gen *g, uint32_t node, uint32_t ci, uint
             rtt = infl * nt * S / X;
         }
         q = clampd(0.04 + 0.24 * p[2] + 0.01 * e[2], 0.02, 0.30);
-        qshare_backlog = 0.03 + 0.07 * p[3];
+        backlog = 0.02 + 0.30 * p[3];                   /* slots rarely all taken */
         n->slot_hw = fmin(SLOT_LIMIT, ceil(infl * (1.6 + 1.4 * p[4])));
         break;
     case GW_SIM_BN_LINK:                                /* the storage link is full: socket waits */
@@ -654,20 +655,22 @@ static void ckpt_io(const struct gw_sim_gen *g, uint32_t node, uint32_t ci, uint
         rtt = infl * nt * S / X * (1.0 + 0.05 * e[0]);
         infl = X * rtt / (nt * S);
         q = clampd(0.30 + 0.30 * p[2] + 0.02 * e[2], 0.25, 0.65);
-        qshare_backlog = 0.005 + 0.02 * p[3];
+        backlog = 0.1 + 0.7 * p[3];
         n->slot_hw = fmin(SLOT_LIMIT, ceil(infl * (1.15 + 0.45 * p[4])));
         break;
     default:                                            /* healthy: nothing saturated */
         rtt = (0.0012 + 0.0028 * p[0]) * (1.0 + 0.05 * e[0]);
         infl = X * rtt / (nt * S);
         q = clampd(0.02 + 0.10 * p[2] + 0.01 * e[2], 0.01, 0.15);
-        qshare_backlog = 0.05;
+        backlog = -0.05;
         n->slot_hw = fmin(SLOT_LIMIT, ceil(infl * (3.0 + 5.0 * p[4]) + 4.0));
         break;
     }
     double waiting = infl * q / (1.0 - q);              /* queued per transport (Little) */
-    n->backlog_per_send = waiting * qshare_backlog * (1.0 + 0.03 * e[3]);
-    n->sending_per_send = waiting * (1.0 - qshare_backlog);
+    if (backlog < 0)
+        backlog = waiting * -backlog;
+    n->backlog_per_send = backlog * (1.0 + 0.03 * e[3]);
+    n->sending_per_send = waiting > backlog + 0.01 ? waiting - backlog : 0.01;
     n->pending_per_send = infl;
     if (save) {
         n->write_rtt = rtt;
