@@ -19,8 +19,10 @@
  * and seed give the same stream. Exporter restarts zero that target's
  * counters (row-remap counts and aggregate ECC persist in the GPU's
  * InfoROM; remap counts restart at 0 when the failing GPU is replaced at
- * the failure's t_recovered) and clear the XID gauge. See docs/simulator.md
- * "Series" for the ranges. */
+ * the failure's t_recovered) and clear the XID gauge. During a checkpoint
+ * the NFS client's counters follow the checkpoint's bottleneck (ckpt_io:
+ * RTT, queue share, I/O size, transport queues, slots reached, consistent
+ * with Little's law). See docs/simulator.md "Series" for the ranges. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -30,7 +30,12 @@
  * ids are their indexes, and per-node indexes are built for
  * gw_sim_node_state_at: the sessions each node takes part in, failure and
  * bait intervals (with running maximum ends for stabbing queries) and
- * exporter restart times. A query is a handful of binary searches. */
+ * exporter restart times. A query is a handful of binary searches.
+ * Last, every checkpoint gets its bottleneck (cfg.ckpt_bottleneck, or drawn
+ * per checkpoint when mixed; sessions under GW_SIM_BN_MIN_NODES nodes never
+ * saturate slots or server) and its kind's rate; these draws are stateless
+ * hashes of the seed and checkpoint id (gw_sim_bn_unit), so the rest of the
+ * timeline is the same for every kind. */
 #include <stdlib.h>
 #include <string.h>
 
