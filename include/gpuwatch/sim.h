@@ -266,7 +266,8 @@ void gw_sim_timeline_free(struct gw_sim_timeline *tl);   /* NULL ok */
  *   {"type":"failure","id":3,"class":"nvlink","node":"gpu071","gpu":5,"xid":149,
  *    "action":"reset_gpu","precursor":"nvlink_crc","t_precursor_start":1764000000000,
  *    "t_fault":...,"t_xid_visible":...,"t_recovered":...,"session":12}
- *   {"type":"session",...} {"type":"checkpoint",...} {"type":"bait",...}
+ *   {"type":"session",...} {"type":"bait",...}
+ *   {"type":"checkpoint",...,"bytes":...,"nodes":58,"bottleneck":"slots"}
  * Times in Unix ms, null when absent. */
 int gw_sim_truth_write(const struct gw_sim_timeline *tl, FILE *f, struct gw_error *err);
 
