@@ -30,7 +30,12 @@
  * ids are their indexes, and per-node indexes are built for
  * gw_sim_node_state_at: the sessions each node takes part in, failure and
  * bait intervals (with running maximum ends for stabbing queries) and
- * exporter restart times. A query is a handful of binary searches. */
+ * exporter restart times. A query is a handful of binary searches.
+ * Last, every checkpoint gets its bottleneck (cfg.ckpt_bottleneck, or drawn
+ * per checkpoint when mixed; sessions under GW_SIM_BN_MIN_NODES nodes never
+ * saturate slots or server) and its kind's rate; these draws are stateless
+ * hashes of the seed and checkpoint id (gw_sim_bn_unit), so the rest of the
+ * timeline is the same for every kind. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,6 +107,21 @@ const char *gw_sim_bottleneck_name(enum gw_sim_ckpt_bottleneck b)
 {
     static const char *const names[GW_SIM_BN_COUNT_] = {"none", "slots", "server", "link"};
     return (unsigned)b < GW_SIM_BN_COUNT_ ? names[b] : "?";
+}
+
+int gw_sim_bottleneck_parse(const char *s, int *out)
+{
+    if (!s || !out) return -1;
+    if (strcmp(s, "mixed") == 0) {
+        *out = GW_SIM_BN_MIXED;
+        return 0;
+    }
+    for (int i = 0; i < GW_SIM_BN_COUNT_; i++)
+        if (strcmp(s, gw_sim_bottleneck_name((enum gw_sim_ckpt_bottleneck)i)) == 0) {
+            *out = i;
+            return 0;
+        }
+    return -1;
 }
 
 const char *gw_sim_bait_name(enum gw_sim_bait_kind k)
@@ -1026,6 +1046,90 @@ void gw_sim_timeline_free(struct gw_sim_timeline *tl)
     free(tl);
 }
 
+/* Shares of the bottleneck kinds when cfg.ckpt_bottleneck is mixed
+ * (docs/simulator.md 4.1), in enum order: none, slots, server, link. */
+static const double bn_share[GW_SIM_BN_COUNT_] = {0.25, 0.40, 0.25, 0.10};
+
+/* Healthy checkpoints run 1.5-2.2 x the slot-limited rate, but a node's
+ * average never above this when the multiplier would push it there. */
+#define BN_NONE_NODE_AVG_MAX 6e9
+/* Outside the link kind no node's rate exceeds this share of its storage
+ * links: a checkpoint that filled them would be link-limited. Binds only in
+ * small sessions (the cluster rate over few nodes); never in paper ones. */
+#define BN_LINK_SHARE_MAX 0.75
+
+/* Cluster rate of a checkpoint of kind `kind` (not link), from the drawn
+ * slot-limited rate `avg`: none faster, server at the server's capacity. */
+static double bn_cluster_rate(const struct gw_sim_checkpoint *ck, double avg, uint32_t members, double u)
+{
+    switch (ck->bottleneck) {
+    case GW_SIM_BN_NONE: {
+        double m = 1.5 + 0.7 * u;
+        if (avg * m > BN_NONE_NODE_AVG_MAX * members) m = BN_NONE_NODE_AVG_MAX * members / avg;
+        return m < 1.0 ? avg : avg * m;
+    }
+    case GW_SIM_BN_SERVER:                     /* the server's capacity, flat */
+        return ck->phase == GW_SIM_CKPT_SAVE ? 22e9 + 10e9 * u : 75e9 + 40e9 * u;
+    default:
+        return avg;
+    }
+}
+
+/* Chooses every checkpoint's bottleneck (a draw of its own per checkpoint
+ * when mixed), applies the node-count rule (slots and server need at least
+ * GW_SIM_BN_MIN_NODES nodes writing at once) and sets the checkpoint's
+ * cluster rate and bytes for its kind: slots as drawn (the paper's rates,
+ * head/tail shape), none 1.5-2.2 x faster (same shape), server at 22-32 GB/s
+ * (saves) or 75-115 GB/s (loads), flat, link at 86-96% of every member's
+ * storage line rate, flat. Outside link, no node above BN_LINK_SHARE_MAX of
+ * its storage links. */
+static void assign_bottlenecks(struct gw_sim_timeline *tl, struct gw_sim_priv *p)
+{
+    const struct gw_sim_config *c = &tl->cfg;
+    const double cap = (double)c->storage_nics * GW_SIM_STORAGE_NIC_BPS;
+    for (size_t k = 0; k < tl->n_checkpoints; k++) {
+        struct gw_sim_checkpoint *ck = &tl->checkpoints[k];
+        const struct gw_sim_session *s = &tl->sessions[ck->session];
+        uint32_t id = (uint32_t)k;
+        int kind = c->ckpt_bottleneck;
+        if (kind == GW_SIM_BN_MIXED) {
+            double u = gw_sim_bn_unit(c->seed, id, UINT32_MAX, 0), acc = 0;
+            kind = GW_SIM_BN_COUNT_ - 1;
+            for (int i = 0; i < GW_SIM_BN_COUNT_; i++) {
+                acc += bn_share[i];
+                if (u < acc) { kind = i; break; }
+            }
+        }
+        if ((kind == GW_SIM_BN_SLOTS || kind == GW_SIM_BN_SERVER) && s->n_nodes < GW_SIM_BN_MIN_NODES)
+            kind = GW_SIM_BN_NONE;
+        if (kind == GW_SIM_BN_LINK && c->storage_nics == 0)   /* no storage link to fill */
+            kind = GW_SIM_BN_NONE;
+        ck->bottleneck = (enum gw_sim_ckpt_bottleneck)kind;
+        double dur = (double)(ck->t_end - ck->t_start), avg = p->ckpt_avg_bps[k];
+        uint32_t members = p->ckpt_members[k] ? p->ckpt_members[k] : 1;
+        double wmax = 0, link_sum = 0;
+        for (uint32_t i = 0; i < c->nodes; i++) {
+            if (!s->nodes[i]) continue;
+            double w = gw_sim_ckpt_weight(id, i) * p->ckpt_norm[k];
+            if (w > wmax) wmax = w;
+            link_sum += cap * gw_sim_link_util(c->seed, id, i);
+        }
+        int shaped = ck->phase == GW_SIM_CKPT_SAVE &&
+                     (ck->bottleneck == GW_SIM_BN_SLOTS || ck->bottleneck == GW_SIM_BN_NONE);
+        double rate = ck->bottleneck == GW_SIM_BN_LINK
+                          ? link_sum
+                          : bn_cluster_rate(ck, avg, members, gw_sim_bn_unit(c->seed, id, UINT32_MAX, 2));
+        double peak = shaped ? GW_SIM_SAVE_PEAK : 1.0;
+        if (ck->bottleneck != GW_SIM_BN_LINK && cap > 0 && wmax > 0 &&
+            rate / members * wmax * peak > BN_LINK_SHARE_MAX * cap)
+            rate = BN_LINK_SHARE_MAX * cap * members / (wmax * peak);
+        if (rate == avg) continue;                 /* the drawn checkpoint, unchanged */
+        p->ckpt_avg_bps[k] = rate;
+        ck->bytes = (uint64_t)(rate * (shaped ? gw_sim_save_shape_integral((int64_t)dur, p->ckpt_planned_ms[k])
+                                              : dur) / 1000.0);
+    }
+}
+
 int gw_sim_timeline_build(const struct gw_sim_config *c, struct gw_sim_timeline **out,
                           struct gw_error *err)
 {
@@ -1108,6 +1212,7 @@ int gw_sim_timeline_build(const struct gw_sim_config *c, struct gw_sim_timeline 
         tp->ckpt_planned_ms[i] = cx[i].planned_ms;
     }
     if ((rc = build_index(tl, tp)) != GW_OK) goto fail;
+    assign_bottlenecks(tl, tp);
     *out = tl;
     tl = NULL;
     rc = GW_OK;
@@ -1242,9 +1347,13 @@ int gw_sim_node_state_at(const struct gw_sim_timeline *tl, uint32_t node, int64_
         double per_node = p->ckpt_members[ci]
                               ? p->ckpt_avg_bps[ci] / (double)p->ckpt_members[ci] : 0;
         double rate = per_node * gw_sim_ckpt_weight(ci, node) * p->ckpt_norm[ci];
+        int flat = ck->bottleneck == GW_SIM_BN_SERVER || ck->bottleneck == GW_SIM_BN_LINK;
+        if (ck->bottleneck == GW_SIM_BN_LINK)
+            rate = (double)tl->cfg.storage_nics * GW_SIM_STORAGE_NIC_BPS *
+                   gw_sim_link_util(tl->cfg.seed, ci, node);
         if (ck->phase == GW_SIM_CKPT_SAVE) {
             double head = GW_SIM_SAVE_HEAD * (double)p->ckpt_planned_ms[ci];
-            rate *= (double)(t - ck->t_start) < head ? GW_SIM_SAVE_PEAK : GW_SIM_SAVE_TAIL;
+            if (!flat) rate *= (double)(t - ck->t_start) < head ? GW_SIM_SAVE_PEAK : GW_SIM_SAVE_TAIL;
             st->nfs_write_bps = rate;
         } else {
             st->nfs_read_bps = rate;
