@@ -306,7 +306,7 @@ static void test_sim_output_dry_run_counts(void **state)
     o.connections = 100000;
     assert_int_equal(gw_sim_output_run(g, &o, &st, &err), GW_EINVAL);
     o.connections = 1;
-    o.url = "https://127.0.0.1:1/api/v1/write";
+    o.url = "ftp://127.0.0.1:1/api/v1/write";   /* https is fine, other schemes are not */
     assert_int_equal(gw_sim_output_run(g, &o, &st, &err), GW_EUNSUPPORTED);
     gw_sim_gen_close(g);
 }

@@ -84,6 +84,17 @@ int gw_rw_decode(const uint8_t *pb, size_t len, int version, struct gw_arena *a,
  * (-0.0 survives). GW_OK, GW_EINVAL, GW_ETOOLARGE/GW_ENOMEM from out. */
 int gw_rw_encode_v1(const struct gw_rw_request *req, struct gw_buf *out);
 
+/* Streaming remote write 1.0 for a sender that encodes each series' labels
+ * once and then sends one sample at a time (the simulator):
+ * gw_rw_labels_pb writes a sorted label set as TimeSeries label fields
+ * (gw_rw_labels_pb_size bytes; returns the bytes written);
+ * gw_rw_append_sample appends TimeSeries { those labels, Sample{v, t} } to a
+ * WriteRequest body in out - the same bytes gw_rw_encode_v1 writes for a
+ * one-sample series. GW_OK, or GW_ETOOLARGE/GW_ENOMEM from out. */
+size_t gw_rw_labels_pb_size(const struct gw_label *ls, size_t n);
+size_t gw_rw_labels_pb(const struct gw_label *ls, size_t n, uint8_t *out);
+int gw_rw_append_sample(struct gw_buf *out, const uint8_t *labels_pb, size_t len, int64_t t, double v);
+
 /* ---- remote read ---- */
 struct gw_read_query {
     int64_t start_ms, end_ms;              /* inclusive */

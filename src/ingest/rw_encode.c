@@ -46,6 +46,34 @@ uint8_t *gw_pb_put_series(uint8_t *p, const struct gw_label *ls, size_t n_labels
     return p;
 }
 
+size_t gw_rw_labels_pb_size(const struct gw_label *ls, size_t n)
+{
+    return gw_pb_series_size(ls, n, NULL, NULL, NULL, 0);
+}
+
+size_t gw_rw_labels_pb(const struct gw_label *ls, size_t n, uint8_t *out)
+{
+    return (size_t)(gw_pb_put_series(out, ls, n, NULL, NULL, NULL, 0) - out);
+}
+
+int gw_rw_append_sample(struct gw_buf *out, const uint8_t *labels_pb, size_t len, int64_t t, double v)
+{
+    size_t ss = pb_sample_size(t, v), ts = len + pb_len_field_size(ss), need = pb_len_field_size(ts);
+    int rc = gw_buf_reserve(out, need);
+    if (rc != GW_OK)
+        return rc;
+    uint8_t *p = out->data + out->len;
+    *p++ = (uint8_t)PB_KEY(1, PB_WT_LEN);
+    p = pb_put_varint(p, ts);
+    memcpy(p, labels_pb, len);
+    p += len;
+    *p++ = (uint8_t)PB_KEY(2, PB_WT_LEN);
+    p = pb_put_varint(p, ss);
+    p = pb_put_sample(p, t, v);
+    out->len = (size_t)(p - out->data);
+    return GW_OK;
+}
+
 static size_t metadata_size(const struct gw_rw_metadata *m)
 {
     return (m->type ? 1 + pb_varint_size(m->type) : 0) +

@@ -41,6 +41,7 @@
 
 #include "gpuwatch/codec.h"
 #include "gpuwatch/labels.h"
+#include "gpuwatch/rw.h"
 #include "sim/gen_int.h"
 
 const struct gw_sim_family gw_sim_families[F_COUNT_] = {
@@ -133,31 +134,6 @@ static void lset_add(struct lset *s, const char *name, const char *value)
     s->n++;
 }
 
-static size_t pb_label_size(const struct gw_label *l)
-{
-    uint8_t tmp[10];
-    size_t inner = 1 + gw_uvarint_put(tmp, l->name_len) + l->name_len + 1 +
-                   gw_uvarint_put(tmp, l->value_len) + l->value_len;
-    return 1 + gw_uvarint_put(tmp, inner) + inner;
-}
-
-static uint8_t *pb_label_put(uint8_t *p, const struct gw_label *l)
-{
-    uint8_t tmp[10];
-    size_t inner = 1 + gw_uvarint_put(tmp, l->name_len) + l->name_len + 1 +
-                   gw_uvarint_put(tmp, l->value_len) + l->value_len;
-    *p++ = 0x0a;
-    p += gw_uvarint_put(p, inner);
-    *p++ = 0x0a;
-    p += gw_uvarint_put(p, l->name_len);
-    memcpy(p, l->name, l->name_len);
-    p += l->name_len;
-    *p++ = 0x12;
-    p += gw_uvarint_put(p, l->value_len);
-    memcpy(p, l->value, l->value_len);
-    return p + l->value_len;
-}
-
 static uint64_t series_key(uint64_t seed, uint32_t node, unsigned fam, int gpu, uint32_t sub)
 {
     uint64_t k = gw_sim_mix(seed ^ 0x5eed0fca7a109ull);
@@ -194,16 +170,12 @@ static int add_series(struct gw_sim_gen *g, uint32_t node, unsigned job, unsigne
     if (rc != GW_OK)
         return rc;
     size_t clen = gw_labels_encoded_size(ls.l, ls.n);
-    size_t plen = 0;
-    for (size_t i = 0; i < ls.n; i++)
-        plen += pb_label_size(&ls.l[i]);
+    size_t plen = gw_rw_labels_pb_size(ls.l, ls.n);   /* the remote-write label fields, encoded once */
     uint8_t *mem = blk_alloc(g, clen + plen);
     if (!mem)
         return gw_error_set(err, GW_ENOMEM, "simulator: out of memory for labels");
     gw_labels_encode(ls.l, ls.n, mem);
-    uint8_t *p = mem + clen;
-    for (size_t i = 0; i < ls.n; i++)
-        p = pb_label_put(p, &ls.l[i]);
+    gw_rw_labels_pb(ls.l, ls.n, mem + clen);
 
     struct gw_sim_series *se = &g->series[g->n_series];
     se->node = node;

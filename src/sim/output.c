@@ -162,16 +162,6 @@ static void sleep_ns(uint64_t ns)
         ;
 }
 
-static size_t uvarint_size(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
 static int is_failed(struct out *o)
 {
     pthread_mutex_lock(&o->mu);
@@ -539,34 +529,12 @@ static int add_sample(struct out *o, uint32_t id, int64_t t, double v, uint64_t 
     struct shard *sh = &o->shards[si];
     size_t ll = 0;
     const uint8_t *lb = gw_sim_gen_series_pb(o->g, id, &ll);
-    uint64_t bits;
-    size_t sample_len, ts_len, need;
-    uint8_t *p;
     int rc;
 
     if (lb == NULL)
         return gw_error_set(err, GW_EINVAL, "generator returned no labels for series %u", id);
-    memcpy(&bits, &v, sizeof bits);
-    sample_len = (bits ? 9 : 0) + 1 + uvarint_size((uint64_t)t);
-    ts_len = ll + 1 + uvarint_size(sample_len) + sample_len;
-    need = 1 + uvarint_size(ts_len) + ts_len;
-    if ((rc = gw_buf_reserve(&sh->pb, need)) != GW_OK)
+    if ((rc = gw_rw_append_sample(&sh->pb, lb, ll, t, v)) != GW_OK)
         return gw_error_set(err, rc, "out of memory building a request");
-    p = sh->pb.data + sh->pb.len;
-    *p++ = 0x0a;
-    p += gw_uvarint_put(p, ts_len);
-    memcpy(p, lb, ll);
-    p += ll;
-    *p++ = 0x12;
-    p += gw_uvarint_put(p, sample_len);
-    if (bits) {
-        *p++ = 0x09;
-        for (int i = 0; i < 8; i++)
-            *p++ = (uint8_t)(bits >> (8 * i));
-    }
-    *p++ = 0x10;
-    p += gw_uvarint_put(p, (uint64_t)t);
-    sh->pb.len = (size_t)(p - sh->pb.data);
     if (sh->n_pending == 0) {
         sh->min_t = sh->max_t = t;
         sh->min_round = sh->max_round = round;
