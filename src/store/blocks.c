@@ -372,28 +372,25 @@ int gw_store_blob_scan_newest(struct gw_store_txn *t, uint32_t node_id, uint64_t
     return rc;
 }
 
-int gw_store_blocks_get(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid, int64_t mint_lo,
+int gw_store_blocks_get(struct gw_store_txn *t, uint32_t node_id, uint64_t sid, int64_t mint_lo,
                         int64_t maxt, gw_store_block_cb cb, void *ud)
 {
-    (void)gpu;
     if (!cb)
         return GW_EINVAL;
     return blocks_scan(t, node_id, sid, mint_lo, maxt, cb, NULL, ud);
 }
 
-int gw_store_block_parts_get(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
+int gw_store_block_parts_get(struct gw_store_txn *t, uint32_t node_id, uint64_t sid,
                              int64_t mint_lo, int64_t maxt, gw_store_part_cb cb, void *ud)
 {
-    (void)gpu;
     if (!cb)
         return GW_EINVAL;
     return blocks_scan(t, node_id, sid, mint_lo, maxt, NULL, cb, ud);
 }
 
-int gw_store_blocks_any(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid, int64_t mint_lo,
+int gw_store_blocks_any(struct gw_store_txn *t, uint32_t node_id, uint64_t sid, int64_t mint_lo,
                         int64_t maxt)
 {
-    (void)gpu;
     return blocks_scan(t, node_id, sid, mint_lo, maxt, NULL, NULL, NULL);
 }
 
