@@ -885,7 +885,7 @@ static size_t count_blocks(struct gw_store_txn *t, uint32_t node, uint64_t sid, 
 {
     struct got_blocks g;
     memset(&g, 0, sizeof g);
-    assert_int_equal(gw_store_blocks_get(t, node, 0, sid, lo, hi, got_block_cb, &g), GW_OK);
+    assert_int_equal(gw_store_blocks_get(t, node, sid, lo, hi, got_block_cb, &g), GW_OK);
     return g.n;
 }
 
@@ -924,7 +924,7 @@ static void test_store_blobs_roundtrip(void **state)
         assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
         struct got_blocks g;
         memset(&g, 0, sizeof g);
-        assert_int_equal(gw_store_blocks_get(t, 1, 0, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_OK);
+        assert_int_equal(gw_store_blocks_get(t, 1, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_OK);
         size_t nw = sizeof want5 / sizeof want5[0];
         assert_int_equal(g.n, nw);
         for (size_t i = 0; i < nw; i++) {
@@ -935,18 +935,18 @@ static void test_store_blobs_roundtrip(void **state)
         /* zero copy: a second scan hands out the same addresses */
         struct got_blocks g2;
         memset(&g2, 0, sizeof g2);
-        assert_int_equal(gw_store_blocks_get(t, 1, 7, 5, INT64_MIN, INT64_MAX, got_block_cb, &g2), GW_OK);
+        assert_int_equal(gw_store_blocks_get(t, 1, 5, INT64_MIN, INT64_MAX, got_block_cb, &g2), GW_OK);
         assert_int_equal(g2.n, nw);
         for (size_t i = 0; i < nw; i++)
             assert_ptr_equal(g.ptr[i], g2.ptr[i]);
 
         /* directory search: first, last, single, absent sids */
         memset(&g, 0, sizeof g);
-        assert_int_equal(gw_store_blocks_get(t, 1, 0, 1, W1, W1, got_block_cb, &g), GW_OK);
+        assert_int_equal(gw_store_blocks_get(t, 1, 1, W1, W1, got_block_cb, &g), GW_OK);
         assert_int_equal(g.n, 1);
         assert_true(block_ok(g.ptr[0], 1, W1, 0, 5));
         memset(&g, 0, sizeof g);
-        assert_int_equal(gw_store_blocks_get(t, 1, 0, UINT32_MAX, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_OK);
+        assert_int_equal(gw_store_blocks_get(t, 1, UINT32_MAX, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_OK);
         assert_int_equal(g.n, 1);
         assert_int_equal(g.len[0], 7);
         assert_true(block_ok(g.ptr[0], UINT32_MAX, W1, 0, 7));
@@ -958,13 +958,13 @@ static void test_store_blobs_roundtrip(void **state)
         assert_int_equal(count_blocks(t, 1, 10, INT64_MIN, INT64_MAX), 0); /* after A's last */
         assert_int_equal(count_blocks(t, 1, (uint64_t)UINT32_MAX + 1, INT64_MIN, INT64_MAX), 0);
         memset(&g, 0, sizeof g);
-        assert_int_equal(gw_store_blocks_get(t, 1, 0, 6, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_OK);
+        assert_int_equal(gw_store_blocks_get(t, 1, 6, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_OK);
         assert_int_equal(g.n, 1);
         assert_int_equal(g.len[0], 0);
 
         /* other nodes stay apart */
         memset(&g, 0, sizeof g);
-        assert_int_equal(gw_store_blocks_get(t, 2, 0, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_OK);
+        assert_int_equal(gw_store_blocks_get(t, 2, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_OK);
         assert_int_equal(g.n, 1);
         assert_true(g.ws[0] == W0);
         assert_true(block_ok(g.ptr[0], 5, W0, 0, 30));
@@ -982,19 +982,19 @@ static void test_store_blobs_roundtrip(void **state)
         /* early stop (1 -> GW_OK) and errors from the callback */
         memset(&g, 0, sizeof g);
         g.stop_after = 2;
-        assert_int_equal(gw_store_blocks_get(t, 1, 0, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_OK);
+        assert_int_equal(gw_store_blocks_get(t, 1, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_OK);
         assert_int_equal(g.n, 2);
         memset(&g, 0, sizeof g);
         g.fail_with = GW_ELIMIT;
-        assert_int_equal(gw_store_blocks_get(t, 1, 0, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_ELIMIT);
+        assert_int_equal(gw_store_blocks_get(t, 1, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_ELIMIT);
         assert_int_equal(g.n, 1);
-        assert_int_equal(gw_store_blocks_get(t, 1, 0, 5, INT64_MIN, INT64_MAX, NULL, NULL), GW_EINVAL);
+        assert_int_equal(gw_store_blocks_get(t, 1, 5, INT64_MIN, INT64_MAX, NULL, NULL), GW_EINVAL);
 
-        assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, W0 + 1, W1 - 1), 0);
-        assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, W1, W1), 1);
-        assert_int_equal(gw_store_blocks_any(t, 1, 0, 4, INT64_MIN, INT64_MAX), 0);
-        assert_int_equal(gw_store_blocks_any(t, 2, 3, 5, 0, INT64_MAX), 1);
-        assert_int_equal(gw_store_blocks_any(t, 3, 0, 5, INT64_MIN, INT64_MAX), 0);
+        assert_int_equal(gw_store_blocks_any(t, 1, 5, W0 + 1, W1 - 1), 0);
+        assert_int_equal(gw_store_blocks_any(t, 1, 5, W1, W1), 1);
+        assert_int_equal(gw_store_blocks_any(t, 1, 4, INT64_MIN, INT64_MAX), 0);
+        assert_int_equal(gw_store_blocks_any(t, 2, 5, 0, INT64_MAX), 1);
+        assert_int_equal(gw_store_blocks_any(t, 3, 5, INT64_MIN, INT64_MAX), 0);
 
         /* every block of a day */
         struct pb_seen pb;
@@ -1322,7 +1322,7 @@ static void test_store_blob_shared_columns(void **state)
         for (int k = 0; k < 4; k++) {
             struct dec_blocks d;
             memset(&d, 0, sizeof d);
-            assert_int_equal(gw_store_blocks_get(t, 1, 0, sids[k], INT64_MIN, INT64_MAX, dec_block_cb, &d), GW_OK);
+            assert_int_equal(gw_store_blocks_get(t, 1, sids[k], INT64_MIN, INT64_MAX, dec_block_cb, &d), GW_OK);
             size_t n = k == 3 ? 20 : 40;
             assert_int_equal(d.n, n + (k == 1 ? 3 : 0));
             for (size_t i = 0; i < n; i++) {
@@ -1341,7 +1341,7 @@ static void test_store_blob_shared_columns(void **state)
                 struct dec_parts dp;
                 memset(&dp, 0, sizeof dp);
                 assert_int_equal(
-                    gw_store_block_parts_get(t, 1, 0, sids[k], INT64_MIN, INT64_MAX, dec_part_cb, &dp), GW_OK);
+                    gw_store_block_parts_get(t, 1, sids[k], INT64_MIN, INT64_MAX, dec_part_cb, &dp), GW_OK);
                 size_t n = k == 3 ? 20 : 40;
                 assert_int_equal(dp.n, n + (k == 1 ? 3 : 0));
                 assert_int_equal(dp.parts, 1);
@@ -1363,13 +1363,13 @@ static void test_store_blob_shared_columns(void **state)
         assert_ptr_not_equal(other, shared);
         struct dec_parts dp;
         memset(&dp, 0, sizeof dp);
-        assert_int_equal(gw_store_block_parts_get(t, 1, 0, 10, INT64_MIN, INT64_MAX, dec_part_cb, &dp), GW_OK);
+        assert_int_equal(gw_store_block_parts_get(t, 1, 10, INT64_MIN, INT64_MAX, dec_part_cb, &dp), GW_OK);
         assert_int_equal(dp.n, 40);
         assert_int_equal(dp.whole, 1);
-        assert_int_equal(gw_store_block_parts_get(t, 1, 0, 10, INT64_MIN, INT64_MAX, NULL, NULL), GW_EINVAL);
+        assert_int_equal(gw_store_block_parts_get(t, 1, 10, INT64_MIN, INT64_MAX, NULL, NULL), GW_EINVAL);
         struct dec_blocks d;
         memset(&d, 0, sizeof d);
-        assert_int_equal(gw_store_blocks_get(t, 1, 0, 10, INT64_MIN, INT64_MAX, dec_block_cb, &d), GW_OK);
+        assert_int_equal(gw_store_blocks_get(t, 1, 10, INT64_MIN, INT64_MAX, dec_block_cb, &d), GW_OK);
         assert_int_equal(d.n, 40);
         assert_true(d.v[39] == 42.5 - 39 && d.t[39] == u.t[0][39]);
         struct pb_seen pb;
@@ -1426,13 +1426,13 @@ static void test_store_corrupt_blob_detected(void **state)
     assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
     struct got_blocks g;
     memset(&g, 0, sizeof g);
-    assert_int_equal(gw_store_blocks_get(t, 1, 0, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_ECORRUPT);
-    assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, WN, WN), GW_ECORRUPT);
+    assert_int_equal(gw_store_blocks_get(t, 1, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_ECORRUPT);
+    assert_int_equal(gw_store_blocks_any(t, 1, 5, WN, WN), GW_ECORRUPT);
     /* a blob refused once is checked (and refused) again */
-    assert_int_equal(gw_store_blocks_get(t, 1, 0, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_ECORRUPT);
+    assert_int_equal(gw_store_blocks_get(t, 1, 5, INT64_MIN, INT64_MAX, got_block_cb, &g), GW_ECORRUPT);
     struct dec_parts dp;
     memset(&dp, 0, sizeof dp);
-    assert_int_equal(gw_store_block_parts_get(t, 1, 0, 5, INT64_MIN, INT64_MAX, dec_part_cb, &dp), GW_ECORRUPT);
+    assert_int_equal(gw_store_block_parts_get(t, 1, 5, INT64_MIN, INT64_MAX, dec_part_cb, &dp), GW_ECORRUPT);
     struct pb_seen pb;
     memset(&pb, 0, sizeof pb);
     assert_int_equal(gw_store_partition_blocks_each(t, -1, pb_cb, &pb), GW_ECORRUPT);
@@ -1583,7 +1583,7 @@ static void test_store_partitions_drop(void **state)
     assert_int_equal(ps.n, 3);
     struct gw_store_txn *t;
     assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
-    assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, W0, W0 + 5000), 1);
+    assert_int_equal(gw_store_blocks_any(t, 1, 5, W0, W0 + 5000), 1);
     gw_store_read_end(t);
 
     memset(&u, 0, sizeof u);
@@ -1594,8 +1594,8 @@ static void test_store_partitions_drop(void **state)
     assert_int_equal(ps.n, 1);
     assert_true(ps.day[0] == 19676);
     assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
-    assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, INT64_MIN, 19676 * D - 1), 0);
-    assert_int_equal(gw_store_blocks_any(t, 1, 0, 5, 19676 * D, INT64_MAX), 1);
+    assert_int_equal(gw_store_blocks_any(t, 1, 5, INT64_MIN, 19676 * D - 1), 0);
+    assert_int_equal(gw_store_blocks_any(t, 1, 5, 19676 * D, INT64_MAX), 1);
     gw_store_read_end(t);
 
     /* drop and recreate a day in one txn; persists across reopen */
@@ -1686,7 +1686,7 @@ static void *reader_main(void *arg)
             continue;
         }
         struct count_ud cu = {.sid = 3};
-        if (gw_store_blocks_get(t, 1, 0, 3, INT64_MIN, INT64_MAX, count_cb, &cu) != GW_OK || cu.bad)
+        if (gw_store_blocks_get(t, 1, 3, INT64_MIN, INT64_MAX, count_cb, &cu) != GW_OK || cu.bad)
             c->errors++;
         gw_store_read_end(t);
         c->reads++;
@@ -1734,7 +1734,7 @@ static void test_store_map_growth_with_reader(void **state)
         struct gw_store_txn *t;
         assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
         struct count_ud cu = {.sid = 1}; /* in the seed and in every bulk blob */
-        assert_int_equal(gw_store_blocks_get(t, 1, 0, 1, INT64_MIN, INT64_MAX, count_cb, &cu), GW_OK);
+        assert_int_equal(gw_store_blocks_get(t, 1, 1, INT64_MIN, INT64_MAX, count_cb, &cu), GW_OK);
         assert_int_equal(cu.good, next);
         assert_int_equal(cu.bad, 0);
         gw_store_read_end(t);
@@ -1767,7 +1767,7 @@ static int child_count(struct gw_store *ro, uint64_t *n)
     if (gw_store_read_begin(ro, &t, NULL) != GW_OK)
         return -1;
     struct count_ud cu = {.sid = 2};
-    int rc = gw_store_blocks_get(t, 1, 0, 2, INT64_MIN, INT64_MAX, count_cb, &cu);
+    int rc = gw_store_blocks_get(t, 1, 2, INT64_MIN, INT64_MAX, count_cb, &cu);
     gw_store_read_end(t);
     *n = cu.bad ? 0 : cu.good;
     return rc;

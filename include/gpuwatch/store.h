@@ -187,11 +187,12 @@ int gw_store_blob_put_cols(struct gw_store_txn *t, uint32_t node_id, int64_t win
  * directory order. cb gets the blob's window_start as block_mint and the
  * block: a pointer into the map, or for a block stored as a value part of
  * a shared timestamp column the joined block in a transaction buffer;
- * either is valid only until cb returns. gpu is not needed to find them and is
- * ignored. cb returns GW_OK to go on, 1 to stop (the call returns GW_OK),
- * or an error (returned as is). GW_ECORRUPT for a malformed blob. */
+ * either is valid only until cb returns (blob keys hold no GPU: node and
+ * sid find the blocks). cb returns GW_OK to go on, 1 to stop (the call
+ * returns GW_OK), or an error (returned as is). GW_ECORRUPT for a
+ * malformed blob. */
 typedef int (*gw_store_block_cb)(void *ud, int64_t block_mint, const uint8_t *block, size_t len);
-int gw_store_blocks_get(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
+int gw_store_blocks_get(struct gw_store_txn *t, uint32_t node_id, uint64_t sid,
                         int64_t mint_lo, int64_t maxt, gw_store_block_cb cb, void *ud);
 /* The same visit, with blocks stored as a value part of a shared timestamp
  * column handed over unjoined, so a reader can decode each column once
@@ -210,11 +211,11 @@ struct gw_store_block_part {
     size_t val_len;
 };
 typedef int (*gw_store_part_cb)(void *ud, const struct gw_store_block_part *p);
-int gw_store_block_parts_get(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
+int gw_store_block_parts_get(struct gw_store_txn *t, uint32_t node_id, uint64_t sid,
                              int64_t mint_lo, int64_t maxt, gw_store_part_cb cb, void *ud);
 /* 1 if the series has any block in a window starting in [mint_lo, maxt],
  * 0 if not, or a negative error. */
-int gw_store_blocks_any(struct gw_store_txn *t, uint32_t node_id, uint16_t gpu, uint64_t sid,
+int gw_store_blocks_any(struct gw_store_txn *t, uint32_t node_id, uint64_t sid,
                         int64_t mint_lo, int64_t maxt);
 /* Visits every block of a day partition (any order); cb as above (the
  * block is valid until cb returns). */

@@ -515,7 +515,7 @@ static enum gw_head_append_result classify_old(struct gw_db *db, struct gw_head_
         struct gw_store_txn *rt = NULL;
         if (gw_store_read_begin(db->store, &rt, NULL) == GW_OK) {
             struct old_ctx c = {.t = t};
-            gw_store_blocks_get(rt, s->node_id, s->gpu, s->sid, t - db->o.block_window_ms, t, old_block_cb, &c);
+            gw_store_blocks_get(rt, s->node_id, s->sid, t - db->o.block_window_ms, t, old_block_cb, &c);
             gw_store_read_end(rt);
             found = c.found;
             bits = c.bits;

@@ -400,7 +400,7 @@ static int has_data(struct gw_db *db, struct gw_store_txn *t, const struct sel *
     if (s->in_head && s->head_maxt >= mint && s->head_mint <= maxt) return 1;
     struct probe_ctx bc = {.mint = mint, .maxt = maxt, .found = 0};
     int64_t lo = mint > INT64_MIN + block_lookback(db) ? mint - block_lookback(db) : INT64_MIN;
-    gw_store_blocks_get(t, s->node_id, s->gpu, s->sid, lo, maxt, probe_cb, &bc);
+    gw_store_blocks_get(t, s->node_id, s->sid, lo, maxt, probe_cb, &bc);
     return bc.found;
 }
 
@@ -714,7 +714,7 @@ static int read_series(struct gw_store_txn *t, struct ts_cache *tc, struct sel *
 {
     r->stored.n = 0;
     struct part_ctx_dec dc = {.d = {.out = &r->stored, .mint = q->mint, .maxt = q->maxt}, .tc = tc};
-    int rc = gw_store_block_parts_get(t, s->node_id, s->gpu, s->sid, lo, q->maxt, dec_part_cb, &dc);
+    int rc = gw_store_block_parts_get(t, s->node_id, s->sid, lo, q->maxt, dec_part_cb, &dc);
     if (rc && rc != 1) return rc;
     return add_head(s, q, r, dc.d.disorder);
 }
@@ -799,7 +799,7 @@ static int read_series_split(struct gw_store_txn *t, struct sel *s, const struct
                              struct rdr *r)
 {
     struct blk_list l = {.mint = q->mint, .maxt = q->maxt};
-    int rc = gw_store_blocks_get(t, s->node_id, s->gpu, s->sid, lo, q->maxt, gather_cb, &l);
+    int rc = gw_store_blocks_get(t, s->node_id, s->sid, lo, q->maxt, gather_cb, &l);
     if (rc && rc != 1) {
         free(l.b);
         free(l.bytes);

@@ -101,46 +101,6 @@
 #include "gpuwatch/block.h"
 #include "store/store_int.h"
 
-void gw_store_put_be64(uint8_t *p, uint64_t v)
-{
-    for (int i = 7; i >= 0; i--) {
-        p[i] = (uint8_t)v;
-        v >>= 8;
-    }
-}
-
-uint64_t gw_store_get_be64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-void gw_store_put_be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-uint32_t gw_store_get_be32(const uint8_t *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
-void gw_store_put_be16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
-uint16_t gw_store_get_be16(const uint8_t *p)
-{
-    return (uint16_t)(((unsigned)p[0] << 8) | p[1]);
-}
-
 uint64_t gw_store_bias(int64_t t)
 {
     return (uint64_t)t ^ (UINT64_C(1) << 63);
@@ -213,11 +173,6 @@ int gw_store_labels_find(const uint8_t *b, size_t len, const char *name, size_t 
     return rc;
 }
 
-uint64_t gw_store_hash(const void *p, size_t len)
-{
-    return gw_hash64(p, len);
-}
-
 size_t gw_store_value_prefix(size_t name_len)
 {
     size_t room = GW_KEY_MAX - 1 - GW_TRUNC_TAIL - name_len; /* name_len <= GW_NAME_MAX_KEY */
@@ -247,7 +202,7 @@ int gw_store_pair_key(uint8_t *key, size_t *klen, const char *name, size_t name_
     memcpy(key + o, value, p);
     o += p;
     key[o++] = 0xff;
-    gw_store_put_be64(key + o, gw_store_hash(value, value_len));
+    gw_put_be64(key + o, gw_hash64(value, value_len));
     *klen = o + 8;
     return GW_OK;
 }
@@ -257,7 +212,7 @@ int gw_store_value_is_truncated(size_t name_len, const uint8_t *vpart, size_t vl
     size_t p = gw_store_value_prefix(name_len);
     if (vlen != p + GW_TRUNC_TAIL || vpart[p] != 0xff)
         return 0;
-    *hash = gw_store_get_be64(vpart + p + 1);
+    *hash = gw_get_be64(vpart + p + 1);
     return 1;
 }
 
@@ -265,9 +220,9 @@ int gw_store_rec_parse(const uint8_t *v, size_t len, struct gw_store_rec *r)
 {
     if (len < GW_SERIES_FIXED + 1)
         return GW_ECORRUPT;
-    r->maxt = gw_store_unbias(gw_store_get_be64(v));
-    r->node_id = gw_store_get_be32(v + 8);
-    r->gpu = gw_store_get_be16(v + 12);
+    r->maxt = gw_store_unbias(gw_get_be64(v));
+    r->node_id = gw_get_be32(v + 8);
+    r->gpu = gw_get_be16(v + 12);
     size_t k = gw_uvarint_get(v + GW_SERIES_FIXED, len - GW_SERIES_FIXED, &r->n);
     if (k == 0)
         return GW_ECORRUPT;
@@ -293,17 +248,17 @@ int gw_store_rec_next_id(const struct gw_store_rec *r, size_t *off, uint32_t *id
 
 void gw_store_blob_key(uint8_t *key, uint32_t node_id, int64_t window_start, uint32_t seq)
 {
-    gw_store_put_be32(key, node_id);
-    gw_store_put_be64(key + 4, gw_store_bias(window_start));
-    gw_store_put_be32(key + 12, seq);
+    gw_put_be32(key, node_id);
+    gw_put_be64(key + 4, gw_store_bias(window_start));
+    gw_put_be32(key + 12, seq);
 }
 
 static int blob_dir_check(const uint8_t *dir, uint32_t n, size_t area)
 {
     uint32_t prev_sid = 0, prev_end = 0;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t sid = gw_store_get_be32(dir + (size_t)i * GW_BLOB_ENT);
-        uint32_t end = gw_store_get_be32(dir + (size_t)i * GW_BLOB_ENT + 4);
+        uint32_t sid = gw_get_be32(dir + (size_t)i * GW_BLOB_ENT);
+        uint32_t end = gw_get_be32(dir + (size_t)i * GW_BLOB_ENT + 4);
         if (sid < prev_sid || end < prev_end || end > area)
             return GW_ECORRUPT;
         prev_sid = sid;
@@ -328,7 +283,7 @@ static int blob_parse(const void *v, size_t len, struct gw_store_blob *b, int ch
 {
     const uint8_t *p = v;
     if (len >= GW_BLOB_HDR && memcmp(p, "GWB1", 4) == 0) {
-        uint32_t n = gw_store_get_be32(p + 4);
+        uint32_t n = gw_get_be32(p + 4);
         if (n > (len - GW_BLOB_HDR) / GW_BLOB_ENT)
             return GW_ECORRUPT;
         const uint8_t *dir = p + GW_BLOB_HDR;
@@ -344,7 +299,7 @@ static int blob_parse(const void *v, size_t len, struct gw_store_blob *b, int ch
     }
     if (len < GW_BLOB2_HDR || memcmp(p, "GWB2", 4) != 0)
         return GW_ECORRUPT;
-    uint32_t n = gw_store_get_be32(p + 4), m = gw_store_get_be32(p + 8);
+    uint32_t n = gw_get_be32(p + 4), m = gw_get_be32(p + 8);
     size_t rest = len - GW_BLOB2_HDR;
     if (m > rest / 4)
         return GW_ECORRUPT;
@@ -355,7 +310,7 @@ static int blob_parse(const void *v, size_t len, struct gw_store_blob *b, int ch
     const uint8_t *col_dir = p + GW_BLOB2_HDR, *dir = col_dir + (size_t)m * 4;
     uint32_t prev = 0;
     for (uint32_t c = 0; c < m; c++) {
-        uint32_t end = gw_store_get_be32(col_dir + (size_t)c * 4);
+        uint32_t end = gw_get_be32(col_dir + (size_t)c * 4);
         if (end < prev || end > rest)
             return GW_ECORRUPT;
         prev = end;
@@ -376,7 +331,7 @@ static int blob_parse(const void *v, size_t len, struct gw_store_blob *b, int ch
 
 uint32_t gw_store_blob_sid(const struct gw_store_blob *b, uint32_t i)
 {
-    return gw_store_get_be32(b->dir + (size_t)i * GW_BLOB_ENT);
+    return gw_get_be32(b->dir + (size_t)i * GW_BLOB_ENT);
 }
 
 uint32_t gw_store_blob_lower(const struct gw_store_blob *b, uint32_t sid)
@@ -394,16 +349,16 @@ uint32_t gw_store_blob_lower(const struct gw_store_blob *b, uint32_t sid)
 
 void gw_store_blob_block(const struct gw_store_blob *b, uint32_t i, const uint8_t **p, size_t *len)
 {
-    uint32_t start = i ? gw_store_get_be32(b->dir + (size_t)(i - 1) * GW_BLOB_ENT + 4) : 0;
-    uint32_t end = gw_store_get_be32(b->dir + (size_t)i * GW_BLOB_ENT + 4);
+    uint32_t start = i ? gw_get_be32(b->dir + (size_t)(i - 1) * GW_BLOB_ENT + 4) : 0;
+    uint32_t end = gw_get_be32(b->dir + (size_t)i * GW_BLOB_ENT + 4);
     *p = b->data + start;
     *len = end - start;
 }
 
 void gw_store_blob_col(const struct gw_store_blob *b, uint32_t c, const uint8_t **p, size_t *len)
 {
-    uint32_t start = c ? gw_store_get_be32(b->col_dir + (size_t)(c - 1) * 4) : 0;
-    uint32_t end = gw_store_get_be32(b->col_dir + (size_t)c * 4);
+    uint32_t start = c ? gw_get_be32(b->col_dir + (size_t)(c - 1) * 4) : 0;
+    uint32_t end = gw_get_be32(b->col_dir + (size_t)c * 4);
     *p = b->cols + start;
     *len = end - start;
 }

@@ -1,12 +1,25 @@
-/* store_int.h - helpers shared by the files of the store module: key
- * encoders/decoders (keys.c) and the limits that shape the keys. Nothing
- * outside src/store/ includes this file. */
+/* store_int.h - what the files of the store module share: the limits that
+ * shape the keys and the key encoders/decoders (keys.c); the store and
+ * transaction structs and the helpers the LMDB files call across file
+ * boundaries (store.c: open/close, meta, stats; txn.c: transactions and
+ * errors; partitions.c: the partition cache and retention; series.c:
+ * series and nodes; index.c: postings and label values; blocks.c: blobs).
+ * Byte order, varints and hashing come from gpuwatch/codec.h. Nothing
+ * outside src/store/ includes this file (tests may, white-box). */
 #ifndef GW_STORE_INT_H
 #define GW_STORE_INT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <lmdb.h>
+
+#include "gpuwatch/arena.h"
 #include "gpuwatch/buf.h"
+#include "gpuwatch/codec.h"
+#include "gpuwatch/err.h"
+#include "gpuwatch/postings.h"
 
 /* LMDB's default maximum key size is 511 bytes; keys stay below this. */
 #define GW_KEY_MAX 480
@@ -25,14 +38,6 @@
 #define GW_BLOB_ENT 8            /* sid u32 | end offset u32 */
 #define GW_BLOB_MAX 0x7fffffffu  /* a blob stays under 2 GiB */
 #define GW_PART_NAME_MAX 32
-
-/* Big-endian helpers. */
-void gw_store_put_be64(uint8_t *p, uint64_t v);
-uint64_t gw_store_get_be64(const uint8_t *p);
-void gw_store_put_be32(uint8_t *p, uint32_t v);
-uint32_t gw_store_get_be32(const uint8_t *p);
-void gw_store_put_be16(uint8_t *p, uint16_t v);
-uint16_t gw_store_get_be16(const uint8_t *p);
 
 /* Timestamps biased so signed order equals byte order. */
 uint64_t gw_store_bias(int64_t t);
@@ -65,7 +70,6 @@ size_t gw_store_value_prefix(size_t name_len);
 /* Given the value part of a pair key (after name\0): 1 if it is the
  * truncated form (then *hash is set), 0 if it is the full value. */
 int gw_store_value_is_truncated(size_t name_len, const uint8_t *vpart, size_t vlen, uint64_t *hash);
-uint64_t gw_store_hash(const void *p, size_t len);
 
 /* Series record: maxt node gpu uvarint n, then n uvarint pair ids. */
 struct gw_store_rec {
@@ -127,5 +131,129 @@ int gw_store_blob_split(const struct gw_store_blob *b, uint32_t i, const uint8_t
  * name (not NUL-terminated) is exactly a canonical partition name. */
 void gw_store_part_name(char *buf, size_t cap, int64_t day);
 int gw_store_part_parse(const char *name, size_t len, int64_t *day);
+
+/* ------------------------------------------------ the store and its txns */
+
+/* The named databases opened at store open (names and flags: store.c). */
+enum {
+    DB_META,
+    DB_PAIRS,
+    DB_PAIR_IDS,
+    DB_SERIES,
+    DB_SHASH,
+    DB_POSTINGS,
+    DB_NODES,
+    DB_NODE_IDS,
+    DB_MMETA,
+    DB_COUNT
+};
+
+struct part {
+    int64_t day;
+    MDB_dbi dbi;
+};
+
+struct part_vec {
+    struct part *v;
+    size_t n, cap;
+};
+
+struct gw_store {
+    MDB_env *env;
+    MDB_dbi dbi[DB_COUNT];
+    int have[DB_COUNT];
+    int read_only;
+    uint64_t max_map_bytes;
+    char *dir;
+    pthread_mutex_t write_mu;
+    pthread_rwlock_t txn_lock;
+    pthread_rwlock_t gate;
+    pthread_mutex_t part_mu;
+    struct part_vec parts;        /* sorted by day, unique days */
+    size_t ro_seen_txnid;         /* read-only: last txn id the cache reflects */
+};
+
+struct gw_store_txn {
+    struct gw_store *s;
+    MDB_txn *txn;
+    int write;
+    int map_full;                 /* an operation hit MDB_MAP_FULL */
+    int gate_held;
+    int dropped;                  /* partitions were dropped in this txn */
+    struct part_vec pending;      /* partitions opened in this write txn */
+    struct gw_arena arena;        /* scratch (rebuilt labels), freed at txn end */
+    int arena_on;
+    struct gw_buf join;           /* a joined block handed to a block callback */
+    int join_on;
+    const void **seen;            /* read txn: blobs whose directories were checked
+                                     (map addresses; open addressing, NULL = free) */
+    size_t seen_cap, seen_n;
+    int mdb_rc;
+    char msg[200];
+};
+
+/* txn.c. LMDB return code -> gw_err code. */
+int gw_store_map_mdb(int mrc);
+/* Records an LMDB failure in the txn (first one wins; what names the
+ * operation) and maps it. */
+int gw_store_terr(struct gw_store_txn *t, int mrc, const char *what);
+/* Begins an LMDB txn holding txn_lock shared (and gate shared when
+ * with_gate). Handles MDB_MAP_RESIZED (another process grew the map). */
+int gw_store_txn_begin_locked(struct gw_store *s, unsigned flags, int with_gate, MDB_txn **out,
+                              struct gw_error *err);
+
+/* partitions.c. Publishes partitions opened in a committed txn into the
+ * cache (part_mu held / taken). */
+void gw_store_parts_publish_locked(struct gw_store *s, const struct part_vec *pv);
+void gw_store_parts_publish(struct gw_store *s, const struct part_vec *pv);
+/* Opens every partition DBI that exists in txn's snapshot into pv. The
+ * caller guarantees no concurrent mdb_dbi_open in this process. */
+int gw_store_parts_scan(MDB_txn *txn, struct part_vec *pv, char *msg, size_t msg_cap);
+/* Partition DBI for day in a write txn, created when missing. */
+int gw_store_part_for_write(struct gw_store_txn *t, int64_t day, MDB_dbi *dbi);
+/* Partitions with day in [dlo, dhi] valid in this txn, sorted by day. */
+int gw_store_parts_collect(struct gw_store_txn *t, int64_t dlo, int64_t dhi, struct part_vec *out);
+
+/* series.c. The full name \0 value of a pair id. */
+int gw_store_pair_text(struct gw_store_txn *t, MDB_dbi dids, uint32_t id, MDB_val *out);
+/* Id of the pair whose key is key (built by gw_store_pair_key for n=v). */
+int gw_store_pair_lookup(struct gw_store_txn *t, MDB_dbi dpairs, MDB_dbi dids, const uint8_t *key, size_t klen,
+                         const char *n, size_t nl, const char *v, size_t vl, uint32_t *id);
+/* Appends the sids stored under key (shash or postings) to out. */
+int gw_store_read_ids(struct gw_store_txn *t, MDB_cursor *c, const void *key, size_t klen, struct gw_postings *out);
+
+/* blocks.c. The last timestamp of sid's newest stored block (INT64_MIN
+ * when none). */
+int gw_store_blob_scan_newest(struct gw_store_txn *t, uint32_t node_id, uint64_t sid, int64_t *maxt);
+
+/* The handle of fixed database `which` in t; GW_EINVAL without a txn,
+ * GW_ENOTFOUND when the store does not have it (read-only, older store). */
+static inline int gw_store_fixed_dbi(struct gw_store_txn *t, int which, MDB_dbi *dbi)
+{
+    if (!t || !t->txn)
+        return GW_EINVAL;
+    if (!t->s->have[which])
+        return GW_ENOTFOUND;
+    *dbi = t->s->dbi[which];
+    return GW_OK;
+}
+
+static inline int gw_store_need_write(struct gw_store_txn *t)
+{
+    return (t && t->txn && t->write) ? GW_OK : GW_EINVAL;
+}
+
+static inline int gw_store_cursor_open(struct gw_store_txn *t, MDB_dbi dbi, MDB_cursor **c)
+{
+    int mrc = mdb_cursor_open(t->txn, dbi, c);
+    return mrc == MDB_SUCCESS ? GW_OK : gw_store_terr(t, mrc, "cursor open");
+}
+
+/* Bytes of v as a uvarint (what gw_uvarint_put writes). */
+static inline size_t gw_store_uvarint_len(uint64_t v)
+{
+    uint8_t b[10];
+    return gw_uvarint_put(b, v);
+}
 
 #endif /* GW_STORE_INT_H */

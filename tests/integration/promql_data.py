@@ -6,7 +6,7 @@ their answers.
 
 Usage: promql_data.py --out data.txt --meta meta.json [--end-ms MS] [--hours 2]
 
-Output format (the input of `gw_rwload send-text`, see bench/gw_rwload.c):
+Output format (the input of `gw_rwload send-text`, see tools/gw_rwload/main.c):
 one sample per line, `<name>{<label>="<value>",...} <unix ms> <value>`,
 value a decimal float, NaN, +Inf, -Inf or `stale` (the stale-marker NaN,
 bits 0x7ff0000000000002). The samples of one series are written in time
