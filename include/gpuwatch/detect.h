@@ -229,6 +229,12 @@ struct gw_det_ckpt {
 void gw_det_ckpt_encode(const struct gw_det_ckpt *e, uint8_t out[GW_CKPT_ENC_BYTES]);
 /* GW_OK, or GW_ECORRUPT when b is not an encoding of this version. */
 int gw_det_ckpt_decode(const uint8_t *b, size_t n, struct gw_det_ckpt *e);
+/* The event store `serve` keeps (DIR/checkpoints/, one key-value table
+ * GW_CKPT_TABLE): key = t_start (sign bit flipped) then id, each 8 bytes
+ * big-endian (so a scan runs in start order), value = gw_det_ckpt_encode(). */
+#define GW_CKPT_TABLE "events"
+#define GW_CKPT_KEY_BYTES 16
+void gw_det_ckpt_key(int64_t t_start, uint64_t id, uint8_t out[GW_CKPT_KEY_BYTES]);
 
 /* Finished checkpoints since the last drain, oldest first: cb gets the
  * event and its fleet throughput per bucket (t = bucket ends, bps in the

@@ -178,6 +178,15 @@ int gw_det_ckpt_decode(const uint8_t *b, size_t n, struct gw_det_ckpt *e)
     return GW_OK;
 }
 
+void gw_det_ckpt_key(int64_t t_start, uint64_t id, uint8_t out[GW_CKPT_KEY_BYTES])
+{
+    uint64_t t = (uint64_t)t_start ^ (1ULL << 63);   /* signed order as unsigned bytes */
+    for (int i = 0; i < 8; i++) {
+        out[i] = (uint8_t)(t >> (56 - 8 * i));
+        out[8 + i] = (uint8_t)(id >> (56 - 8 * i));
+    }
+}
+
 /* ------------------------------------------------------------ classification */
 
 static int name_is(const char *name, size_t len, const char *w)
