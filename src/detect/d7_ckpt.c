@@ -17,7 +17,8 @@
  * down (an exporter restart, a remount) gives no value for that bucket:
  * never a spike. A node moves data in bulk when its NFS rate is at least
  * ckpt_rise_ratio x its own rate outside checkpoints and ckpt_floor_bps,
- * and keeps doing so down to a quarter of that (hysteresis). The fleet
+ * and keeps doing so down to a quarter of that (hysteresis); a bucket
+ * without a new sample of the node keeps its state for two intervals. The fleet
  * enters a save (load) when ckpt_min_nodes nodes write (read) in bulk in
  * one bucket, stays in it while at least two do, and leaves it after
  * ckpt_end_buckets quiet evaluations; buckets nobody reported in hold the
@@ -507,7 +508,8 @@ struct ck_fleet {
     double slot_max;          /* highest maximum_rpc_slots read at T */
 };
 
-static void judge_node(struct gw_det *d, struct det_ck *c, uint32_t i, const struct ck_meas *m, struct ck_fleet *f)
+static void judge_node(struct gw_det *d, struct det_ck *c, uint32_t i, const struct ck_meas *m, struct ck_fleet *f,
+                       int64_t T, int64_t iv)
 {
     struct det_ck_node *cn = &c->nodes[i];
     const struct gw_det_config *cf = &d->c;
@@ -515,7 +517,12 @@ static void judge_node(struct gw_det *d, struct det_ck *c, uint32_t i, const str
     if (m->maxslots == m->maxslots && !(f->slot_max >= m->maxslots)) f->slot_max = m->maxslots;
     for (int w = 0; w < 2; w++) {
         const struct ck_dir *x = &m->dir[w];
-        if (!x->has) continue;
+        if (!x->has) {
+            /* no new sample in this bucket (scrape phase near the bucket edge, a
+               missed scrape): a node busy a bucket ago still counts as busy */
+            if ((w == 0 ? cn->writing : cn->reading) && cn->t_known >= T - 2 * iv) f->a[w].nodes++;
+            continue;
+        }
         known = 1;
         double *base = w == 0 ? &cn->base_w : &cn->base_r;
         uint8_t *flag = w == 0 ? &cn->writing : &cn->reading;
@@ -551,7 +558,10 @@ static void judge_node(struct gw_det *d, struct det_ck *c, uint32_t i, const str
             if (m->maxslots > a->slot_high) a->slot_high = m->maxslots;
         }
     }
-    if (known) f->known++;
+    if (known) {
+        f->known++;
+        cn->t_known = T;
+    }
 }
 
 static void phase_reset(struct det_ck_core *k)
@@ -776,7 +786,7 @@ void det_d7_eval(struct gw_det *d, int64_t T)
         uint32_t i = c->order[oi];
         if (!det_node_live(&d->nodes[i])) continue;
         measure(d, &d->nodes[i], T, iv, &m);
-        judge_node(d, c, i, &m, &f);
+        judge_node(d, c, i, &m, &f, T, iv);
     }
     if (f.known == 0) return;   /* nobody reported NFS counters: a gap holds the state */
     phase_step(d, c, &f, T, iv);

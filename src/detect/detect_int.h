@@ -295,6 +295,7 @@ void det_d7_rules(struct gw_alerts *a, const struct gw_det_config *c);
 #define DET_CK_HIST 16               /* recent save durations (CheckpointStalled) */
 struct det_ck_node {                 /* one per node, parallel to nodes[] */
     double base_w, base_r;           /* NFS bytes/s outside checkpoints (slow average; 0 unknown) */
+    int64_t t_known;                 /* newest bucket end with NFS byte counts (0 never) */
     uint8_t writing, reading;        /* moving data in bulk (with hysteresis) */
     uint8_t pad[6];
 };
