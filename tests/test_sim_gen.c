@@ -599,7 +599,9 @@ static int classify(const struct gw_sim_gen *g, struct cache *c, uint32_t id, in
 static void test_sim_gen_value_ranges(void **state)
 {
     (void)state;
-    struct gw_sim_timeline *tl = build(5, 0, 14 * HOUR);
+    /* 12 nodes: sessions of 11, enough for slot-limited saves (smoke's
+     * 3-node sessions never saturate the slots, docs/simulator.md 4.1) */
+    struct gw_sim_timeline *tl = build(5, 12, 14 * HOUR);
     struct gw_sim_gen *g = open_gen(tl, NULL, NULL);
     struct gw_sim_scrape s;
     struct gw_error err = {0};
@@ -1159,6 +1161,246 @@ static void test_sim_gen_thermal_fail_slow(void **state)
     gw_sim_timeline_free(tl);
 }
 
+/* ------------------------------------------------ checkpoint bottlenecks */
+
+/* What a checkpoint detector reads, summed per node over operations and
+ * transports: WRITE and READ per-op counters, transport sends and backlog,
+ * storage NIC bytes and speed; slot high-water marks min / max. */
+enum { M_REQ, M_QUEUE, M_RESP, M_REQT, M_BYTES, M_OPS = 5,   /* x2: WRITE, READ */
+       M_SENDS = 10, M_BACKLOG, M_TX, M_RX, M_SPEED, M_SLOTS, M_N };
+
+static int keep_ckpt(void *ud, const char *m)
+{
+    (void)ud;
+    static const char *const keep[] = {
+        "node_mountstats_nfs_operations_requests_total", "node_mountstats_nfs_operations_queue_time_seconds_total",
+        "node_mountstats_nfs_operations_response_time_seconds_total",
+        "node_mountstats_nfs_operations_request_time_seconds_total",
+        "node_mountstats_nfs_operations_sent_bytes_total", "node_mountstats_nfs_operations_received_bytes_total",
+        "node_mountstats_nfs_transport_sends_total", "node_mountstats_nfs_transport_backlog_queue_total",
+        "node_mountstats_nfs_transport_maximum_rpc_slots", "node_network_transmit_bytes_total",
+        "node_network_receive_bytes_total", "node_network_speed_bytes", NULL};
+    for (int i = 0; keep[i]; i++)
+        if (strcmp(m, keep[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Slot of a series in the per-node vector, -1 when not read. */
+static int ckpt_slot(const struct gw_sim_gen *g, uint32_t id)
+{
+    const char *m = gw_sim_gen_series_metric(g, id);
+    char buf[40];
+    if (strncmp(m, "node_mountstats_nfs_operations_", 31) == 0) {
+        label_of(g, id, "operation", buf, sizeof buf);
+        int base = strcmp(buf, "WRITE") == 0 ? 0 : strcmp(buf, "READ") == 0 ? M_OPS : -1;
+        if (base < 0)
+            return -1;
+        const char *f = m + 31;
+        if (!strcmp(f, "requests_total")) return base + M_REQ;
+        if (!strcmp(f, "queue_time_seconds_total")) return base + M_QUEUE;
+        if (!strcmp(f, "response_time_seconds_total")) return base + M_RESP;
+        if (!strcmp(f, "request_time_seconds_total")) return base + M_REQT;
+        if (!strcmp(f, base ? "received_bytes_total" : "sent_bytes_total")) return base + M_BYTES;
+        return -1;
+    }
+    if (!strcmp(m, "node_mountstats_nfs_transport_sends_total")) return M_SENDS;
+    if (!strcmp(m, "node_mountstats_nfs_transport_backlog_queue_total")) return M_BACKLOG;
+    if (!strcmp(m, "node_mountstats_nfs_transport_maximum_rpc_slots")) return M_SLOTS;
+    label_of(g, id, "device", buf, sizeof buf);
+    if (strstr(buf, "s0f") == NULL)           /* storage NICs: enp2NNs0fXnpX */
+        return -1;
+    if (!strcmp(m, "node_network_transmit_bytes_total")) return M_TX;
+    if (!strcmp(m, "node_network_receive_bytes_total")) return M_RX;
+    if (!strcmp(m, "node_network_speed_bytes")) return M_SPEED;
+    return -1;
+}
+
+struct ckwin {                  /* one node's scrapes inside one checkpoint */
+    int32_t ckpt;
+    int64_t ta, tb;
+    uint32_t restarts;
+    int quiet;
+    double a[M_N], b[M_N], slots_min, slots_max;
+};
+
+struct ckstat {                 /* ranges over every window of one kind */
+    size_t n;
+    double lo[8], hi[8];
+};
+enum { S_Q, S_RTT, S_BPS, S_SLOTMIN, S_LINK, S_LITTLE, S_GBPS, S_IO };
+
+static void ckstat_add(struct ckstat *st, const double *v)
+{
+    for (int i = 0; i < 8; i++) {
+        if (st->n == 0 || v[i] < st->lo[i]) st->lo[i] = v[i];
+        if (st->n == 0 || v[i] > st->hi[i]) st->hi[i] = v[i];
+    }
+    st->n++;
+}
+
+/* Closes a window: the documented signature of its checkpoint's kind, computed
+ * from the counters as a detector would (docs/simulator.md 10). */
+#define CK(cond)                                                                                   \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            fail_msg("%s %s ckpt %d: %s (q %.3f rtt %.4f backlog/send %.3g slots %g..%g link %.3f "   \
+                     "little %.2f GB/s %.2f io %.0f)", gw_sim_bottleneck_name(ck->bottleneck),      \
+                     o ? "load" : "save", (int)w->ckpt, #cond, v[S_Q], v[S_RTT], v[S_BPS],           \
+                     w->slots_min, w->slots_max, v[S_LINK], v[S_LITTLE], v[S_GBPS], v[S_IO]);       \
+    } while (0)
+
+static void ckwin_close(const struct gw_sim_timeline *tl, struct ckwin *w, struct ckstat *stats)
+{
+    if (w->ckpt < 0 || !w->quiet || w->tb - w->ta < 3 * tl->cfg.interval_ms)
+        return;
+    const struct gw_sim_checkpoint *ck = &tl->checkpoints[w->ckpt];
+    int o = ck->phase == GW_SIM_CKPT_SAVE ? 0 : M_OPS;
+    double d[M_N];
+    for (int i = 0; i < M_N; i++)
+        d[i] = w->b[i] - w->a[i];
+    double dt = (double)(w->tb - w->ta) / 1000.0, nt = (double)tl->cfg.nfs_transports;
+    assert_true(d[o + M_REQ] > 0 && d[M_SENDS] > 0);
+    double v[8];
+    v[S_Q] = d[o + M_QUEUE] / d[o + M_REQT];
+    v[S_RTT] = d[o + M_RESP] / d[o + M_REQ];
+    v[S_BPS] = d[M_BACKLOG] / d[M_SENDS];
+    v[S_SLOTMIN] = w->slots_min;
+    v[S_LINK] = (o ? d[M_RX] : d[M_TX]) / dt / w->b[M_SPEED];
+    v[S_IO] = d[o + M_BYTES] / d[o + M_REQ];
+    v[S_GBPS] = d[o + M_BYTES] / dt / 1e9;
+    v[S_LITTLE] = v[S_GBPS] * 1e9 / (nt * w->slots_min * v[S_IO] / v[S_RTT]);   /* 1: slots x I/O / RTT */
+    switch (ck->bottleneck) {
+    case GW_SIM_BN_SLOTS:
+        CK(v[S_Q] >= 0.89);
+        CK(v[S_RTT] >= 0.0045 && v[S_RTT] <= 0.021);
+        CK(v[S_BPS] > 1.0);
+        CK(w->slots_min == 128 && w->slots_max == 128);
+        CK(v[S_LINK] < 0.12);
+        CK(v[S_LITTLE] > 0.8 && v[S_LITTLE] < 1.05);
+        break;
+    case GW_SIM_BN_SERVER:
+        CK(v[S_RTT] >= 0.035);
+        CK(v[S_Q] <= 0.32);
+        CK(v[S_BPS] < 1.0);
+        CK(v[S_LINK] < 0.12);
+        CK(v[S_LITTLE] < 0.8);
+        break;
+    case GW_SIM_BN_LINK:
+        CK(v[S_LINK] >= 0.85 && v[S_LINK] <= 0.99);
+        CK(v[S_RTT] >= 0.005 && v[S_RTT] <= 0.025);
+        CK(v[S_Q] >= 0.24 && v[S_Q] <= 0.66);
+        CK(v[S_BPS] < 1.0);
+        break;
+    default:
+        CK(v[S_Q] <= 0.16);
+        CK(v[S_RTT] <= 0.0045);
+        CK(v[S_BPS] < 0.5);
+        CK(w->slots_max < 100);
+        CK(v[S_LINK] < 0.5);
+        break;
+    }
+    ckstat_add(&stats[ck->bottleneck * 2 + (o ? 1 : 0)], v);
+}
+
+#undef CK
+
+static void ckpt_signatures(int kind, uint32_t nodes, int64_t dur, struct ckstat *stats)
+{
+    struct gw_sim_config c;
+    struct gw_error err = {0};
+    struct gw_sim_timeline *tl = NULL;
+    gw_sim_config_default(&c);
+    c.seed = 21;
+    c.start_ms = T0;
+    c.duration_ms = dur;
+    gw_sim_config_set_nodes(&c, nodes);
+    c.ckpt_bottleneck = kind;
+    assert_int_equal(gw_sim_timeline_build(&c, &tl, &err), GW_OK);
+    struct gw_sim_gen *g = open_gen(tl, keep_ckpt, NULL);
+    struct ckwin *w = calloc(nodes, sizeof *w);
+    int8_t *slot = NULL;
+    size_t cap = 0;
+    assert_non_null(w);
+    for (uint32_t i = 0; i < nodes; i++)
+        w[i].ckpt = -1;
+    struct gw_sim_scrape s;
+    while (gw_sim_gen_next(g, &s, &err) == 1) {
+        if (s.job != GW_SIM_JOB_NODE || s.n < 10)
+            continue;
+        struct gw_sim_node_state st;
+        assert_int_equal(gw_sim_node_state_at(tl, s.node, s.t, &st), GW_OK);
+        double v[M_N] = {0}, smin = 1e9, smax = 0;
+        for (size_t i = 0; i < s.n; i++) {
+            uint32_t id = s.series[i];
+            if (id >= cap) {
+                size_t n = gw_sim_gen_series_count(g);
+                slot = realloc(slot, n);
+                assert_non_null(slot);
+                for (size_t k = cap; k < n; k++)
+                    slot[k] = (int8_t)ckpt_slot(g, (uint32_t)k);
+                cap = n;
+            }
+            int k = slot[id];
+            if (k == M_SLOTS) {
+                smin = fmin(smin, s.v[i]);
+                smax = fmax(smax, s.v[i]);
+            } else if (k >= 0) {
+                v[k] += s.v[i];
+            }
+        }
+        struct ckwin *x = &w[s.node];
+        int in = st.checkpoint >= 0 && (st.nfs_write_bps > 1e8 || st.nfs_read_bps > 1e8);
+        if (x->ckpt >= 0 && (!in || st.checkpoint != x->ckpt)) {
+            ckwin_close(tl, x, stats);
+            x->ckpt = -1;
+        }
+        if (!in)
+            continue;
+        int quiet = st.n_failures == 0 && st.n_baits == 0 && st.node_up;
+        if (x->ckpt < 0) {
+            x->ckpt = st.checkpoint;
+            x->ta = s.t;
+            x->restarts = st.node_restarts;
+            x->quiet = quiet;
+            memcpy(x->a, v, sizeof v);
+        }
+        x->quiet &= quiet && st.node_restarts == x->restarts;
+        x->tb = s.t;
+        memcpy(x->b, v, sizeof v);
+        x->slots_min = smin;
+        x->slots_max = smax;
+    }
+    for (uint32_t i = 0; i < nodes; i++)
+        ckwin_close(tl, &w[i], stats);
+    free(slot);
+    free(w);
+    gw_sim_gen_close(g);
+    gw_sim_timeline_free(tl);
+}
+
+static void test_sim_gen_checkpoint_bottlenecks(void **state)
+{
+    (void)state;
+    struct ckstat stats[GW_SIM_BN_COUNT_ * 2];
+    memset(stats, 0, sizeof stats);
+    /* a paper-sized cluster (sessions of 56-60 nodes), one run per kind */
+    for (int kind = 0; kind < GW_SIM_BN_COUNT_; kind++)
+        ckpt_signatures(kind, 63, 20 * HOUR, stats);
+    static const char *const nm[8] = {"q", "rtt_ms", "backlog/send", "slots_min", "link", "little", "GB/s", "io_KiB"};
+    for (int k = 0; k < GW_SIM_BN_COUNT_ * 2; k++) {
+        if (getenv("GW_SIM_CKPT_REPORT")) {
+            fprintf(stderr, "%s %s windows=%zu", gw_sim_bottleneck_name(k / 2), k % 2 ? "load" : "save", stats[k].n);
+            for (int i = 0; i < 8; i++) {
+                double f = i == S_RTT ? 1e3 : i == S_IO ? 1.0 / 1024 : 1;
+                fprintf(stderr, " %s=%.3g..%.3g", nm[i], stats[k].lo[i] * f, stats[k].hi[i] * f);
+            }
+            fprintf(stderr, "\n");
+        }
+        assert_true(stats[k].n >= 20);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1178,6 +1420,7 @@ int main(void)
         cmocka_unit_test(test_sim_gen_os_collapse),
         cmocka_unit_test(test_sim_gen_gsp_hang),
         cmocka_unit_test(test_sim_gen_thermal_fail_slow),
+        cmocka_unit_test(test_sim_gen_checkpoint_bottlenecks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -933,6 +933,142 @@ static void test_sim_timeline_cluster_sizes(void **state)
     }
 }
 
+/* Checkpoint bottlenecks: the default is the paper's (every checkpoint
+ * slot-limited); mixed draws the documented shares on a stream of its own
+ * (nothing else in the timeline moves); an override applies to every
+ * checkpoint; sessions under GW_SIM_BN_MIN_NODES nodes never saturate
+ * slots or server; each kind's rates; names, parsing and the truth line. */
+static void same_events(const struct gw_sim_timeline *a, const struct gw_sim_timeline *b)
+{
+    assert_int_equal(a->n_failures, b->n_failures);
+    assert_int_equal(a->n_sessions, b->n_sessions);
+    assert_int_equal(a->n_checkpoints, b->n_checkpoints);
+    assert_int_equal(a->n_baits, b->n_baits);
+    assert_memory_equal(a->failures, b->failures, a->n_failures * sizeof *a->failures);
+    assert_memory_equal(a->baits, b->baits, a->n_baits * sizeof *a->baits);
+    for (size_t i = 0; i < a->n_sessions; i++) {
+        assert_true(a->sessions[i].t_start == b->sessions[i].t_start);
+        assert_true(a->sessions[i].t_end == b->sessions[i].t_end);
+        assert_int_equal(a->sessions[i].n_nodes, b->sessions[i].n_nodes);
+    }
+    for (size_t i = 0; i < a->n_checkpoints; i++) {
+        assert_true(a->checkpoints[i].t_start == b->checkpoints[i].t_start);
+        assert_true(a->checkpoints[i].t_end == b->checkpoints[i].t_end);
+        assert_int_equal(a->checkpoints[i].phase, b->checkpoints[i].phase);
+    }
+}
+
+static void test_sim_timeline_bottlenecks(void **state)
+{
+    (void)state;
+    int k = -5;
+    assert_int_equal(gw_sim_bottleneck_parse("mixed", &k), 0);
+    assert_int_equal(k, GW_SIM_BN_MIXED);
+    for (int i = 0; i < GW_SIM_BN_COUNT_; i++) {
+        assert_int_equal(gw_sim_bottleneck_parse(gw_sim_bottleneck_name((enum gw_sim_ckpt_bottleneck)i), &k), 0);
+        assert_int_equal(k, i);
+    }
+    assert_int_equal(gw_sim_bottleneck_parse("slot", &k), -1);
+    assert_int_equal(k, GW_SIM_BN_COUNT_ - 1);
+    assert_string_equal(gw_sim_bottleneck_name(GW_SIM_BN_COUNT_), "?");
+
+    struct gw_sim_config c = paper(1);
+    assert_int_equal(c.ckpt_bottleneck, GW_SIM_BN_SLOTS);
+    struct gw_sim_timeline *base = build(&c);
+    for (size_t i = 0; i < base->n_checkpoints; i++)
+        assert_int_equal(base->checkpoints[i].bottleneck, GW_SIM_BN_SLOTS);
+
+    /* mixed over 4 paper runs (~2,100 checkpoints): shares within 4 binomial sd */
+    static const double share[GW_SIM_BN_COUNT_] = {0.25, 0.40, 0.25, 0.10};
+    size_t cnt[GW_SIM_BN_COUNT_] = {0}, total = 0;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        struct gw_sim_config m = paper(seed);
+        m.ckpt_bottleneck = GW_SIM_BN_MIXED;
+        struct gw_sim_timeline *tm = build(&m);
+        if (seed == 1) same_events(base, tm);
+        for (size_t i = 0; i < tm->n_checkpoints; i++) {
+            const struct gw_sim_checkpoint *ck = &tm->checkpoints[i];
+            assert_true((unsigned)ck->bottleneck < GW_SIM_BN_COUNT_);
+            cnt[ck->bottleneck]++;
+            total++;
+            double secs = (double)(ck->t_end - ck->t_start) / 1000.0;
+            double gbps = (double)ck->bytes / secs / 1e9;
+            uint32_t nn = tm->sessions[ck->session].n_nodes;
+            if (ck->bottleneck == GW_SIM_BN_SLOTS && seed == 1) {    /* unchanged */
+                assert_true(ck->bytes == base->checkpoints[i].bytes);
+            } else if (ck->bottleneck == GW_SIM_BN_SERVER) {
+                assert_true(gbps < (ck->phase == GW_SIM_CKPT_SAVE ? 0.76 * 48 : 0.76 * 170));
+            } else if (ck->bottleneck == GW_SIM_BN_LINK) {           /* 86-96% of 2 x 25 GB/s a node */
+                assert_true(gbps > 0.85 * 50 * nn && gbps < 0.97 * 50 * nn);
+            } else if (ck->bottleneck == GW_SIM_BN_NONE && ck->phase == GW_SIM_CKPT_SAVE &&
+                       ck->t_end < tm->sessions[ck->session].t_end) {
+                assert_true(gbps > 1.45 * 32 && gbps < 2.25 * 48);
+            }
+        }
+        gw_sim_timeline_free(tm);
+    }
+    for (int i = 0; i < GW_SIM_BN_COUNT_; i++) {
+        double sd = sqrt(share[i] * (1 - share[i]) / (double)total);
+        double got = (double)cnt[i] / (double)total;
+        if (fabs(got - share[i]) > 4 * sd)
+            fail_msg("mixed share of %s: %.3f, expected %.2f +- %.3f", gw_sim_bottleneck_name(i), got, share[i], 4 * sd);
+    }
+    assert_true(total > 1800);
+
+    /* overrides: every checkpoint of that kind, the rest of the timeline as before */
+    for (int kind = 0; kind < GW_SIM_BN_COUNT_; kind++) {
+        struct gw_sim_config o = paper(1);
+        o.ckpt_bottleneck = kind;
+        struct gw_sim_timeline *to = build(&o);
+        same_events(base, to);
+        for (size_t i = 0; i < to->n_checkpoints; i++)
+            assert_int_equal(to->checkpoints[i].bottleneck, kind);
+        gw_sim_timeline_free(to);
+    }
+
+    /* small sessions: 6 nodes (5 training) never saturate slots or server */
+    for (int kind = 0; kind < GW_SIM_BN_COUNT_; kind++) {
+        struct gw_sim_config sm = paper(3);
+        gw_sim_config_set_nodes(&sm, 6);
+        sm.duration_ms = 10 * DAY_MS;
+        sm.ckpt_bottleneck = kind;
+        struct gw_sim_timeline *ts = build(&sm);
+        assert_true(ts->n_checkpoints > 20);
+        for (size_t i = 0; i < ts->n_checkpoints; i++) {
+            assert_true(ts->sessions[ts->checkpoints[i].session].n_nodes < GW_SIM_BN_MIN_NODES);
+            assert_int_equal(ts->checkpoints[i].bottleneck, kind == GW_SIM_BN_LINK ? GW_SIM_BN_LINK : GW_SIM_BN_NONE);
+        }
+        gw_sim_timeline_free(ts);
+    }
+    /* at the threshold: 9 nodes (8 training) keep slots unless a node is down */
+    struct gw_sim_config th = paper(3);
+    gw_sim_config_set_nodes(&th, 9);
+    th.duration_ms = 10 * DAY_MS;
+    struct gw_sim_timeline *tt = build(&th);
+    size_t slots = 0;
+    for (size_t i = 0; i < tt->n_checkpoints; i++) {
+        uint32_t nn = tt->sessions[tt->checkpoints[i].session].n_nodes;
+        assert_int_equal(tt->checkpoints[i].bottleneck, nn >= GW_SIM_BN_MIN_NODES ? GW_SIM_BN_SLOTS : GW_SIM_BN_NONE);
+        slots += tt->checkpoints[i].bottleneck == GW_SIM_BN_SLOTS;
+    }
+    assert_true(slots > 10);
+    gw_sim_timeline_free(tt);
+
+    /* the truth line names the kind and the session's node count */
+    size_t len;
+    char *t = truth_bytes(base, &len);
+    const char *p = strstr(t, "{\"type\":\"checkpoint\"");
+    assert_non_null(p);
+    char want[64];
+    snprintf(want, sizeof want, ",\"nodes\":%u,\"bottleneck\":\"slots\"}",
+             base->sessions[base->checkpoints[0].session].n_nodes);
+    const char *eol = strchr(p, '\n');
+    assert_non_null(eol);
+    assert_true(strstr(p, want) != NULL && strstr(p, want) < eol);
+    free(t);
+    gw_sim_timeline_free(base);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -950,6 +1086,7 @@ int main(void)
         cmocka_unit_test(test_sim_timeline_bait_scale),
         cmocka_unit_test(test_sim_timeline_random_shapes),
         cmocka_unit_test(test_sim_timeline_cluster_sizes),
+        cmocka_unit_test(test_sim_timeline_bottlenecks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -208,6 +208,12 @@ enum gw_sim_ckpt_bottleneck {
 #define GW_SIM_BN_MIXED (-1)       /* config: drawn per checkpoint */
 /* "none", "slots", "server", "link"; "?" out of range. */
 const char *gw_sim_bottleneck_name(enum gw_sim_ckpt_bottleneck b);
+/* Parses "none", "slots", "server", "link" or "mixed" (GW_SIM_BN_MIXED)
+ * into *out, ready for cfg.ckpt_bottleneck; -1 when unknown (*out kept). */
+int gw_sim_bottleneck_parse(const char *s, int *out);
+/* Sessions with fewer nodes than this never saturate the RPC slots or the
+ * server: their checkpoints come out GW_SIM_BN_NONE (docs/simulator.md 4.1). */
+#define GW_SIM_BN_MIN_NODES 8
 struct gw_sim_checkpoint {
     uint32_t id;
     uint32_t session;

@@ -51,6 +51,11 @@ static const char usage_simulate[] =
     "  --bait-scale X       multiply every bait hazard by X (0..100, default 1)\n"
     "  --failure-shapes S   fixed (default) or random: failure signatures drawn per\n"
     "                       failure within the documented ranges\n"
+    "  --checkpoint-bottleneck K  what limits checkpoint I/O: slots (default: the RPC slot\n"
+    "                       table, as in the paper), server (slow NFS server), link\n"
+    "                       (storage NIC at line rate), none (healthy), or mixed: drawn\n"
+    "                       per checkpoint (slots 40%%, none 25%%, server 25%%, link 10%%).\n"
+    "                       Sessions under 8 nodes never saturate slots or server: none\n"
     "  --shard-seed N       random sharded arrival: series to connections by a seeded\n"
     "                       hash, random batch sizes in [1, --batch], connections up to\n"
     "                       --max-skew scrapes apart, ~1%% duplicate requests (0: lockstep)\n"
@@ -153,6 +158,7 @@ static void print_events(const struct gw_sim_timeline *tl)
 {
     size_t by_class[GW_SIM_CLASS_COUNT_] = {0}, by_bait[GW_SIM_BAIT_COUNT_] = {0};
     size_t sess[3] = {0}, ck[2] = {0}, with_xid = 0, with_pre = 0, retries = 0;
+    size_t by_bn[GW_SIM_BN_COUNT_] = {0};
 
     for (size_t i = 0; i < tl->n_failures; i++) {
         const struct gw_sim_failure *f = &tl->failures[i];
@@ -166,9 +172,12 @@ static void print_events(const struct gw_sim_timeline *tl)
             sess[tl->sessions[i].outcome]++;
         retries += tl->sessions[i].attempt > 0;
     }
-    for (size_t i = 0; i < tl->n_checkpoints; i++)
+    for (size_t i = 0; i < tl->n_checkpoints; i++) {
         if ((unsigned)tl->checkpoints[i].phase < 2)
             ck[tl->checkpoints[i].phase]++;
+        if ((unsigned)tl->checkpoints[i].bottleneck < GW_SIM_BN_COUNT_)
+            by_bn[tl->checkpoints[i].bottleneck]++;
+    }
     for (size_t i = 0; i < tl->n_baits; i++)
         if ((unsigned)tl->baits[i].kind < GW_SIM_BAIT_COUNT_)
             by_bait[tl->baits[i].kind]++;
@@ -181,7 +190,10 @@ static void print_events(const struct gw_sim_timeline *tl)
     printf(" with_visible_xid=%zu with_precursor=%zu\n", with_xid, with_pre);
     printf("sessions: completed=%zu failed=%zu startup_failed=%zu retries=%zu\n", sess[GW_SIM_SESS_COMPLETED],
            sess[GW_SIM_SESS_FAILED], sess[GW_SIM_SESS_STARTUP_FAILED], retries);
-    printf("checkpoints: save=%zu load=%zu\n", ck[GW_SIM_CKPT_SAVE], ck[GW_SIM_CKPT_LOAD]);
+    printf("checkpoints: save=%zu load=%zu", ck[GW_SIM_CKPT_SAVE], ck[GW_SIM_CKPT_LOAD]);
+    for (int b = 0; b < GW_SIM_BN_COUNT_; b++)
+        printf(" %s=%zu", gw_sim_bottleneck_name((enum gw_sim_ckpt_bottleneck)b), by_bn[b]);
+    printf("\n");
     printf("baits:");
     for (int b = 0; b < GW_SIM_BAIT_COUNT_; b++)
         printf(" %s=%zu", gw_sim_bait_name((enum gw_sim_bait_kind)b), by_bait[b]);
@@ -201,6 +213,7 @@ int gw_cli_simulate(int argc, char **argv)
     const char *profile = "smoke", *url = NULL, *out_dir = NULL, *truth = NULL, *start_s = NULL;
     int dry_run = 0, truth_only = 0, legacy = 0, progress = 0, have_nodes = 0, have_days = 0, have_dur = 0;
     int have_interval = 0, have_scale = 0, only_det = 0, have_style = 0, shapes_random = 0;
+    int bottleneck = GW_SIM_BN_SLOTS;
     uint64_t seed = 1, nodes = 0, gpus = 0, conns = 4, batch = 2000, shard_seed = 0, max_skew = 3;
     double days = 0, speed = 0, scale = 1, bait_scale = 1;
     enum gw_sim_label_style style = GW_SIM_LABELS_HOSTNAME;
@@ -239,6 +252,9 @@ int gw_cli_simulate(int argc, char **argv)
             if (!strcmp(v, "fixed")) shapes_random = 0;
             else if (!strcmp(v, "random")) shapes_random = 1;
             else return bad(name, v, "fixed or random");
+        } else if (!strcmp(name, "--checkpoint-bottleneck")) {
+            if (gw_sim_bottleneck_parse(v, &bottleneck) != 0)
+                return bad(name, v, "slots, server, link, none or mixed");
         } else if (!strcmp(name, "--shard-seed")) {
             if (gw_cli_parse_u64(v, 0, UINT64_MAX, &shard_seed) != 0)
                 return bad(name, v, "an unsigned integer (0: lockstep)");
@@ -366,6 +382,7 @@ int gw_cli_simulate(int argc, char **argv)
     cfg.gpu_model = model;
     cfg.bait_scale = bait_scale;
     cfg.shape_jitter = shapes_random;
+    cfg.ckpt_bottleneck = bottleneck;
     if (have_scale)
         cfg.failure_scale = scale;
     if (start_s != NULL) {
@@ -384,10 +401,12 @@ int gw_cli_simulate(int argc, char **argv)
     fmt_time(cfg.start_ms + cfg.duration_ms, t1, sizeof t1);
     printf("simulate: profile=%s seed=%" PRIu64 " nodes=%u spares=%u gpus=%u interval_ms=%" PRId64
            " start=%s end=%s start_ms=%" PRId64 " duration_ms=%" PRId64 " failure_scale=%g label_style=%s"
-           " gpu_model=%s bait_scale=%g failure_shapes=%s\n",
+           " gpu_model=%s bait_scale=%g failure_shapes=%s checkpoint_bottleneck=%s\n",
            cfg.profile, cfg.seed, cfg.nodes, cfg.spare_nodes, cfg.gpus, cfg.interval_ms, t0, t1, cfg.start_ms,
            cfg.duration_ms, cfg.failure_scale, gw_sim_label_style_name(gw_sim_config_label_style(&cfg)),
-           gw_sim_gpu_model_name(cfg.gpu_model), cfg.bait_scale, cfg.shape_jitter ? "random" : "fixed");
+           gw_sim_gpu_model_name(cfg.gpu_model), cfg.bait_scale, cfg.shape_jitter ? "random" : "fixed",
+           cfg.ckpt_bottleneck == GW_SIM_BN_MIXED
+               ? "mixed" : gw_sim_bottleneck_name((enum gw_sim_ckpt_bottleneck)cfg.ckpt_bottleneck));
     fflush(stdout);
 
     struct gw_sim_timeline *tl = NULL;

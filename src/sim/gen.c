@@ -27,13 +27,16 @@
 
 #include "gpuwatch/sim.h"
 #include "sim/gen_int.h"
+#include "sim/timeline_int.h"
 
 #define SENT_INT 9223372036854775794.0   /* DCGM_INT64_NOT_SUPPORTED */
 #define SENT_FP 140737488355330.0        /* DCGM_FP64_NOT_SUPPORTED */
 #define FB_RESERVED_MIB 646.0
 #define XID_WINDOW_MS 300000
-#define SLOT_LIMIT 128.0
-#define NIC_SPEED 25000000000.0          /* 200 Gb/s in bytes/s */
+#define SLOT_LIMIT GW_SIM_SLOT_LIMIT
+#define NIC_SPEED GW_SIM_STORAGE_NIC_BPS  /* 200 Gb/s in bytes/s */
+#define IO_MAX 1048576.0                 /* rsize / wsize of the mount */
+#define IO_MIN 4096.0
 
 /* ---- per-scrape context --------------------------------------------------- */
 
@@ -55,7 +58,11 @@ struct nctx {
     double cpu_frac[GW_SIM_CPU_MODES];
     double nfs_w, nfs_r;
     double getattr_lat, write_rtt, write_q, read_rtt, read_q;
-    double backlog_per_send, saturated;
+    double wsize, rsize;     /* bytes per WRITE / READ request */
+    double backlog_per_send, sending_per_send, pending_per_send;   /* transport queue sums per send */
+    double slot_hw;          /* RPC slots reached now per transport (0: none beyond the usual) */
+    int slot_pinned;         /* slot_hw on every transport (slot-limited), else per-transport spread */
+    int64_t ckpt;            /* checkpoint in progress (-1), for per-(checkpoint, transport) draws */
     double pgpgout, pgpgin, pgfault;
     double rdma_bps;
     double scrape_extra;     /* extra exporter latency (s) */
@@ -595,6 +602,87 @@ static int apply_events(struct gw_sim_gen *g, uint32_t node, const struct gw_sim
     return GW_OK;
 }
 
+/* NFS client view of a checkpoint's I/O on one node, by what limits it
+ * (the checkpoint's bottleneck, docs/simulator.md 10 "Checkpoint I/O"):
+ * RTT (response time per request), queue share q of the request time,
+ * I/O size, and the transport queue sums per send. Little's law holds
+ * per transport: in flight = request rate x RTT; the queue holds
+ * in flight x q / (1 - q). Parameters are drawn per (checkpoint, node),
+ * with a little noise per scrape. */
+static void ckpt_io(const struct gw_sim_gen *g, uint32_t node, uint32_t ci, uint64_t h, struct nctx *n)
+{
+    const struct gw_sim_checkpoint *ck = &g->tl->checkpoints[ci];
+    int save = n->nfs_w > 1e8;
+    double X = save ? n->nfs_w : n->nfs_r;             /* this node's rate, bytes/s */
+    double nt = (double)g->n_transports;
+    double p[6], e[4];
+    for (int k = 0; k < 6; k++)
+        p[k] = gw_sim_bn_unit(g->cfg.seed, ci, node, 8 + (uint32_t)k);
+    for (int k = 0; k < 4; k++)
+        e[k] = tri(gw_sim_mix(h ^ (0xb07700ull + (uint64_t)k)));
+    double rtt, q, S = IO_MAX, infl, backlog;   /* infl: requests in flight per transport; backlog:
+                                                   per send, or minus the queue's share in it */
+    n->ckpt = ci;
+    switch (ck->bottleneck) {
+    case GW_SIM_BN_SLOTS: {                             /* slot table full: Little sets the I/O size */
+        double fill = clampd(0.88 + 0.12 * p[1] + 0.02 * e[1], 0.85, 1.0);
+        infl = SLOT_LIMIT * fill;
+        rtt = (0.005 + 0.015 * p[0]) * (1.0 + 0.05 * e[0]);
+        S = X * rtt / (nt * infl);
+        if (S < IO_MIN || S > IO_MAX) {
+            S = clampd(S, IO_MIN, IO_MAX);
+            rtt = nt * infl * S / X;
+        }
+        q = clampd(0.90 + 0.07 * p[2] + 0.01 * e[2], 0.90, 0.985);
+        backlog = -(0.85 + 0.10 * p[3]);                /* share of the queue waiting for a slot */
+        n->slot_hw = SLOT_LIMIT;
+        n->slot_pinned = 1;
+        break;
+    }
+    case GW_SIM_BN_SERVER:                              /* the server answers slowly */
+        rtt = 0.04 * pow(7.5, p[0]) * (1.0 + 0.08 * e[0]);   /* 40-300 ms, log-uniform */
+        infl = X * rtt / (nt * S);
+        if (infl > 0.8 * SLOT_LIMIT) {
+            infl = 0.8 * SLOT_LIMIT;
+            rtt = infl * nt * S / X;
+        }
+        q = clampd(0.04 + 0.24 * p[2] + 0.01 * e[2], 0.02, 0.30);
+        backlog = 0.02 + 0.30 * p[3];                   /* slots rarely all taken */
+        n->slot_hw = fmin(SLOT_LIMIT, ceil(infl * (1.6 + 1.4 * p[4])));
+        break;
+    case GW_SIM_BN_LINK:                                /* the storage link is full: socket waits */
+        infl = 40.0 + 60.0 * p[0];
+        rtt = infl * nt * S / X * (1.0 + 0.05 * e[0]);
+        infl = X * rtt / (nt * S);
+        q = clampd(0.30 + 0.30 * p[2] + 0.02 * e[2], 0.25, 0.65);
+        backlog = 0.1 + 0.7 * p[3];
+        n->slot_hw = fmin(SLOT_LIMIT, ceil(infl * (1.15 + 0.45 * p[4])));
+        break;
+    default:                                            /* healthy: nothing saturated */
+        rtt = (0.0012 + 0.0028 * p[0]) * (1.0 + 0.05 * e[0]);
+        infl = X * rtt / (nt * S);
+        q = clampd(0.02 + 0.10 * p[2] + 0.01 * e[2], 0.01, 0.15);
+        backlog = -0.05;
+        n->slot_hw = fmin(SLOT_LIMIT, ceil(infl * (3.0 + 5.0 * p[4]) + 4.0));
+        break;
+    }
+    double waiting = infl * q / (1.0 - q);              /* queued per transport (Little) */
+    if (backlog < 0)
+        backlog = waiting * -backlog;
+    n->backlog_per_send = backlog * (1.0 + 0.03 * e[3]);
+    n->sending_per_send = waiting > backlog + 0.01 ? waiting - backlog : 0.01;
+    n->pending_per_send = infl;
+    if (save) {
+        n->write_rtt = rtt;
+        n->write_q = q;
+        n->wsize = S;
+    } else {
+        n->read_rtt = rtt;
+        n->read_q = q;
+        n->rsize = S;
+    }
+}
+
 static void node_ctx(const struct gw_sim_gen *g, uint32_t node, const struct gw_sim_node_state *st,
                      int64_t t, uint64_t rk, struct nctx *n)
 {
@@ -635,20 +723,15 @@ static void node_ctx(const struct gw_sim_gen *g, uint32_t node, const struct gw_
     n->write_q = 0.02;
     n->read_rtt = 0.002 + 0.002 * u;
     n->read_q = 0.02;
+    n->wsize = n->rsize = IO_MAX;
     n->backlog_per_send = 0.01;
-    n->saturated = 0;
-    if (n->nfs_w > 1e8) {                  /* checkpoint save: slot-limited */
-        n->write_rtt = 0.005 + 0.015 * u;  /* RTT modest, 5-20 ms */
-        n->write_q = 0.90 + 0.06 * gw_sim_u01(gw_sim_mix(h ^ 7));
-        n->backlog_per_send = 1.5 + 2.5 * u;
-        n->saturated = 1;
-    }
-    if (n->nfs_r > 1e8) {
-        n->read_rtt = 0.004 + 0.010 * u;
-        n->read_q = 0.85 + 0.1 * gw_sim_u01(gw_sim_mix(h ^ 8));
-        n->backlog_per_send = n->backlog_per_send > 1.2 ? n->backlog_per_send : 1.2 + 1.5 * u;
-        n->saturated = 1;
-    }
+    n->sending_per_send = 0.02;
+    n->pending_per_send = 0.01;
+    n->slot_hw = 0;
+    n->slot_pinned = 0;
+    n->ckpt = -1;
+    if (st->checkpoint >= 0 && (n->nfs_w > 1e8 || n->nfs_r > 1e8))
+        ckpt_io(g, node, (uint32_t)st->checkpoint, h, n);
     n->pgpgin = 400.0 + 600.0 * u + n->nfs_r / 1024.0 * 0.02;
     n->pgpgout = 1500.0 + 1000.0 * u + n->nfs_w / 1024.0 * 0.3;
     n->pgfault = 20000.0 + 200000.0 * L * (1.0 + 0.1 * n1);
@@ -784,6 +867,14 @@ static const int method_op[GW_SIM_NFS_METHODS] = {
     GW_SIM_OP_READ, GW_SIM_OP_WRITE, GW_SIM_OP_COMMIT, GW_SIM_OP_OPEN, -1, -1, -1, GW_SIM_OP_CLOSE,
     8, 9, 10, -1, -1, 11, 12, 13, GW_SIM_OP_ACCESS, GW_SIM_OP_GETATTR, GW_SIM_OP_LOOKUP, -1};
 
+/* Noise factor of a storage NIC's byte rate: +-2%, never above 99% of
+ * the line rate (a full link cannot carry more). */
+static double storage_noise(double bps, double u)
+{
+    double f = 0.98 + 0.04 * u;
+    return bps * f > 0.99 * NIC_SPEED ? 0.99 * NIC_SPEED / bps : f;
+}
+
 static size_t emit_node(struct gw_sim_gen *g, uint32_t node, struct gw_sim_target *tg,
                         const struct nctx *nc, int64_t t, double dt, uint64_t rk, size_t n)
 {
@@ -796,8 +887,8 @@ static size_t emit_node(struct gw_sim_gen *g, uint32_t node, struct gw_sim_targe
     double idlef = nc->load > 0 ? 1.0 : 0.25;
     for (int o = 0; o < GW_SIM_MS_OPS; o++)
         oprate[o] = op_rate_base[o] * idlef;
-    oprate[GW_SIM_OP_READ] += nc->nfs_r / 1048576.0;
-    oprate[GW_SIM_OP_WRITE] += nc->nfs_w / 1048576.0;
+    oprate[GW_SIM_OP_READ] += nc->nfs_r / nc->rsize;
+    oprate[GW_SIM_OP_WRITE] += nc->nfs_w / nc->wsize;
     oprate[GW_SIM_OP_COMMIT] += nc->nfs_w / 1048576.0 / 64.0;
     double total_ops = 0;
     for (int o = 0; o < GW_SIM_MS_OPS; o++)
@@ -902,7 +993,7 @@ static size_t emit_node(struct gw_sim_gen *g, uint32_t node, struct gw_sim_targe
             case GW_SIM_NIC_COMPUTE: bps = 4e6 + 1e7 * nc->load; break;
             default: bps = 1e6 + (tx ? nc->nfs_w : nc->nfs_r) / (double)g->cfg.storage_nics; break;
             }
-            bps *= 0.9 + 0.2 * u;
+            bps *= r == GW_SIM_NIC_STORAGE ? storage_noise(bps, u) : 0.9 + 0.2 * u;
             if (se->fam == F_NET_RX_PACKETS || se->fam == F_NET_TX_PACKETS)
                 bps /= r == GW_SIM_NIC_MGMT ? 900.0 : 7000.0;
             x = cnt(ac, dt * bps);
@@ -918,7 +1009,7 @@ static size_t emit_node(struct gw_sim_gen *g, uint32_t node, struct gw_sim_targe
             int tx = se->fam == F_IB_TX_BYTES || se->fam == F_IB_TX_PACKETS;
             double bps = storage ? 1.2e6 + (tx ? nc->nfs_w : nc->nfs_r) / (double)g->cfg.storage_nics
                                  : (nc->nvl_fault ? 2e5 : nc->rdma_bps);
-            bps *= 0.9 + 0.2 * u;
+            bps *= storage ? storage_noise(bps, u) : 0.9 + 0.2 * u;
             if (se->fam == F_IB_RX_PACKETS || se->fam == F_IB_TX_PACKETS)
                 bps /= 4096.0;
             x = cnt(ac, dt * bps);
@@ -962,23 +1053,30 @@ static size_t emit_node(struct gw_sim_gen *g, uint32_t node, struct gw_sim_targe
         case F_MS_TR_BACKLOG:
             x = cnt(ac, dt * total_ops / nt * nc->backlog_per_send * (0.9 + 0.2 * u)); break;
         case F_MS_TR_SENDING:
-            x = cnt(ac, dt * total_ops / nt * (nc->saturated ? 0.8 + 0.8 * u : 0.02)); break;
+            x = cnt(ac, dt * total_ops / nt * nc->sending_per_send * (0.9 + 0.2 * u)); break;
         case F_MS_TR_PENDING:
-            x = cnt(ac, dt * total_ops / nt * (nc->saturated ? nc->backlog_per_send * 0.7 : 0.01)); break;
-        case F_MS_TR_MAXSLOTS:
-            if (nc->saturated)
-                rt->maxslots[sub] = SLOT_LIMIT;
+            x = cnt(ac, dt * total_ops / nt * nc->pending_per_send * (0.95 + 0.1 * u)); break;
+        case F_MS_TR_MAXSLOTS: {
+            /* a high-water mark: slot-limited I/O pins every transport at
+               the limit; other I/O spreads its peak over the transports */
+            double hw = nc->slot_hw;
+            if (hw > 0 && !nc->slot_pinned)
+                hw = fmin(SLOT_LIMIT, floor(hw * (0.8 + 0.4 * gw_sim_u01(gw_sim_mix(
+                                                         se->key ^ ((uint64_t)nc->ckpt << 32) ^ 0x51075ull)))));
+            if (hw > rt->maxslots[sub])
+                rt->maxslots[sub] = hw;
             else if (rt->maxslots[sub] < SLOT_LIMIT && u < 0.001)
                 rt->maxslots[sub] += 1;
             x = rt->maxslots[sub];
             break;
+        }
         case F_MS_OP_REQUESTS: case F_MS_OP_TRANSMISSIONS:
             x = cnt(ac, dt * oprate[sub] * (0.97 + 0.06 * gw_sim_u01(gw_sim_mix(rk ^ sub)))); break;
         case F_MS_OP_MAJOR_TIMEOUTS: case F_MS_OP_ERRORS: x = floor(*ac); break;
         case F_MS_OP_SENT_BYTES:
-            x = cnt(ac, dt * oprate[sub] * (sub == GW_SIM_OP_WRITE ? 1048576.0 + 236.0 : 180.0)); break;
+            x = cnt(ac, dt * oprate[sub] * (sub == GW_SIM_OP_WRITE ? nc->wsize + 236.0 : 180.0)); break;
         case F_MS_OP_RECV_BYTES:
-            x = cnt(ac, dt * oprate[sub] * (sub == GW_SIM_OP_READ ? 1048576.0 + 148.0 : 260.0)); break;
+            x = cnt(ac, dt * oprate[sub] * (sub == GW_SIM_OP_READ ? nc->rsize + 148.0 : 260.0)); break;
         case F_MS_OP_QUEUE_TIME: case F_MS_OP_RESPONSE_TIME: case F_MS_OP_REQUEST_TIME: {
             double rtt, q;
             if (sub == GW_SIM_OP_WRITE) { rtt = nc->write_rtt; q = nc->write_q; }

@@ -104,6 +104,21 @@ const char *gw_sim_bottleneck_name(enum gw_sim_ckpt_bottleneck b)
     return (unsigned)b < GW_SIM_BN_COUNT_ ? names[b] : "?";
 }
 
+int gw_sim_bottleneck_parse(const char *s, int *out)
+{
+    if (!s || !out) return -1;
+    if (strcmp(s, "mixed") == 0) {
+        *out = GW_SIM_BN_MIXED;
+        return 0;
+    }
+    for (int i = 0; i < GW_SIM_BN_COUNT_; i++)
+        if (strcmp(s, gw_sim_bottleneck_name((enum gw_sim_ckpt_bottleneck)i)) == 0) {
+            *out = i;
+            return 0;
+        }
+    return -1;
+}
+
 const char *gw_sim_bait_name(enum gw_sim_bait_kind k)
 {
     switch (k) {
@@ -1024,6 +1039,75 @@ void gw_sim_timeline_free(struct gw_sim_timeline *tl)
     free(tl);
 }
 
+/* Shares of the bottleneck kinds when cfg.ckpt_bottleneck is mixed
+ * (docs/simulator.md 4.1), in enum order: none, slots, server, link. */
+static const double bn_share[GW_SIM_BN_COUNT_] = {0.25, 0.40, 0.25, 0.10};
+
+/* Healthy checkpoints run 1.5-2.2 x the slot-limited rate, but a node's
+ * average never above this when the multiplier would push it there. */
+#define BN_NONE_NODE_AVG_MAX 6e9
+
+/* Chooses every checkpoint's bottleneck (a draw of its own per checkpoint
+ * when mixed), applies the node-count rule (slots and server need at least
+ * GW_SIM_BN_MIN_NODES nodes writing at once) and sets the checkpoint's
+ * cluster rate and bytes for its kind: slots as drawn (the paper's rates,
+ * head/tail shape), none 1.5-2.2 x faster (same shape), server 0.45-0.75 x
+ * and flat, link at 86-96% of every member's storage line rate, flat. */
+static void assign_bottlenecks(struct gw_sim_timeline *tl, struct gw_sim_priv *p)
+{
+    const struct gw_sim_config *c = &tl->cfg;
+    const double cap = (double)c->storage_nics * GW_SIM_STORAGE_NIC_BPS;
+    for (size_t k = 0; k < tl->n_checkpoints; k++) {
+        struct gw_sim_checkpoint *ck = &tl->checkpoints[k];
+        const struct gw_sim_session *s = &tl->sessions[ck->session];
+        uint32_t id = (uint32_t)k;
+        int kind = c->ckpt_bottleneck;
+        if (kind == GW_SIM_BN_MIXED) {
+            double u = gw_sim_bn_unit(c->seed, id, UINT32_MAX, 0), acc = 0;
+            kind = GW_SIM_BN_COUNT_ - 1;
+            for (int i = 0; i < GW_SIM_BN_COUNT_; i++) {
+                acc += bn_share[i];
+                if (u < acc) { kind = i; break; }
+            }
+        }
+        if ((kind == GW_SIM_BN_SLOTS || kind == GW_SIM_BN_SERVER) && s->n_nodes < GW_SIM_BN_MIN_NODES)
+            kind = GW_SIM_BN_NONE;
+        if (kind == GW_SIM_BN_LINK && c->storage_nics == 0)   /* no storage link to fill */
+            kind = GW_SIM_BN_NONE;
+        ck->bottleneck = (enum gw_sim_ckpt_bottleneck)kind;
+        double dur = (double)(ck->t_end - ck->t_start), m = 1.0;
+        double u1 = gw_sim_bn_unit(c->seed, id, UINT32_MAX, 2);
+        uint32_t members = p->ckpt_members[k] ? p->ckpt_members[k] : 1;
+        switch (ck->bottleneck) {
+        case GW_SIM_BN_SLOTS: continue;            /* the paper's checkpoint, unchanged */
+        case GW_SIM_BN_NONE:
+            m = 1.5 + 0.7 * u1;
+            if (p->ckpt_avg_bps[k] * m > BN_NONE_NODE_AVG_MAX * members)
+                m = BN_NONE_NODE_AVG_MAX * members / p->ckpt_avg_bps[k];
+            if (m < 1.0) m = 1.0;
+            p->ckpt_avg_bps[k] *= m;
+            ck->bytes = (uint64_t)(p->ckpt_avg_bps[k] *
+                                   gw_sim_save_shape_integral((int64_t)dur, p->ckpt_planned_ms[k]) / 1000.0);
+            if (ck->phase == GW_SIM_CKPT_LOAD)
+                ck->bytes = (uint64_t)(p->ckpt_avg_bps[k] * dur / 1000.0);
+            break;
+        case GW_SIM_BN_SERVER:
+            p->ckpt_avg_bps[k] *= 0.45 + 0.30 * u1;
+            ck->bytes = (uint64_t)(p->ckpt_avg_bps[k] * dur / 1000.0);
+            break;
+        case GW_SIM_BN_LINK: {
+            double sum = 0;
+            for (uint32_t i = 0; i < c->nodes; i++)
+                if (s->nodes[i]) sum += cap * gw_sim_link_util(c->seed, id, i);
+            p->ckpt_avg_bps[k] = sum;
+            ck->bytes = (uint64_t)(sum * dur / 1000.0);
+            break;
+        }
+        case GW_SIM_BN_COUNT_: break;
+        }
+    }
+}
+
 int gw_sim_timeline_build(const struct gw_sim_config *c, struct gw_sim_timeline **out,
                           struct gw_error *err)
 {
@@ -1106,6 +1190,7 @@ int gw_sim_timeline_build(const struct gw_sim_config *c, struct gw_sim_timeline 
         tp->ckpt_planned_ms[i] = cx[i].planned_ms;
     }
     if ((rc = build_index(tl, tp)) != GW_OK) goto fail;
+    assign_bottlenecks(tl, tp);
     *out = tl;
     tl = NULL;
     rc = GW_OK;
@@ -1240,9 +1325,13 @@ int gw_sim_node_state_at(const struct gw_sim_timeline *tl, uint32_t node, int64_
         double per_node = p->ckpt_members[ci]
                               ? p->ckpt_avg_bps[ci] / (double)p->ckpt_members[ci] : 0;
         double rate = per_node * gw_sim_ckpt_weight(ci, node) * p->ckpt_norm[ci];
+        int flat = ck->bottleneck == GW_SIM_BN_SERVER || ck->bottleneck == GW_SIM_BN_LINK;
+        if (ck->bottleneck == GW_SIM_BN_LINK)
+            rate = (double)tl->cfg.storage_nics * GW_SIM_STORAGE_NIC_BPS *
+                   gw_sim_link_util(tl->cfg.seed, ci, node);
         if (ck->phase == GW_SIM_CKPT_SAVE) {
             double head = GW_SIM_SAVE_HEAD * (double)p->ckpt_planned_ms[ci];
-            rate *= (double)(t - ck->t_start) < head ? GW_SIM_SAVE_PEAK : GW_SIM_SAVE_TAIL;
+            if (!flat) rate *= (double)(t - ck->t_start) < head ? GW_SIM_SAVE_PEAK : GW_SIM_SAVE_TAIL;
             st->nfs_write_bps = rate;
         } else {
             st->nfs_read_bps = rate;

@@ -101,6 +101,26 @@ static inline double gw_sim_hash_unit(uint64_t a, uint64_t b)
 #define GW_SIM_SAVE_PEAK 2.4
 #define GW_SIM_SAVE_TAIL 0.65
 
+/* ------------------------------------------- checkpoint bottlenecks */
+#define GW_SIM_SLOT_LIMIT 128.0            /* RPC slots per transport (RDMA default, vendor cap) */
+#define GW_SIM_STORAGE_NIC_BPS 25e9        /* storage NIC line rate: 200 Gb/s in bytes/s */
+
+/* Draw k of the bottleneck model for a checkpoint (node = UINT32_MAX) or a
+ * (checkpoint, node) pair: a stateless stream of its own, so choosing and
+ * shaping bottlenecks consumes nothing from the timeline's PRNG. */
+static inline double gw_sim_bn_unit(uint64_t seed, uint32_t ckpt, uint32_t node, uint32_t k)
+{
+    return gw_sim_hash_unit(seed ^ 0xb0771e7ec0ffeeULL ^ ((uint64_t)k << 48),
+                            ((uint64_t)ckpt << 24) ^ ((uint64_t)node + 1));
+}
+
+/* Share of its storage links' line rate a node's checkpoint I/O reaches
+ * when the link is the bottleneck: 0.86-0.96 per (checkpoint, node). */
+static inline double gw_sim_link_util(uint64_t seed, uint32_t ckpt, uint32_t node)
+{
+    return 0.86 + 0.10 * gw_sim_bn_unit(seed, ckpt, node, 1);
+}
+
 /* ------------------------------------------------------------- indexes */
 /* An interval index entry: event idx active on [t_start, t_end);
  * max_end is the running maximum of t_end up to this entry (stabbing

@@ -113,7 +113,9 @@ int gw_sim_truth_write(const struct gw_sim_timeline *tl, FILE *f, struct gw_erro
                 c->session, c->phase == GW_SIM_CKPT_SAVE ? "save" : "load");
         put_time(f, "t_start", c->t_start);
         put_time(f, "t_end", c->t_end);
-        fprintf(f, ",\"bytes\":%llu}\n", (unsigned long long)c->bytes);
+        fprintf(f, ",\"bytes\":%llu,\"nodes\":%u,\"bottleneck\":\"%s\"}\n", (unsigned long long)c->bytes,
+                c->session < tl->n_sessions ? tl->sessions[c->session].n_nodes : 0,
+                gw_sim_bottleneck_name(c->bottleneck));
     }
     for (size_t i = 0; i < tl->n_baits; i++) {
         const struct gw_sim_bait *b = &tl->baits[i];
