@@ -707,7 +707,7 @@ static uint32_t series_add(struct gw_det *d, uint64_t id, const uint8_t *labels,
                 if (cs[i] >= '0' && cs[i] <= '9') code = code * 10 + (uint32_t)(cs[i] - '0');
         }
     }
-    if (role == R_CKPT && (code = det_d7_code(labels, len, name, name_len)) == UINT32_MAX) return 0;
+    if (role == R_CKPT && (!d->c.ckpt_enable || (code = det_d7_code(labels, len, name, name_len)) == UINT32_MAX)) return 0;
     uint32_t ni = d->n_series < DET_MAX_SERIES ? det_ident_node(d, labels, len) : UINT32_MAX;
     if (ni == UINT32_MAX) {
         d->k.untracked++;

@@ -176,11 +176,14 @@ static uint32_t row_sum(const struct gw_eval_ckpt *c, int b)
 
 static void print_one(FILE *f, const char *name, const struct gw_eval_ckpt *c)
 {
-    fprintf(f, "%-8s truth %4u events %4u matched %4u  precision %.4f recall %.4f  start<=2iv %.4f end<=2iv %.4f"
-               "  |start err| med %.0fs max %.0fs  |end err| med %.0fs max %.0fs\n",
+    fprintf(f, "%-8s truth %4u events %4u matched %4u  precision %.4f recall %.4f  start<=2iv %.4f end<=2iv %.4f",
             name, c->truth, c->events, c->matched, ratio(c->matched, c->events), ratio(c->matched, c->truth),
-            ratio(c->start_within2, c->matched), ratio(c->end_within2, c->matched), c->start_err_med_s,
-            c->start_err_max_s, c->end_err_med_s, c->end_err_max_s);
+            ratio(c->start_within2, c->matched), ratio(c->end_within2, c->matched));
+    if (c->start_err_med_s == c->start_err_med_s)
+        fprintf(f, "  |start err| med %.0fs max %.0fs  |end err| med %.0fs max %.0fs\n", c->start_err_med_s,
+                c->start_err_max_s, c->end_err_med_s, c->end_err_max_s);
+    else
+        fprintf(f, "  |start err| max %.0fs  |end err| max %.0fs\n", c->start_err_max_s, c->end_err_max_s);
     fprintf(f, "         diagnosis (rows truth, columns detected: unknown healthy slots server link; right share)\n");
     for (int b = 0; b < GW_SIM_BN_COUNT_; b++) {
         uint32_t n = row_sum(c, b);
