@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gpuwatch/alert.h"
 #include "gpuwatch/detect.h"
@@ -246,6 +247,8 @@ static int cmp_key(const void *a, const void *b)
 
 /* shuffle_seed 0: time order; else series in 4 shards, each lagging a
  * fixed 0..2 intervals (at most 120 s), random order within a scrape. */
+static const char *g_snap_path;   /* set: save the state halfway, continue in a new engine loaded from it */
+
 static void replay(const struct scn *s, struct gen *g, uint64_t shuffle_seed, struct out *o)
 {
     memset(o, 0, sizeof *o);
@@ -282,6 +285,14 @@ static void replay(const struct scn *s, struct gen *g, uint64_t shuffle_seed, st
         gw_det_sample(d, h[id], g->v[i].t, g->v[i].v);
         if (g->v[i].t > tmax) tmax = g->v[i].t;
         if (i % 97 == 0) gw_det_advance(d, tmax);
+        if (g_snap_path && i == g->n / 2) {   /* restart mid-run: state to disk, a new engine from it */
+            assert_int_equal(gw_det_ckpt_drain(d, keep, o), GW_OK);
+            assert_int_equal(gw_det_snapshot_save(d, g_snap_path, &err), GW_OK);
+            gw_det_free(d);
+            assert_int_equal(gw_det_new(&d, NULL, al, &err), GW_OK);
+            assert_int_equal(gw_det_snapshot_load(d, g_snap_path, &err), GW_OK);
+            memset(h, 0xff, sizeof h);
+        }
     }
     gw_det_finish(d, tmax + 10 * s->iv);
     assert_int_equal(gw_det_ckpt_drain(d, keep, o), GW_OK);
@@ -478,6 +489,30 @@ static void test_ckpt_stalled(void **state)
     for (size_t k = 0; k < 7; k++) assert_int_equal(o->ev[k].diag, GW_CKPT_HEALTHY);
 }
 
+/* A restart in the middle of a save (the snapshot at half the samples of
+ * fn_phases is inside the first save) gives the same events. */
+static void test_ckpt_snapshot_restart(void **state)
+{
+    (void)state;
+    struct scn s = {8, 100, STYLE_HOST, 30000, fn_phases, 0};
+    struct out ref = *run_scn(&s, 0);
+    assert_int_equal(ref.n, 1);
+    char path[256];
+    const char *tmp = getenv("GW_TEST_TMP");
+    snprintf(path, sizeof path, "%s/d7-snapshot-%d.state", tmp && *tmp ? tmp : "/tmp", (int)getpid());
+    if (tmp && *tmp) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "mkdir -p '%s'", tmp);
+        assert_int_equal(system(cmd), 0);
+    }
+    g_snap_path = path;
+    struct out *o = run_scn(&s, 0);
+    g_snap_path = NULL;
+    unlink(path);
+    assert_int_equal(o->n, 1);
+    assert_memory_equal(&o->ev[0], &ref.ev[0], sizeof ref.ev[0]);
+}
+
 static void test_ckpt_encoding(void **state)
 {
     (void)state;
@@ -511,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_ckpt_styles_intervals_sizes),
         cmocka_unit_test(test_ckpt_arrival_order),
         cmocka_unit_test(test_ckpt_stalled),
+        cmocka_unit_test(test_ckpt_snapshot_restart),
         cmocka_unit_test(test_ckpt_encoding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
