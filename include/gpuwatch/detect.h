@@ -126,7 +126,8 @@ struct gw_det_config {
     double ckpt_link_util;          /* link-limited: NIC/IB link of the NFS traffic at this share of its speed (0.8) */
     double ckpt_server_rtt_ratio;   /* server-limited: response time this multiple of its idle level (4) */
     double ckpt_stall_ratio;        /* CheckpointStalled: a save this multiple of the median recent save (3) */
-    uint32_t ckpt_stall_history;    /* ... once this many saves are known (5) */
+    uint32_t ckpt_stall_history;    /* ... once this many saves are known (5) ... */
+    double ckpt_stall_max_ratio;    /* ... and this multiple of the longest of them (1.5) */
 };
 void gw_det_config_default(struct gw_det_config *c);
 /* Reads "key = value" lines (# comments; durations like 30s, 5m, 72h, 7d;

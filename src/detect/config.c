@@ -100,7 +100,8 @@ static const struct key k_keys[] = {
     {"ckpt_link_util", K_DBL, F(ckpt_link_util), "link-limited: the links carrying NFS at this share of their speed"},
     {"ckpt_server_rtt_ratio", K_DBL, F(ckpt_server_rtt_ratio), "server-limited: response time per request this multiple of its level outside checkpoints"},
     {"ckpt_stall_ratio", K_DBL, F(ckpt_stall_ratio), "CheckpointStalled: a save this multiple of the median of the recent saves ..."},
-    {"ckpt_stall_history", K_U32, F(ckpt_stall_history), "... once this many saves are known"},
+    {"ckpt_stall_history", K_U32, F(ckpt_stall_history), "... once this many saves are known ..."},
+    {"ckpt_stall_max_ratio", K_DBL, F(ckpt_stall_max_ratio), "... and this multiple of the longest of the recent saves"},
 };
 #undef F
 

@@ -38,7 +38,7 @@
  * (a high-water mark; saturated transports pin it at the limit).
  * Alerts: CheckpointIoBottleneck at the end of a limited save,
  * CheckpointStalled while a save runs longer than ckpt_stall_ratio x the
- * median of the recent saves. */
+ * median of the recent saves and ckpt_stall_max_ratio x the longest. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +268,7 @@ void det_d7_config_default(struct gw_det_config *c)
     c->ckpt_server_rtt_ratio = 4;
     c->ckpt_stall_ratio = 3;
     c->ckpt_stall_history = 5;
+    c->ckpt_stall_max_ratio = 1.5;
 }
 
 void det_d7_rules(struct gw_alerts *a, const struct gw_det_config *c)
@@ -280,7 +281,8 @@ void det_d7_rules(struct gw_alerts *a, const struct gw_det_config *c)
          "ckpt_server_rtt_ratio x idle) or the link (>= ckpt_link_util of its speed)",
          GW_SEV_WARNING, 0, 10 * 60000},
         {"CheckpointStalled", "D7",
-         "a save running longer than ckpt_stall_ratio x the median of this cluster's recent saves",
+         "a save running longer than ckpt_stall_ratio x the median and ckpt_stall_max_ratio x the longest "
+         "of this cluster's recent saves",
          GW_SEV_WARNING, 0, 0},
     };
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) gw_alerts_add_rule(a, &r[i]);
@@ -709,8 +711,14 @@ static void check_stall(struct gw_det *d, struct det_ck *c, int64_t T, int64_t i
 {
     struct det_ck_core *k = &c->k;
     if (k->phase != GW_CKPT_SAVE || k->hist_n < d->c.ckpt_stall_history || k->hist_n == 0) return;
-    double med = hist_median(k), el = (double)(T - k->t_start);
-    if (!(el > d->c.ckpt_stall_ratio * med && el > med + 2.0 * (double)iv)) return;
+    double med = hist_median(k), el = (double)(T - k->t_start), longest = 0;
+    for (uint32_t i = 0; i < k->hist_n; i++)
+        if ((double)k->hist[i] > longest) longest = (double)k->hist[i];
+    /* far longer than this cluster's recent saves: a multiple of their median
+       and well past the longest of them (saves vary 2-5x in normal operation) */
+    if (!(el > d->c.ckpt_stall_ratio * med && el > d->c.ckpt_stall_max_ratio * longest &&
+          el > med + 2.0 * (double)iv))
+        return;
     char ts[32], sum[160], ev[300];
     det_fmt_time(k->t_start, ts, sizeof ts);
     snprintf(sum, sizeof sum, "checkpoint save running %.0f min, %.2gx the median of the last %u saves",
