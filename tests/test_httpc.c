@@ -1,7 +1,8 @@
 /* test_httpc.c - the HTTP/1.1 client against a tiny scripted server
  * thread: URL parsing, keep-alive reuse, POST headers and body,
  * Content-Length / chunked / read-until-close bodies, 1xx skipping, a
- * server closing idle connections, timeouts, body caps, IPv6 and https. */
+ * server closing idle connections, timeouts, body caps, IPv6, and https
+ * against openssl's test server. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -17,7 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "gpuwatch/codec.h"
@@ -226,8 +230,15 @@ static void test_httpc_url_parse(void **state)
     assert_int_equal(gw_url_parse("http://h?q=1", &u, &err), GW_OK);
     assert_string_equal(u.path, "/?q=1");
 
-    assert_int_equal(gw_url_parse("https://h/x", &u, &err), GW_EUNSUPPORTED);
-    assert_non_null(strstr(err.msg, "https"));
+    assert_int_equal(gw_url_parse("https://h/x", &u, &err), GW_OK);
+    assert_int_equal(u.tls, 1);
+    assert_string_equal(u.port, "443");
+    assert_string_equal(u.path, "/x");
+    assert_int_equal(gw_url_parse("https://[::1]:8443", &u, &err), GW_OK);
+    assert_int_equal(u.tls, 1);
+    assert_string_equal(u.port, "8443");
+    assert_int_equal(gw_url_parse("http://h", &u, &err), GW_OK);
+    assert_int_equal(u.tls, 0);
     assert_int_equal(gw_url_parse("ftp://h/x", &u, &err), GW_EUNSUPPORTED);
     assert_int_equal(gw_url_parse("h:80/x", &u, &err), GW_EINVAL);
     assert_int_equal(gw_url_parse("", &u, &err), GW_EINVAL);
@@ -388,7 +399,7 @@ static void test_httpc_timeout_and_caps(void **state)
     assert_non_null(strstr(err.msg, "cannot connect"));
     gw_httpc_close(c);
 
-    assert_int_equal(gw_httpc_open(&c, "https://127.0.0.1/", NULL, &err), GW_EUNSUPPORTED);
+    assert_int_equal(gw_httpc_open(&c, "gopher://127.0.0.1/", NULL, &err), GW_EUNSUPPORTED);
     assert_int_equal(gw_httpc_open(&c, "http://no-such-host.invalid/", NULL, &err), GW_OK);
     assert_int_equal(gw_httpc_request(c, "GET", NULL, NULL, 0, NULL, 0, &r, &err), GW_EIO);
     assert_non_null(strstr(err.msg, "resolve"));
@@ -422,6 +433,105 @@ static void test_httpc_ipv6(void **state)
     srv_stop(&s);
 }
 
+/* A free TCP port on 127.0.0.1 (bound, then released). */
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || getsockname(fd, (struct sockaddr *)&a, &al) != 0) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static int port_open(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    if (fd >= 0) close(fd);
+    return ok;
+}
+
+/* https against `openssl s_server -www` with a self-signed certificate for
+ * 127.0.0.1: verified with the certificate as CA file, refused without it,
+ * accepted with tls_insecure; https to a plain HTTP server fails cleanly. */
+static void test_httpc_tls(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/gw-httpc-tls.XXXXXX", cmd[1024], crt[256], url[96];
+    if (system("openssl version >/dev/null 2>&1") != 0 || !mkdtemp(dir)) {
+        skip();
+        return;
+    }
+    snprintf(crt, sizeof crt, "%s/c.pem", dir);
+    snprintf(cmd, sizeof cmd,
+             "openssl req -x509 -newkey rsa:2048 -nodes -keyout %s/k.pem -out %s -days 1 -subj /CN=localhost "
+             "-addext subjectAltName=IP:127.0.0.1,DNS:localhost >/dev/null 2>&1", dir, crt);
+    assert_int_equal(system(cmd), 0);
+    int port = free_port();
+    assert_true(port > 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        char acc[32], key[256];
+        snprintf(acc, sizeof acc, "127.0.0.1:%d", port);
+        snprintf(key, sizeof key, "%s/k.pem", dir);
+        int nul = open("/dev/null", O_RDWR);
+        if (nul >= 0) { dup2(nul, 0); dup2(nul, 1); dup2(nul, 2); }
+        execlp("openssl", "openssl", "s_server", "-accept", acc, "-cert", crt, "-key", key, "-www", "-quiet",
+               (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 100 && !port_open(port); i++) usleep(50000);
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/", port);
+    struct gw_httpc_opts o;
+    struct gw_httpc *c = NULL;
+    struct gw_error err = {0};
+    struct gw_httpc_response r;
+    gw_httpc_response_init(&r);
+
+    gw_httpc_opts_default(&o);
+    o.ca_file = crt;
+    assert_int_equal(gw_httpc_open(&c, url, &o, &err), GW_OK);
+    assert_int_equal(gw_httpc_request(c, "GET", NULL, NULL, 0, NULL, 0, &r, &err), GW_OK);
+    assert_int_equal(r.status, 200);
+    assert_true(r.body.len > 0);
+    gw_httpc_close(c);
+
+    assert_int_equal(gw_httpc_open(&c, url, NULL, &err), GW_OK);   /* system CAs do not know it */
+    assert_int_equal(gw_httpc_request(c, "GET", NULL, NULL, 0, NULL, 0, &r, &err), GW_EIO);
+    assert_non_null(strstr(err.msg, "certificate"));
+    gw_httpc_close(c);
+
+    gw_httpc_opts_default(&o);
+    o.tls_insecure = 1;
+    assert_int_equal(gw_httpc_open(&c, url, &o, &err), GW_OK);
+    assert_int_equal(gw_httpc_request(c, "GET", NULL, NULL, 0, NULL, 0, &r, &err), GW_OK);
+    assert_int_equal(r.status, 200);
+    gw_httpc_close(c);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+
+    struct srv s;
+    assert_int_equal(srv_start(&s, M_ECHO, 0), 0);
+    snprintf(url, sizeof url, "https://127.0.0.1:%d/", s.port);
+    gw_httpc_opts_default(&o);
+    o.timeout_ms = 3000;
+    assert_int_equal(gw_httpc_open(&c, url, &o, &err), GW_OK);
+    int rc = gw_httpc_request(c, "GET", NULL, NULL, 0, NULL, 0, &r, &err);
+    assert_true(rc == GW_EIO || rc == GW_ETIMEOUT);
+    gw_httpc_close(c);
+    srv_stop(&s);
+    gw_httpc_response_free(&r);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -431,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_httpc_server_closes_idle),
         cmocka_unit_test(test_httpc_timeout_and_caps),
         cmocka_unit_test(test_httpc_ipv6),
+        cmocka_unit_test(test_httpc_tls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,23 +1,22 @@
-/* gpuwatch/httpc.h - small blocking HTTP/1.1 client over TCP: one
- * keep-alive connection to one host:port, requests with headers and a
- * body, responses with Content-Length, chunked or read-until-close bodies.
- * Used by the simulator to remote-write and to POST alerts.
+/* gpuwatch/httpc.h - the one HTTP client of gpuwatch (remote write from
+ * the simulator, alerts to Alertmanager, the CLI talking to a running
+ * serve): blocking HTTP/1.1 over libcurl, one keep-alive connection to one
+ * scheme://host:port, requests with headers and a body, responses with
+ * Content-Length, chunked or read-until-close bodies.
  *
- * - URLs: http://host[:port][/path[?query]]; host may be a name, an IPv4
- *   address or a bracketed IPv6 address ("http://[::1]:9201/api/v1/write").
- *   https:// is refused with GW_EUNSUPPORTED (no TLS in this client).
- * - Addresses come from getaddrinfo (IPv4 and IPv6); each one is tried in
- *   turn within the connect timeout.
- * - Every wait is a poll() on a non-blocking socket bounded by the
- *   request's deadline (timeout_ms from the start of the request), so a
- *   stalled server costs at most that long.
- * - A request on a reused keep-alive connection that fails before any
- *   response byte arrives (the server closed the idle connection) is sent
- *   once more on a fresh connection, as HTTP clients commonly do.
+ * - URLs: http[s]://host[:port][/path[?query]]; host may be a name, an
+ *   IPv4 address or a bracketed IPv6 address
+ *   ("http://[::1]:9201/api/v1/write"). https verifies the server against
+ *   the system CA store, or ca_file; tls_insecure skips the check.
+ * - Every request has one deadline (timeout_ms from its start, connecting
+ *   included), so a stalled server costs at most that long.
+ * - A request on a reused keep-alive connection that the server closed
+ *   meanwhile is sent once more on a fresh connection.
  * - Response bodies are capped (max_body_bytes): GW_ETOOLARGE beyond.
- * - SIGPIPE is never raised (MSG_NOSIGNAL).
+ * - No signal is raised or used (safe in threaded programs).
  *
- * Errors: GW_EINVAL (bad URL or arguments), GW_EUNSUPPORTED (https),
+ * Errors: GW_EINVAL (bad URL or arguments), GW_EUNSUPPORTED (a scheme
+ * other than http and https),
  * GW_EIO (resolve/connect/send/receive failure, connection closed early),
  * GW_ETIMEOUT (deadline passed), GW_EPARSE (malformed response),
  * GW_ETOOLARGE (response over the caps), GW_ENOMEM. Detail in err.
@@ -37,12 +36,13 @@
 
 struct gw_url {
     char host[256];            /* without brackets for IPv6 */
-    char port[8];              /* "80" when absent */
+    char port[8];              /* "80" (http) or "443" (https) when absent */
     char path[2048];           /* "/" when absent; query string included */
     int ipv6_literal;          /* host was given in [brackets] */
+    int tls;                   /* https */
 };
-/* Parses an http:// URL. GW_OK; GW_EUNSUPPORTED for https:// (and other
- * schemes); GW_EINVAL naming what is wrong (empty host, bad port, too long). */
+/* Parses an http:// or https:// URL. GW_OK; GW_EUNSUPPORTED for other
+ * schemes; GW_EINVAL naming what is wrong (empty host, bad port, too long). */
 int gw_url_parse(const char *url, struct gw_url *u, struct gw_error *err);
 
 struct gw_httpc_opts {
@@ -50,6 +50,8 @@ struct gw_httpc_opts {
     int timeout_ms;            /* whole request: send + response (default 30000) */
     size_t max_body_bytes;     /* response body cap (default 16 MiB) */
     const char *user_agent;    /* default "gpuwatch"; copied */
+    const char *ca_file;       /* https: PEM CA bundle instead of the system's; copied; NULL */
+    int tls_insecure;          /* https: do not verify the server's certificate (tests only) */
 };
 void gw_httpc_opts_default(struct gw_httpc_opts *o);
 

@@ -171,6 +171,9 @@ struct gw_sim_failure {
     enum gw_sim_precursor precursor;
     enum gw_sim_fault_effect effect;
     int64_t t_precursor_start;     /* GW_SIM_NO_TIME when none in the data */
+    int64_t t_ramp_origin;         /* the precursor's own start: before t_precursor_start when
+                                      it was under way when the data starts (a slow ramp is at
+                                      its late rate then), else equal to it */
     int64_t t_fault;
     int64_t t_xid_visible;         /* first scrape showing the XID; GW_SIM_NO_TIME when never */
     int64_t t_recovered;           /* GPU/node back to normal (reset, reboot, replacement) */
@@ -266,7 +269,8 @@ void gw_sim_timeline_free(struct gw_sim_timeline *tl);   /* NULL ok */
  *   {"type":"failure","id":3,"class":"nvlink","node":"gpu071","gpu":5,"xid":149,
  *    "action":"reset_gpu","precursor":"nvlink_crc","t_precursor_start":1764000000000,
  *    "t_fault":...,"t_xid_visible":...,"t_recovered":...,"session":12}
- *   {"type":"session",...} {"type":"checkpoint",...} {"type":"bait",...}
+ *   {"type":"session",...} {"type":"bait",...}
+ *   {"type":"checkpoint",...,"bytes":...,"nodes":58,"bottleneck":"slots"}
  * Times in Unix ms, null when absent. */
 int gw_sim_truth_write(const struct gw_sim_timeline *tl, FILE *f, struct gw_error *err);
 

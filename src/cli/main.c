@@ -1,15 +1,12 @@
 /* main.c - the gpuwatch command: subcommand dispatch, stats, retention
  * (serve is cmd_serve.c). */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <dirent.h>
 #include <time.h>
@@ -17,6 +14,7 @@
 
 #include "gpuwatch/codec.h"
 #include "gpuwatch/db.h"
+#include "gpuwatch/httpc.h"
 #include "cli.h"
 #include "cli_parse.h"
 
@@ -162,45 +160,30 @@ static int cmd_stats(int argc, char **argv)
     return 0;
 }
 
-/* POSTs to a running serve: returns HTTP status or -1. */
+/* POSTs to a running serve (10 s timeout): the HTTP status, the body into
+ * resp; -1 with the reason in resp when there is no answer. */
 static int http_post(const char *hostport, const char *path, char *resp, size_t resp_len)
 {
-    char host[320];
-    if (strlen(hostport) >= sizeof host) return -1;
-    memcpy(host, hostport, strlen(hostport) + 1);
-    char *colon = strrchr(host, ':');
-    if (!colon) return -1;
-    *colon = '\0';
-    const char *port = colon + 1;
-    char *h = host;
-    if (h[0] == '[') {
-        h++;
-        char *e = strchr(h, ']');
-        if (e) *e = '\0';
-    }
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
-    if (getaddrinfo(h, port, &hints, &ai) != 0) return -1;
-    int fd = socket(ai->ai_family, SOCK_STREAM, 0);
-    if (fd < 0 || connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-        if (fd >= 0) close(fd);
-        freeaddrinfo(ai);
-        return -1;
-    }
-    freeaddrinfo(ai);
-    char req[1024];
-    int n = snprintf(req, sizeof req, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                     path, hostport);
-    if (write(fd, req, (size_t)n) != n) {
-        close(fd);
-        return -1;
-    }
-    size_t got = 0;
-    ssize_t r;
-    while (got + 1 < resp_len && (r = read(fd, resp + got, resp_len - 1 - got)) > 0) got += (size_t)r;
-    resp[got] = '\0';
-    close(fd);
+    char url[400];
+    struct gw_error err = {0};
+    struct gw_httpc *c = NULL;
+    struct gw_httpc_opts o;
+    gw_httpc_opts_default(&o);
+    o.timeout_ms = 10000;
+    o.user_agent = "gpuwatch-cli";
+    snprintf(url, sizeof url, "http://%s/", hostport);
     int status = -1;
-    if (sscanf(resp, "HTTP/1.%*d %d", &status) != 1) return -1;
+    if (gw_httpc_open(&c, url, &o, &err) == GW_OK) {
+        struct gw_httpc_response r;
+        gw_httpc_response_init(&r);
+        if (gw_httpc_request(c, "POST", path, NULL, 0, NULL, 0, &r, &err) == GW_OK) {
+            status = r.status;
+            snprintf(resp, resp_len, "%.*s", (int)r.body.len, r.body.len ? (const char *)r.body.data : "");
+        }
+        gw_httpc_response_free(&r);
+        gw_httpc_close(c);
+    }
+    if (status < 0) snprintf(resp, resp_len, "%s", err.msg);
     return status;
 }
 
@@ -243,11 +226,13 @@ static int cmd_retention(int argc, char **argv)
             snprintf(path, sizeof path, "/api/v1/admin/retention?keep=%s", keep_s);
             int status = http_post(addr, path, resp, sizeof resp);
             if (status >= 200 && status < 300) {
-                char *body = strstr(resp, "\r\n\r\n");
-                printf("%s\n", body ? body + 4 : "ok");
+                printf("%s\n", resp[0] ? resp : "ok");
                 return 0;
             }
-            fprintf(stderr, "gpuwatch retention: the running server at %s answered %d\n", addr, status);
+            if (status < 0)
+                fprintf(stderr, "gpuwatch retention: the running server at %s does not answer: %s\n", addr, resp);
+            else
+                fprintf(stderr, "gpuwatch retention: the running server at %s answered %d: %s\n", addr, status, resp);
             return 1;
         }
         if (f) fclose(f);

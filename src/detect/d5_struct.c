@@ -19,7 +19,8 @@
  *    three times (and a second more than) its usual value for a minute
  *    (and 2 evaluations): DCGM's calls time out on a hung GPU or driver,
  *    also on an idle GPU whose readings show nothing;
- *  - NodeSilent: neither exporter answering for silent_intervals while
+ *  - NodeSilent: neither exporter answering for silent_intervals (at
+ *    most 3 minutes' worth, at least 4 intervals) while
  *    the rest of the fleet's data keeps arriving (a gap of the whole
  *    pipeline silences nobody).
  * A target "answers" in a bucket with an `up` == 1 sample or a data
@@ -62,6 +63,18 @@ static int64_t ceil_div(int64_t a, int64_t b)
     return (a + b - 1) / b;
 }
 
+/* How long a node must be silent: silent_intervals of its own interval,
+ * but no more than 3 minutes' worth at slow scrapes (a machine that is
+ * down is a page, not a trend) and never fewer than 4 intervals (a scrape
+ * gap of 1-3 missed scrapes is routine and must stay quiet). */
+static int64_t det_silent_ms(const struct gw_det *d, int64_t niv)
+{
+    double ms = d->c.silent_intervals * (double)niv;
+    if (ms > 180000.0) ms = 180000.0;
+    if (ms < 4.0 * (double)niv) ms = 4.0 * (double)niv;
+    return (int64_t)ms;
+}
+
 /* Buckets in (b - n, b] where p is set. */
 static unsigned count_set(const struct det_pres *p, int64_t b, unsigned n)
 {
@@ -94,7 +107,7 @@ void det_d5_eval(struct gw_det *d, int64_t T)
         int64_t niv = det_node_interval(d, n);
         /* silent: no answer for silent_intervals of its own interval, while
          * the pipeline kept delivering (a fleet-wide gap is no node's fault) */
-        unsigned need_s = (unsigned)ceil_div((int64_t)(d->c.silent_intervals * (double)niv), iv);
+        unsigned need_s = (unsigned)ceil_div(det_silent_ms(d, niv), iv);
         if (need_s < 1) need_s = 1;
         int silent = 0;
         int64_t last = n->last_answer[0] > n->last_answer[1] ? n->last_answer[0] : n->last_answer[1];

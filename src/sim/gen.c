@@ -19,8 +19,10 @@
  * and seed give the same stream. Exporter restarts zero that target's
  * counters (row-remap counts and aggregate ECC persist in the GPU's
  * InfoROM; remap counts restart at 0 when the failing GPU is replaced at
- * the failure's t_recovered) and clear the XID gauge. See docs/simulator.md
- * "Series" for the ranges. */
+ * the failure's t_recovered) and clear the XID gauge. During a checkpoint
+ * the NFS client's counters follow the checkpoint's bottleneck (ckpt_io:
+ * RTT, queue share, I/O size, transport queues, slots reached, consistent
+ * with Little's law). See docs/simulator.md "Series" for the ranges. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -394,8 +396,10 @@ static int apply_events(struct gw_sim_gen *g, uint32_t node, const struct gw_sim
         if (f->cls == GW_SIM_MEMORY && f->gpu >= 0)
             rt->gpu[gi].mem_failure = (int32_t)fi;
         if (pre) {
-            double span = (double)(f->t_fault - f->t_precursor_start);
-            double prog = span > 0 ? clampd((double)(t - f->t_precursor_start) / span, 0, 1) : 1;
+            /* progress along the whole ramp, also its part before the data */
+            int64_t t0 = f->t_ramp_origin != GW_SIM_NO_TIME ? f->t_ramp_origin : f->t_precursor_start;
+            double span = (double)(f->t_fault - t0);
+            double prog = span > 0 ? clampd((double)(t - t0) / span, 0, 1) : 1;
             switch (f->precursor) {
             case GW_SIM_PRE_REMAP_RAMP: {
                 double every_h = (24.0 - 22.0 * prog) / sg->mag;   /* +1 every 24 h early .. 2 h late */
@@ -427,12 +431,9 @@ static int apply_events(struct gw_sim_gen *g, uint32_t node, const struct gw_sim
                 break;
             case GW_SIM_PRE_THROTTLE: {
                 int64_t ep = sg->episode_ms > 0 ? sg->episode_ms : 1200000;
-                double ph = (double)(t % ep) / (double)ep;
+                /* episodes from the precursor's start: it is where the signal begins */
+                double x = (double)((t - f->t_precursor_start) % ep) / (double)ep;
                 double on = 0.3 + 0.5 * prog;
-                double off0 = gw_sim_u01(gw_sim_mix(f->id));
-                double x = ph + off0;
-                if (x >= 1.0)
-                    x -= 1.0;
                 if (x < on) {
                     c->reasons |= 0x8 | 0x20 | (sev > 0.7 ? 0x40u : 0u);
                     c->smclk *= 1.0 - sg->clk_deficit;

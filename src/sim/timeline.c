@@ -30,7 +30,12 @@
  * ids are their indexes, and per-node indexes are built for
  * gw_sim_node_state_at: the sessions each node takes part in, failure and
  * bait intervals (with running maximum ends for stabbing queries) and
- * exporter restart times. A query is a handful of binary searches. */
+ * exporter restart times. A query is a handful of binary searches.
+ * Last, every checkpoint gets its bottleneck (cfg.ckpt_bottleneck, or drawn
+ * per checkpoint when mixed; sessions under GW_SIM_BN_MIN_NODES nodes never
+ * saturate slots or server) and its kind's rate; these draws are stateless
+ * hashes of the seed and checkpoint id (gw_sim_bn_unit), so the rest of the
+ * timeline is the same for every kind. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -236,6 +241,7 @@ static struct gw_sim_failure *new_failure(struct bld *b, uint8_t *shown)
     if (!f) { b->fnodes.n--; return NULL; }
     f->id = (uint32_t)(b->fails.n - 1);
     f->t_precursor_start = GW_SIM_NO_TIME;
+    f->t_ramp_origin = GW_SIM_NO_TIME;
     f->t_xid_visible = GW_SIM_NO_TIME;
     f->session = -1;
     f->n_nodes = 1;
@@ -411,6 +417,7 @@ static void shape_hw_failure(struct bld *b, struct gw_sim_failure *f, uint32_t p
     }
     if (f->t_kill == GW_SIM_NO_TIME)
         f->t_kill = t;
+    f->t_ramp_origin = f->t_precursor_start;
     if (f->t_precursor_start != GW_SIM_NO_TIME && f->t_precursor_start < b->t0)
         f->t_precursor_start = b->t0;                 /* the ramp is under way when data starts */
     f->t_xid_visible = show_xid && f->xid ? first_slot_at_or_after(b, t + xid_delay) : GW_SIM_NO_TIME;
@@ -1046,13 +1053,36 @@ static const double bn_share[GW_SIM_BN_COUNT_] = {0.25, 0.40, 0.25, 0.10};
 /* Healthy checkpoints run 1.5-2.2 x the slot-limited rate, but a node's
  * average never above this when the multiplier would push it there. */
 #define BN_NONE_NODE_AVG_MAX 6e9
+/* Outside the link kind no node's rate exceeds this share of its storage
+ * links: a checkpoint that filled them would be link-limited. Binds only in
+ * small sessions (the cluster rate over few nodes); never in paper ones. */
+#define BN_LINK_SHARE_MAX 0.75
+
+/* Cluster rate of a checkpoint of kind `kind` (not link), from the drawn
+ * slot-limited rate `avg`: none faster, server at the server's capacity. */
+static double bn_cluster_rate(const struct gw_sim_checkpoint *ck, double avg, uint32_t members, double u)
+{
+    switch (ck->bottleneck) {
+    case GW_SIM_BN_NONE: {
+        double m = 1.5 + 0.7 * u;
+        if (avg * m > BN_NONE_NODE_AVG_MAX * members) m = BN_NONE_NODE_AVG_MAX * members / avg;
+        return m < 1.0 ? avg : avg * m;
+    }
+    case GW_SIM_BN_SERVER:                     /* the server's capacity, flat */
+        return ck->phase == GW_SIM_CKPT_SAVE ? 22e9 + 10e9 * u : 75e9 + 40e9 * u;
+    default:
+        return avg;
+    }
+}
 
 /* Chooses every checkpoint's bottleneck (a draw of its own per checkpoint
  * when mixed), applies the node-count rule (slots and server need at least
  * GW_SIM_BN_MIN_NODES nodes writing at once) and sets the checkpoint's
  * cluster rate and bytes for its kind: slots as drawn (the paper's rates,
- * head/tail shape), none 1.5-2.2 x faster (same shape), server 0.45-0.75 x
- * and flat, link at 86-96% of every member's storage line rate, flat. */
+ * head/tail shape), none 1.5-2.2 x faster (same shape), server at 22-32 GB/s
+ * (saves) or 75-115 GB/s (loads), flat, link at 86-96% of every member's
+ * storage line rate, flat. Outside link, no node above BN_LINK_SHARE_MAX of
+ * its storage links. */
 static void assign_bottlenecks(struct gw_sim_timeline *tl, struct gw_sim_priv *p)
 {
     const struct gw_sim_config *c = &tl->cfg;
@@ -1075,36 +1105,28 @@ static void assign_bottlenecks(struct gw_sim_timeline *tl, struct gw_sim_priv *p
         if (kind == GW_SIM_BN_LINK && c->storage_nics == 0)   /* no storage link to fill */
             kind = GW_SIM_BN_NONE;
         ck->bottleneck = (enum gw_sim_ckpt_bottleneck)kind;
-        double dur = (double)(ck->t_end - ck->t_start), m = 1.0;
-        double u1 = gw_sim_bn_unit(c->seed, id, UINT32_MAX, 2);
+        double dur = (double)(ck->t_end - ck->t_start), avg = p->ckpt_avg_bps[k];
         uint32_t members = p->ckpt_members[k] ? p->ckpt_members[k] : 1;
-        switch (ck->bottleneck) {
-        case GW_SIM_BN_SLOTS: continue;            /* the paper's checkpoint, unchanged */
-        case GW_SIM_BN_NONE:
-            m = 1.5 + 0.7 * u1;
-            if (p->ckpt_avg_bps[k] * m > BN_NONE_NODE_AVG_MAX * members)
-                m = BN_NONE_NODE_AVG_MAX * members / p->ckpt_avg_bps[k];
-            if (m < 1.0) m = 1.0;
-            p->ckpt_avg_bps[k] *= m;
-            ck->bytes = (uint64_t)(p->ckpt_avg_bps[k] *
-                                   gw_sim_save_shape_integral((int64_t)dur, p->ckpt_planned_ms[k]) / 1000.0);
-            if (ck->phase == GW_SIM_CKPT_LOAD)
-                ck->bytes = (uint64_t)(p->ckpt_avg_bps[k] * dur / 1000.0);
-            break;
-        case GW_SIM_BN_SERVER:
-            p->ckpt_avg_bps[k] *= 0.45 + 0.30 * u1;
-            ck->bytes = (uint64_t)(p->ckpt_avg_bps[k] * dur / 1000.0);
-            break;
-        case GW_SIM_BN_LINK: {
-            double sum = 0;
-            for (uint32_t i = 0; i < c->nodes; i++)
-                if (s->nodes[i]) sum += cap * gw_sim_link_util(c->seed, id, i);
-            p->ckpt_avg_bps[k] = sum;
-            ck->bytes = (uint64_t)(sum * dur / 1000.0);
-            break;
+        double wmax = 0, link_sum = 0;
+        for (uint32_t i = 0; i < c->nodes; i++) {
+            if (!s->nodes[i]) continue;
+            double w = gw_sim_ckpt_weight(id, i) * p->ckpt_norm[k];
+            if (w > wmax) wmax = w;
+            link_sum += cap * gw_sim_link_util(c->seed, id, i);
         }
-        case GW_SIM_BN_COUNT_: break;
-        }
+        int shaped = ck->phase == GW_SIM_CKPT_SAVE &&
+                     (ck->bottleneck == GW_SIM_BN_SLOTS || ck->bottleneck == GW_SIM_BN_NONE);
+        double rate = ck->bottleneck == GW_SIM_BN_LINK
+                          ? link_sum
+                          : bn_cluster_rate(ck, avg, members, gw_sim_bn_unit(c->seed, id, UINT32_MAX, 2));
+        double peak = shaped ? GW_SIM_SAVE_PEAK : 1.0;
+        if (ck->bottleneck != GW_SIM_BN_LINK && cap > 0 && wmax > 0 &&
+            rate / members * wmax * peak > BN_LINK_SHARE_MAX * cap)
+            rate = BN_LINK_SHARE_MAX * cap * members / (wmax * peak);
+        if (rate == avg) continue;                 /* the drawn checkpoint, unchanged */
+        p->ckpt_avg_bps[k] = rate;
+        ck->bytes = (uint64_t)(rate * (shaped ? gw_sim_save_shape_integral((int64_t)dur, p->ckpt_planned_ms[k])
+                                              : dur) / 1000.0);
     }
 }
 
