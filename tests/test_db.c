@@ -25,6 +25,7 @@
 #include "db/db_int.h"    /* gw_db_par_min_series_ms: the threaded select paths with small data */
 #include "gpuwatch/db.h"
 #include "gpuwatch/labels.h"
+#include "gpuwatch/promql.h"
 
 #define MIN_MS 60000LL
 #define HOUR_MS 3600000LL
@@ -135,7 +136,7 @@ static void select_all(struct gw_db *db, const char *sel, int64_t mint, int64_t 
     struct gw_matcher ms[8];
     size_t nm = 0;
     struct gw_error err = {0};
-    assert_int_equal(gw_selector_parse(sel, strlen(sel), ms, 8, &nm, &err), GW_OK);
+    assert_int_equal(gw_pq_parse_selector(sel, strlen(sel), ms, 8, &nm, &err), GW_OK);
     memset(g, 0, sizeof *g);
     struct gw_db_select q = {.matchers = ms, .n_matchers = nm, .mint = mint, .maxt = maxt, .with_samples = 1,
                              .only_with_data = 1};
@@ -454,7 +455,7 @@ static int many_select(struct gw_db *db, int64_t mint, int64_t maxt, uint64_t ma
     struct gw_matcher ms[2];
     size_t nm = 0;
     struct gw_error err = {0};
-    assert_int_equal(gw_selector_parse("m{hostname=\"h\"}", 15, ms, 2, &nm, &err), GW_OK);
+    assert_int_equal(gw_pq_parse_selector("m{hostname=\"h\"}", 15, ms, 2, &nm, &err), GW_OK);
     struct gw_db_select q = {.matchers = ms, .n_matchers = nm, .mint = mint, .maxt = maxt, .with_samples = 1,
                              .only_with_data = 1, .max_samples = max_samples};
     int rc = gw_db_select(db, &q, many_cb, m, &err);
@@ -673,7 +674,7 @@ static void test_db_select_long_series_blocks_split(void **state)
     static struct got_long a, b;
     struct gw_matcher ms[2];
     size_t nm = 0;
-    assert_int_equal(gw_selector_parse("long", 4, ms, 2, &nm, &err), GW_OK);
+    assert_int_equal(gw_pq_parse_selector("long", 4, ms, 2, &nm, &err), GW_OK);
     int64_t mint = t0 + 333 * 15000LL - 7, maxt = t0 + 4444 * 15000LL + 3;
     struct gw_db_select q = {.matchers = ms, .n_matchers = nm, .mint = mint, .maxt = maxt, .with_samples = 1,
                              .only_with_data = 1};

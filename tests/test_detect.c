@@ -843,6 +843,7 @@ struct mc_scn {
     int steps;
     int frozen_at, collapse_at, throttle_at, vanish_at, xid_at, mempress_at;   /* step, -1 off */
     int ckpt_at, jobend_at, idle_gpu;                                        /* baits */
+    int silent_at;                                  /* node 7 stops answering at this step, 0 off */
 };
 
 struct mc_sample {
@@ -945,6 +946,7 @@ static void mc_build(struct mc *m, const struct mc_scn *sc)
         int64_t base = t0 + (int64_t)st * sc->iv;
         int ckpt = sc->ckpt_at >= 0 && st >= sc->ckpt_at && st < sc->ckpt_at + 6;
         for (int n = 0; n < MC_NODES; n++) {
+            if (sc->silent_at > 0 && n == 7 && st >= sc->silent_at) continue;   /* powered off */
             int64_t td = base + 900 + n * 37, tn = base + 400 + n * 41;   /* per-target offsets */
             int collapsed = sc->collapse_at >= 0 && n == 2 && st >= sc->collapse_at;
             int ended = sc->jobend_at >= 0 && n == 5 && st >= sc->jobend_at;
@@ -1302,6 +1304,7 @@ static void test_detect_time_to_alert(void **state)
         sc.collapse_at = (int)(35 * per_min);
         sc.throttle_at = (int)(50 * per_min);
         sc.vanish_at = (int)(60 * per_min);
+        sc.silent_at = (int)(70 * per_min);
         struct mc *m = malloc(sizeof *m);
         mc_build(m, &sc);
         struct replay r;
@@ -1317,6 +1320,7 @@ static void test_detect_time_to_alert(void **state)
             {"DcgmExporterStalled dgx012", sc.frozen_at},
             {"GpuXidError dgx018 gpu=0", sc.xid_at},         {"NodeActivityCollapse dgx013", sc.collapse_at},
             {"GpuThrottling dgx014 gpu=1", sc.throttle_at},  {"GpuVanished dgx015 gpu=6", sc.vanish_at},
+            {"NodeSilent dgx018", sc.silent_at},
         };
         for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
             int64_t f = fired_at(r.tr, want[i].what), onset = t0 + (int64_t)want[i].at * sc.iv;

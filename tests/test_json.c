@@ -1,6 +1,7 @@
-/* tests/test_json.c - JSON formatting (sample values against Go's expected
- * strings, timestamps, string escaping), form parameter parsing, and time /
- * duration parameter parsing of the HTTP module. */
+/* tests/test_json.c - the JSON writer of base (sample values against Go's
+ * expected strings, encoding/json numbers, timestamps, RFC 3339 times,
+ * string escaping), and the HTTP module's form, time and duration
+ * parameter parsing. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "gpuwatch/json.h"
 #include "http/http_int.h"
 
 static void check_float(double v, const char *want)
@@ -134,6 +136,60 @@ static void test_json_values_and_labels(void **state)
     gw_buf_free(&b);
 }
 
+static void check_num(double v, const char *want)
+{
+    struct gw_buf b;
+    gw_buf_init(&b, 0);
+    assert_int_equal(gw_json_num(&b, v), GW_OK);
+    assert_int_equal(b.len, strlen(want));
+    assert_memory_equal(b.data, want, b.len);
+    gw_buf_free(&b);
+}
+
+static void check_time(int64_t t, const char *want, const char *want_s)
+{
+    char got[64];
+    assert_int_equal(gw_format_rfc3339(t, got, sizeof got), strlen(want));
+    assert_string_equal(got, want);
+    assert_int_equal(gw_format_rfc3339_s(t, got, sizeof got), strlen(want_s));
+    assert_string_equal(got, want_s);
+}
+
+/* Go encoding/json float64 numbers and time.RFC3339Nano at ms resolution */
+static void test_json_numbers_and_times(void **state)
+{
+    (void)state;
+    check_num(0, "0");
+    check_num(0.5, "0.5");
+    check_num(30, "30");
+    check_num(-2.25, "-2.25");
+    check_num(1e-7, "1e-7");
+    check_num(1.5e-10, "1.5e-10");
+    check_num(1e21, "1e+21");
+    check_num(123456789012.0, "123456789012");
+    check_num(NAN, "null");
+    check_num(INFINITY, "null");
+    check_time(0, "1970-01-01T00:00:00Z", "1970-01-01T00:00:00Z");
+    check_time(1767225600000, "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z");
+    check_time(1767225600500, "2026-01-01T00:00:00.5Z", "2026-01-01T00:00:00Z");
+    check_time(1767225600120, "2026-01-01T00:00:00.12Z", "2026-01-01T00:00:00Z");
+    check_time(1767225600007, "2026-01-01T00:00:00.007Z", "2026-01-01T00:00:00Z");
+    check_time(-1500, "1969-12-31T23:59:58.5Z", "1969-12-31T23:59:58Z");
+    check_time(INT64_MIN, "0001-01-01T00:00:00Z", "0001-01-01T00:00:00Z");
+    check_time(INT64_MAX, "0001-01-01T00:00:00Z", "0001-01-01T00:00:00Z");
+    char small[8];
+    assert_int_equal(gw_format_rfc3339(0, small, sizeof small), 7);   /* truncated, terminated */
+    assert_string_equal(small, "1970-01");
+    struct gw_buf b;
+    gw_buf_init(&b, 0);
+    assert_int_equal(gw_json_time(&b, 1767225600250), GW_OK);
+    assert_int_equal(gw_json_cstr(&b, NULL), GW_OK);
+    assert_int_equal(gw_json_cstr(&b, "<a>"), GW_OK);
+    assert_int_equal(b.len, strlen("\"2026-01-01T00:00:00.25Z\"\"\"\"\\u003ca\\u003e\""));
+    assert_memory_equal(b.data, "\"2026-01-01T00:00:00.25Z\"\"\"\"\\u003ca\\u003e\"", b.len);
+    gw_buf_free(&b);
+}
+
 static void test_json_params_parse(void **state)
 {
     struct gw_params p;
@@ -232,6 +288,7 @@ int main(void)
         cmocka_unit_test(test_json_timestamps),
         cmocka_unit_test(test_json_escaping),
         cmocka_unit_test(test_json_values_and_labels),
+        cmocka_unit_test(test_json_numbers_and_times),
         cmocka_unit_test(test_json_params_parse),
         cmocka_unit_test(test_json_parse_time),
         cmocka_unit_test(test_json_parse_step),

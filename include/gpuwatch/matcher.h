@@ -37,7 +37,8 @@ struct gw_matcher {
  * GW_EPARSE. */
 #define GW_MATCHER_MATCH_LIMIT 1000000u
 #define GW_MATCHER_PATTERN_MAX (1u << 20)
-/* Selector text longer than this is refused with GW_ETOOLARGE. */
+/* Selector text longer than this is refused with GW_ETOOLARGE
+ * (gw_pq_parse_selector in promql.h). */
 #define GW_SELECTOR_MAX_BYTES (1u << 20)
 
 /* Builds a matcher; copies name and value. GW_OK, GW_EPARSE (bad regex, with
@@ -92,19 +93,5 @@ int gw_matcher_matches_empty(const struct gw_matcher *m);
 /* 1 if the whole canonical label set satisfies every matcher. */
 int gw_matchers_match_labels(const struct gw_matcher *ms, size_t n,
                              const uint8_t *canon, size_t len);
-
-/* Parses a series selector like `up`, `{job="x"}`, `node_cpu{mode!~"idle|iowait",cpu="0"}`
- * (the form used by match[] and remote-read tests) into up to max matchers.
- * Strings take Go-style escapes in "..." '...' or `...`. Label names may be
- * quoted (`{"a.b"="x"}`) and a bare quoted string inside the braces is the
- * metric name (`{"my.metric"}`), as in Prometheus 3. The metric name
- * becomes __name__="..." and is always out[0]. Fails with GW_EPARSE
- * ("parse error at char N: ...", N the 1-based byte offset), GW_EINVAL when
- * no matcher requires a non-empty value, GW_ELIMIT when more than max
- * matchers are given, GW_ETOOLARGE above GW_SELECTOR_MAX_BYTES, GW_ENOMEM.
- * On success out[0..*n) are owned by the caller (gw_matcher_free each); on
- * failure nothing is left allocated and *n is untouched. */
-int gw_selector_parse(const char *s, size_t len, struct gw_matcher *out, size_t max,
-                      size_t *n, struct gw_error *err);
 
 #endif /* GW_MATCHER_H */

@@ -215,6 +215,21 @@ int gw_pq_parse(const char *q, size_t len, const struct gw_pq_parse_opts *opts,
                 struct gw_pq_expr **out, struct gw_error *err);
 void gw_pq_expr_free(struct gw_pq_expr *e);   /* NULL ok */
 
+/* A series selector in text form - `up`, `{job="x"}`,
+ * `node_cpu{mode!~"idle|iowait",cpu="0"}`, `{"my.metric"}` - as match[]
+ * and remote-read tests write it, parsed by the PromQL parser (the one
+ * selector grammar): the same strings, escapes, quoted names and errors
+ * as inside a query; a range, offset, @ or any other expression is
+ * refused. Up to max matchers into out; the metric name (__name__="...")
+ * is out[0] when there is one. GW_EPARSE with the parser's message
+ * ("1:6: parse error: ..."; also when no matcher requires a non-empty
+ * value), GW_ELIMIT above max matchers, GW_ETOOLARGE above
+ * GW_SELECTOR_MAX_BYTES, GW_ENOMEM. On success out[0..*n) are the
+ * caller's (gw_matcher_free each); on failure nothing is left allocated
+ * and *n is untouched. */
+int gw_pq_parse_selector(const char *s, size_t len, struct gw_matcher *out, size_t max, size_t *n,
+                         struct gw_error *err);
+
 /* Prints n in Prometheus' canonical one-line form (what String() gives,
  * e.g. `sum by (job) (rate(http_requests_total{job="a"}[5m] offset 1m))`). */
 int gw_pq_print(const struct gw_pq_node *n, struct gw_buf *out);

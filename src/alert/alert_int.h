@@ -134,11 +134,7 @@ int gw_alert_log_foreach(struct gw_alert_log *l, int64_t mint, int64_t maxt, gw_
 void gw_notifier_stop(struct gw_alerts *a);   /* sends what is due once more, joins, frees */
 
 /* ---- alert_json.c ---- */
-/* JSON string with Go encoding/json escaping (HTML-safe); invalid UTF-8 -> U+FFFD. */
-int gw_alert_json_str(struct gw_buf *b, const char *s, size_t len);
-/* RFC 3339 in UTC with milliseconds trimmed like Go's RFC3339Nano:
- * "2026-11-29T22:06:48.5Z", "2026-11-29T22:06:48Z". */
-size_t gw_alert_format_time(int64_t t_ms, char *out, size_t cap);
+/* (strings, numbers and RFC 3339 times: gpuwatch/json.h) */
 /* The labels object of an alert: {"action":..,"alertname":..,...} sorted by name. */
 int gw_alert_json_labels(struct gw_buf *b, const struct gw_alert *al);
 /* {"evidence":..,"score":..,"summary":..}. */

@@ -29,77 +29,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "gpuwatch/codec.h"
+#include "gpuwatch/json.h"
 #include "alert/alert_int.h"
 
 #define LIT(b, s) gw_buf_append((b), (s), sizeof(s) - 1)
-
-int gw_alert_json_str(struct gw_buf *b, const char *s, size_t len)
-{
-    static const char hex[] = "0123456789abcdef";
-    int rc = gw_buf_putc(b, '"');
-    size_t i = 0;
-    while (rc == GW_OK && i < len) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x80) {
-            if (c == '"' || c == '\\') {
-                char e[2] = {'\\', (char)c};
-                rc = gw_buf_append(b, e, 2);
-            } else if (c == '\n') rc = LIT(b, "\\n");
-            else if (c == '\r') rc = LIT(b, "\\r");
-            else if (c == '\t') rc = LIT(b, "\\t");
-            else if (c < 0x20 || c == '<' || c == '>' || c == '&') {
-                char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-                rc = gw_buf_append(b, e, 6);
-            } else rc = gw_buf_putc(b, c);
-            i++;
-            continue;
-        }
-        uint32_t cp;
-        size_t n = gw_utf8_decode((const uint8_t *)s + i, len - i, &cp);
-        if (n == 0) {
-            rc = LIT(b, "\\ufffd");
-            i++;
-        } else if (cp == 0x2028 || cp == 0x2029) {
-            rc = gw_buf_append(b, cp == 0x2028 ? "\\u2028" : "\\u2029", 6);
-            i += n;
-        } else {
-            rc = gw_buf_append(b, s + i, n);
-            i += n;
-        }
-    }
-    if (rc == GW_OK) rc = gw_buf_putc(b, '"');
-    return rc;
-}
-
-size_t gw_alert_format_time(int64_t t_ms, char *out, size_t cap)
-{
-    /* Years 1..9999 only (Go's own limit for RFC 3339). */
-    if (t_ms < -62135596800000LL || t_ms > 253402300799999LL) t_ms = -62135596800000LL;
-    int64_t sec = t_ms / 1000, ms = t_ms % 1000;
-    if (ms < 0) {
-        ms += 1000;
-        sec--;
-    }
-    time_t tt = (time_t)sec;
-    struct tm tm;
-    gmtime_r(&tt, &tm);
-    /* ".ddd" without its trailing zeros: 500 ms -> ".5", 120 -> ".12", 7 -> ".007" */
-    char frac[8] = "";
-    if (ms) {
-        int digits = 3, f = (int)ms;
-        while (f % 10 == 0) {
-            f /= 10;
-            digits--;
-        }
-        snprintf(frac, sizeof frac, ".%0*d", digits, f);
-    }
-    int n = snprintf(out, cap, "%04d-%02d-%02dT%02d:%02d:%02d%sZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                     tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
-    return n < 0 ? 0 : (size_t)n;
-}
 
 size_t gw_alert_format_float_e(double v, char *out, size_t cap)
 {
@@ -114,25 +49,6 @@ size_t gw_alert_format_float_e(double v, char *out, size_t cap)
         }
     }
     return n < 0 ? 0 : (size_t)n;
-}
-
-/* Go encoding/json float64: shortest round trip, 'f' form unless the
- * exponent is < -6 or >= 21. */
-static int json_num(struct gw_buf *b, double v)
-{
-    char s[40];
-    if (!isfinite(v)) v = 0;
-    double av = fabs(v);
-    if (v == 0) return LIT(b, "0");
-    if (av < 1e-6 || av >= 1e21) {
-        gw_alert_format_float_e(v, s, sizeof s);
-        return gw_buf_append(b, s, strlen(s));
-    }
-    for (int p = 0; p <= 17; p++) {
-        snprintf(s, sizeof s, "%.*f", p, v);
-        if (strtod(s, NULL) == v) break;
-    }
-    return gw_buf_append(b, s, strlen(s));
 }
 
 /* Shortest decimal that reads back as v ("0.9", "1", "0.125"). */
@@ -160,9 +76,9 @@ static int json_kvs(struct gw_buf *b, struct kv *kv, size_t n)
     int rc = gw_buf_putc(b, '{');
     for (size_t i = 0; rc == GW_OK && i < n; i++) {
         if (i) rc = gw_buf_putc(b, ',');
-        if (rc == GW_OK) rc = gw_alert_json_str(b, kv[i].k, strlen(kv[i].k));
+        if (rc == GW_OK) rc = gw_json_str(b, kv[i].k, strlen(kv[i].k));
         if (rc == GW_OK) rc = gw_buf_putc(b, ':');
-        if (rc == GW_OK) rc = gw_alert_json_str(b, kv[i].v, strlen(kv[i].v));
+        if (rc == GW_OK) rc = gw_json_str(b, kv[i].v, strlen(kv[i].v));
     }
     if (rc == GW_OK) rc = gw_buf_putc(b, '}');
     return rc;
@@ -203,7 +119,7 @@ static int api_alert(struct gw_buf *b, const struct gw_alert *al)
     if (rc == GW_OK) rc = gw_alert_json_labels(b, al);
     if (rc == GW_OK) rc = LIT(b, ",\"annotations\":");
     if (rc == GW_OK) rc = gw_alert_json_annotations(b, al);
-    gw_alert_format_time(al->active_at, ts, sizeof ts);
+    gw_format_rfc3339(al->active_at, ts, sizeof ts);
     gw_alert_format_float_e(al->score, val, sizeof val);
     if (rc == GW_OK)
         rc = gw_buf_printf(b, ",\"state\":\"%s\",\"activeAt\":\"%s\",\"value\":\"%s\"}", gw_alert_state_name(al->state),
@@ -269,7 +185,7 @@ int gw_alerts_api_rules(struct gw_alerts *a, const char *type, const char *const
             rules[j] = t;
         }
     char last_eval[40];
-    gw_alert_format_time(now == INT64_MIN ? -62135596800000LL : now, last_eval, sizeof last_eval);
+    gw_format_rfc3339(now == INT64_MIN ? -62135596800000LL : now, last_eval, sizeof last_eval);
     rc = LIT(out, "{\"status\":\"success\",\"data\":{\"groups\":[");
     int first_group = 1;
     for (size_t i = 0; rc == GW_OK && i < nr;) {
@@ -281,7 +197,7 @@ int gw_alerts_api_rules(struct gw_alerts *a, const char *type, const char *const
         int n_in = 0;
         if (in_list(gname, group_names, n_group_names)) {
             rc = gw_buf_printf(out, "%s{\"name\":", first_group ? "" : ",");
-            if (rc == GW_OK) rc = gw_alert_json_str(out, gname, strlen(gname));
+            if (rc == GW_OK) rc = gw_json_str(out, gname, strlen(gname));
             if (rc == GW_OK) rc = LIT(out, ",\"file\":\"gpuwatch-detectors\",\"rules\":[");
             for (size_t r = i; rc == GW_OK && r < j; r++) {
                 const struct al_rule *ru = &rules[r];
@@ -295,13 +211,13 @@ int gw_alerts_api_rules(struct gw_alerts *a, const char *type, const char *const
                 rc = gw_buf_printf(out, "%s{\"state\":\"%s\",\"name\":", n_in ? "," : "",
                                    firing ? "firing" : pending ? "pending" : "inactive");
                 n_in++;
-                if (rc == GW_OK) rc = gw_alert_json_str(out, ru->alertname, strlen(ru->alertname));
+                if (rc == GW_OK) rc = gw_json_str(out, ru->alertname, strlen(ru->alertname));
                 if (rc == GW_OK) rc = LIT(out, ",\"query\":");
-                if (rc == GW_OK) rc = gw_alert_json_str(out, ru->expr, strlen(ru->expr));
+                if (rc == GW_OK) rc = gw_json_str(out, ru->expr, strlen(ru->expr));
                 if (rc == GW_OK) rc = LIT(out, ",\"duration\":");
-                if (rc == GW_OK) rc = json_num(out, (double)ru->for_ms / 1000.0);
+                if (rc == GW_OK) rc = gw_json_num(out, (double)ru->for_ms / 1000.0);
                 if (rc == GW_OK) rc = LIT(out, ",\"keepFiringFor\":");
-                if (rc == GW_OK) rc = json_num(out, (double)ru->hold_ms / 1000.0);
+                if (rc == GW_OK) rc = gw_json_num(out, (double)ru->hold_ms / 1000.0);
                 struct kv lk[2];
                 size_t nl = 0;
                 if (ru->detector[0]) lk[nl++] = (struct kv){"detector", ru->detector};
@@ -321,7 +237,7 @@ int gw_alerts_api_rules(struct gw_alerts *a, const char *type, const char *const
                                        last_eval);
             }
             if (rc == GW_OK) rc = LIT(out, "],\"interval\":");
-            if (rc == GW_OK) rc = json_num(out, (double)interval_ms / 1000.0);
+            if (rc == GW_OK) rc = gw_json_num(out, (double)interval_ms / 1000.0);
             if (rc == GW_OK)
                 rc = gw_buf_printf(out, ",\"limit\":0,\"evaluationTime\":0,\"lastEvaluation\":\"%s\"}", last_eval);
             /* A group whose rules were all filtered out is left out. */

@@ -29,6 +29,7 @@
 
 #include "gpuwatch/codec.h"
 #include "gpuwatch/httpc.h"
+#include "gpuwatch/json.h"
 #include "gpuwatch/log.h"
 #include "alert/alert_int.h"
 
@@ -91,10 +92,10 @@ static int alert_json(struct gw_notifier *n, const struct gw_alert *al, int64_t 
     if (rc == GW_OK) rc = gw_alert_json_labels(b, al);
     if (rc == GW_OK) rc = LIT(b, ",\"annotations\":");
     if (rc == GW_OK) rc = gw_alert_json_annotations(b, al);
-    gw_alert_format_time(al->fired_at, ts, sizeof ts);
+    gw_format_rfc3339(al->fired_at, ts, sizeof ts);
     if (rc == GW_OK) rc = gw_buf_printf(b, ",\"startsAt\":\"%s\"", ts);
     int64_t ends = al->state == GW_ALERT_RESOLVED ? al->resolved_at : wall + 4 * n->resend_ms;
-    gw_alert_format_time(ends, ts, sizeof ts);
+    gw_format_rfc3339(ends, ts, sizeof ts);
     if (rc == GW_OK) rc = gw_buf_printf(b, ",\"endsAt\":\"%s\"", ts);
     if (rc == GW_OK && n->external_url && n->external_url[0]) {
         struct gw_buf u;
@@ -105,7 +106,7 @@ static int alert_json(struct gw_notifier *n, const struct gw_alert *al, int64_t 
         if (rc == GW_OK) rc = url_escape(&u, expr);
         if (rc == GW_OK) rc = LIT(&u, "&g0.tab=1");
         if (rc == GW_OK) rc = LIT(b, ",\"generatorURL\":");
-        if (rc == GW_OK) rc = gw_alert_json_str(b, (const char *)u.data, u.len);
+        if (rc == GW_OK) rc = gw_json_str(b, (const char *)u.data, u.len);
         gw_buf_free(&u);
     }
     if (rc == GW_OK) rc = gw_buf_putc(b, '}');

@@ -17,6 +17,7 @@
 
 #include "gpuwatch/codec.h"
 #include "gpuwatch/httpc.h"
+#include "gpuwatch/json.h"
 #include "gpuwatch/detect.h"
 #include "gpuwatch/sim.h"
 
@@ -150,10 +151,7 @@ static int parse_start(const char *v, int64_t interval_ms, int64_t *out)
 
 static void fmt_time(int64_t ms, char *out, size_t n)
 {
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    if (gmtime_r(&t, &tm) == NULL || strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(out, n, "%" PRId64, ms);
+    gw_format_rfc3339_s(ms, out, n);
 }
 
 static void print_events(const struct gw_sim_timeline *tl)

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 #include "detect_int.h"
+#include "gpuwatch/json.h"
 #include "gpuwatch/labels.h"
 
 /* --------------------------------------------------------------- catalogue */
@@ -225,9 +226,7 @@ int64_t det_default_lateness(const struct gw_det *d)
 
 void det_fmt_time(int64_t t, char *out, size_t cap)
 {
-    time_t s = (time_t)(t / 1000);
-    struct tm tm;
-    if (!gmtime_r(&s, &tm) || strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) snprintf(out, cap, "%lld", (long long)t);
+    gw_format_rfc3339_s(t, out, cap);
 }
 
 static int cmp_double(const void *a, const void *b)

@@ -187,7 +187,7 @@ static int msets_parse(struct gw_http_req *rq, struct gw_http_resp *rs, struct m
         if (strcmp(p->key, "match[]") != 0)
             continue;
         gw_error_clear(&err);
-        rc = gw_selector_parse(p->val, p->val_len, ms->s[k].m, SEL_MAX_MATCHERS, &ms->s[k].n, &err);
+        rc = gw_pq_parse_selector(p->val, p->val_len, ms->s[k].m, SEL_MAX_MATCHERS, &ms->s[k].n, &err);
         if (rc != GW_OK) {
             char what[300];
             snprintf(what, sizeof what, "invalid parameter \"match[]\": %.200s", p->val);

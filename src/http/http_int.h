@@ -15,6 +15,7 @@
 #include "gpuwatch/db.h"
 #include "gpuwatch/err.h"
 #include "gpuwatch/http.h"
+#include "gpuwatch/json.h"
 
 #ifndef GW_VERSION
 #define GW_VERSION "0.1.0"
@@ -46,22 +47,6 @@ const struct gw_param *gw_params_get(const struct gw_params *p, const char *key)
 long gw_url_decode(const char *in, size_t len, char *out);
 
 /* ---- JSON and time formatting (json.c) ---- */
-/* Go strconv.AppendFloat(v, 'f' or 'e', -1, 64) as Prometheus chooses it for
- * sample values: exponent form when v != 0 and |v| < 1e-6 or >= 1e21;
- * "NaN", "+Inf", "-Inf". Writes a NUL-terminated string into out (cap >=
- * 32 is always enough); returns its length. */
-size_t gw_json_format_float(double v, char *out, size_t cap);
-/* Milliseconds as seconds with 3 decimals, none when the fraction is zero
- * (1435781451781 -> "1435781451.781", 1435781460100 -> "1435781460.100",
- * 1435781460000 -> "1435781460"), as Prometheus writes them. */
-size_t gw_json_format_ts(int64_t t_ms, char *out, size_t cap);
-/* Appends a quoted JSON string (escapes like Go's encoding/json with HTML
- * escaping; invalid UTF-8 becomes U+FFFD). */
-int gw_json_str(struct gw_buf *b, const char *s, size_t len);
-/* Appends "\"<value>\"" for a sample value. */
-int gw_json_value(struct gw_buf *b, double v);
-/* Appends a timestamp number. */
-int gw_json_ts(struct gw_buf *b, int64_t t_ms);
 /* Appends a label set {"name":"value",...} from canonical bytes. */
 int gw_json_labels(struct gw_buf *b, const uint8_t *canon, size_t len);
 

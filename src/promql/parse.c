@@ -383,6 +383,9 @@ static struct gw_pq_node *parse_selector(struct parser *p, const struct pq_token
                     it->name = tok_string(p, t, &it->name_len);
                     if (it->name == NULL)
                         return NULL;
+                    if (!pq_is_valid_utf8_label(it->name, it->name_len))
+                        return perr(p, t->pos, "%s", it->name_len ? "label or metric name is not valid UTF-8"
+                                                                   : "empty label or metric name"), NULL;
                 }
                 adv(p);
                 if (is_match_op(cur(p)->type)) {

@@ -74,6 +74,7 @@
 #include "gpuwatch/buf.h"
 #include "gpuwatch/codec.h"
 #include "gpuwatch/httpc.h"
+#include "gpuwatch/json.h"
 #include "gpuwatch/rw.h"
 #include "gpuwatch/sim.h"
 
@@ -712,12 +713,9 @@ out:
 
 static void progress(const struct out *o, const struct gw_sim_output_stats *st, int64_t t, uint64_t t0_ns)
 {
-    char ts[32] = "?";
-    time_t sec = (time_t)(t / 1000);
-    struct tm tm;
+    char ts[48];
     double el = (double)(gw_mono_ns() - t0_ns) / 1e9;
-    if (gmtime_r(&sec, &tm))
-        strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    gw_format_rfc3339_s(t, ts, sizeof ts);
     fprintf(stderr, "simulate: at %s  samples=%" PRIu64 " requests=%" PRIu64 " series=%zu %.0f samples/s\n", ts,
             st->samples, st->requests, gw_sim_gen_series_count(o->g), el > 0 ? (double)st->samples / el : 0.0);
 }
