@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "gpuwatch/detect.h"
+#include "gpuwatch/json.h"
 #include "gpuwatch/kv.h"
 #include "http/http_int.h"
 
@@ -30,7 +31,8 @@ struct ck_scan {
 static int num(struct gw_buf *b, const char *key, double v)
 {
     if (v != v) return gw_buf_printf(b, ",\"%s\":null", key);
-    return gw_buf_printf(b, ",\"%s\":%.10g", key, v);
+    int rc = gw_buf_printf(b, ",\"%s\":", key);
+    return rc ? rc : gw_json_num(b, v);
 }
 
 static int event_json(struct gw_buf *b, const struct gw_det_ckpt *e, int first)
