@@ -692,6 +692,70 @@ static void test_eval_variation_families(void **state)
     for (size_t i = 0; i < n_all; i++) gw_eval_report_free(&all[i]);
 }
 
+/* D7 scoring on a crafted timeline: matching by phase and overlap, start/end
+ * errors, the confusion matrix, bottleneck alerts on healthy saves. */
+static void test_eval_checkpoints(void **state)
+{
+    (void)state;
+    const int64_t M = 60000, T = 1767225600000LL;
+    struct gw_sim_checkpoint cks[4] = {
+        {0, 0, GW_SIM_CKPT_LOAD, T, T + 5 * M, 0, GW_SIM_BN_SLOTS},
+        {1, 0, GW_SIM_CKPT_SAVE, T + 60 * M, T + 64 * M, 0, GW_SIM_BN_NONE},
+        {2, 0, GW_SIM_CKPT_SAVE, T + 120 * M, T + 126 * M, 0, GW_SIM_BN_SERVER},
+        {3, 0, GW_SIM_CKPT_SAVE, T + 180 * M, T + 183 * M, 0, GW_SIM_BN_LINK},
+    };
+    struct gw_sim_timeline tl;
+    memset(&tl, 0, sizeof tl);
+    gw_sim_config_default(&tl.cfg);
+    tl.cfg.interval_ms = 30000;
+    tl.checkpoints = cks;
+    tl.n_checkpoints = 4;
+    struct gw_det_ckpt ev[4];
+    memset(ev, 0, sizeof ev);
+    /* the load found 30 s late, the healthy save right, the server save called slots, a stray save */
+    ev[0] = (struct gw_det_ckpt){.t_start = T + 30000, .t_end = T + 5 * M, .phase = GW_CKPT_LOAD, .diag = GW_CKPT_SLOTS};
+    ev[1] = (struct gw_det_ckpt){.t_start = T + 60 * M, .t_end = T + 65 * M, .phase = GW_CKPT_SAVE, .diag = GW_CKPT_HEALTHY};
+    ev[2] = (struct gw_det_ckpt){.t_start = T + 120 * M, .t_end = T + 126 * M, .phase = GW_CKPT_SAVE, .diag = GW_CKPT_SLOTS};
+    ev[3] = (struct gw_det_ckpt){.t_start = T + 300 * M, .t_end = T + 303 * M, .phase = GW_CKPT_SAVE, .diag = GW_CKPT_SLOTS};
+    struct gw_eval_alert al[3];
+    memset(al, 0, sizeof al);
+    for (int i = 0; i < 3; i++) {
+        snprintf(al[i].detector, sizeof al[i].detector, "D7");
+        snprintf(al[i].alertname, sizeof al[i].alertname, "CheckpointIoBottleneck");
+    }
+    al[0].active_at = T + 65 * M;    /* after the healthy save */
+    al[1].active_at = T + 127 * M;   /* after the server save */
+    al[2].active_at = T + 400 * M;   /* after no save */
+    struct gw_eval_ckpt c;
+    assert_int_equal(gw_eval_ckpt_score(&tl, ev, 4, al, 3, &c), GW_OK);
+    assert_int_equal(c.truth, 4);
+    assert_int_equal(c.events, 4);
+    assert_int_equal(c.matched, 3);
+    assert_int_equal(c.confusion[GW_SIM_BN_SLOTS][GW_CKPT_SLOTS], 1);
+    assert_int_equal(c.confusion[GW_SIM_BN_NONE][GW_CKPT_HEALTHY], 1);
+    assert_int_equal(c.confusion[GW_SIM_BN_SERVER][GW_CKPT_SLOTS], 1);
+    assert_int_equal(c.start_within2, 3);
+    assert_int_equal(c.end_within2, 3);
+    assert_true(fabs(c.start_err_max_s - 30) < 1e-9 && fabs(c.end_err_max_s - 60) < 1e-9);
+    assert_int_equal(c.bn_alerts, 3);
+    assert_int_equal(c.bn_alerts_healthy, 1);
+    assert_int_equal(c.bn_alerts_unmatched, 1);
+    assert_int_equal(c.limited_saves, 2);
+    assert_int_equal(c.limited_saves_alerted, 1);
+    struct gw_eval_report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.ckpt = c;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(gw_eval_ckpt_print(&rep, 1, 1, f), GW_OK);
+    fclose(f);
+    assert_non_null(strstr(buf, "\"precision\":0.75"));
+    assert_non_null(strstr(buf, "\"bottleneck_alerts_on_healthy\":1"));
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -709,6 +773,7 @@ int main(void)
         cmocka_unit_test(test_eval_unknown_host_is_false),
         cmocka_unit_test(test_eval_shuffler_keeps_series_order),
         cmocka_unit_test(test_eval_variation_families),
+        cmocka_unit_test(test_eval_checkpoints),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

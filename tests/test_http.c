@@ -22,9 +22,12 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <math.h>
 #include <unistd.h>
 #include "gpuwatch/codec.h"
 #include "gpuwatch/db.h"
+#include "gpuwatch/detect.h"
+#include "gpuwatch/kv.h"
 #include "gpuwatch/http.h"
 #include "gpuwatch/rw.h"
 
@@ -1145,6 +1148,84 @@ static void test_http_listen_addresses(void **state)
     gw_http_stop(NULL);
 }
 
+/* /api/v1/checkpoints: events of the store overlapping [start, end], the
+ * envelope, null for unknown numbers, 400 on bad parameters; no store: []. */
+static void test_http_checkpoints(void **state)
+{
+    (void)state;
+    char dir[256];
+    const char *tmp = getenv("GW_TEST_TMP");
+    snprintf(dir, sizeof dir, "%s/gwckpt.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    static const char *const tables[] = {GW_CKPT_TABLE};
+    struct gw_kv *kv = NULL;
+    struct gw_error err = {0};
+    assert_int_equal(gw_kv_open(&kv, dir, tables, 1, 1u << 20, 1u << 24, &err), GW_OK);
+    struct gw_kv_txn *t = NULL;
+    assert_int_equal(gw_kv_begin(kv, 1, &t, &err), GW_OK);
+    for (int i = 0; i < 3; i++) {
+        struct gw_det_ckpt e;
+        memset(&e, 0, sizeof e);
+        e.id = (uint64_t)i;
+        e.t_start = 1767225600000LL + i * 3600000LL;
+        e.t_end = e.t_start + 300000;
+        e.phase = i == 0 ? GW_CKPT_LOAD : GW_CKPT_SAVE;
+        e.diag = i == 2 ? GW_CKPT_SLOTS : GW_CKPT_HEALTHY;
+        e.nodes = 60;
+        e.bytes = 1.2e13;
+        e.queue_share = i == 2 ? 0.93 : 0.05;
+        e.link_util = NAN;
+        uint8_t k[GW_CKPT_KEY_BYTES], v[GW_CKPT_ENC_BYTES];
+        gw_det_ckpt_key(e.t_start, e.id, k);
+        gw_det_ckpt_encode(&e, v);
+        assert_int_equal(gw_kv_put(t, 0, k, sizeof k, v, sizeof v, &err), GW_OK);
+    }
+    assert_int_equal(gw_kv_commit(t, &err), GW_OK);
+    struct gw_http_opts o;
+    gw_http_opts_default(&o);
+    o.listen = "127.0.0.1:0";
+    o.threads = 1;
+    o.checkpoints = kv;
+    struct gw_http *h = NULL;
+    assert_int_equal(gw_http_start(&h, NULL, &o, &err), GW_OK);
+    uint16_t port = gw_http_port(h);
+    struct resp r;
+    http_do(port, "GET", "/api/v1/checkpoints", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "{\"status\":\"success\",\"data\":[{\"id\":0,\"phase\":\"load\""));
+    assert_non_null(strstr(r.body, "\"link_utilisation\":null"));
+    assert_non_null(strstr(r.body, "\"diagnosis\":\"slot_limited\""));
+    assert_non_null(strstr(r.body, "nconnect"));
+    resp_free(&r);
+    /* only the second: start inside it, end before the third */
+    http_do(port, "GET", "/api/v1/checkpoints?start=1767229300&end=2026-01-01T01:30:00Z", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body, "\"id\":1,"));
+    assert_null(strstr(r.body, "\"id\":0,"));
+    assert_null(strstr(r.body, "\"id\":2,"));
+    resp_free(&r);
+    http_do(port, "GET", "/api/v1/checkpoints?start=yesterday", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "bad_data"));
+    assert_non_null(strstr(r.body, "cannot parse"));
+    resp_free(&r);
+    http_do(port, "GET", "/api/v1/checkpoints?start=200&end=100", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 400);
+    resp_free(&r);
+    gw_http_stop(h);
+    o.checkpoints = NULL;
+    assert_int_equal(gw_http_start(&h, NULL, &o, &err), GW_OK);
+    http_do(gw_http_port(h), "GET", "/api/v1/checkpoints", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":[]}");
+    resp_free(&r);
+    gw_http_stop(h);
+    gw_kv_close(kv);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1165,6 +1246,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_http_remote_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_stalled_upload_does_not_block, setup, teardown),
         cmocka_unit_test(test_http_listen_addresses),
+        cmocka_unit_test(test_http_checkpoints),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,4 +1,4 @@
-/* gpuwatch/detect.h - the inline failure detectors (D1-D6 of DESIGN.md
+/* gpuwatch/detect.h - the inline failure detectors (D1-D7 of DESIGN.md
  * section 4). Ingest hands every accepted sample to gw_det_sample(); the
  * detectors keep small fixed state per series, per GPU and per node, and
  * raise alerts through alert.h on data time.
@@ -16,7 +16,10 @@
  *  D5 telemetry structure: a GPU vanished while its exporter answers,
  *     sentinel values, an exporter down, a node silent;
  *  D6 fail-slow: throttle reasons with clock loss against peers,
- *     temperature bands, violation counters.
+ *     temperature bands, violation counters;
+ *  D7 checkpoint I/O: save/load phases of the fleet from the NFS
+ *     mountstats, each one an event with its bottleneck (RPC slots, NFS
+ *     server, link) and the remedy (gw_det_ckpt_drain).
  *
  * Series are classified once (gw_det_series) by metric name and labels.
  * The node is one canonical name per machine across exporters and label
@@ -111,6 +114,20 @@ struct gw_det_config {
     int64_t temp_warn_ms, temp_crit_ms; /* (5 min, 2 min) */
     double hbm_temp_warn;           /* HBM (95 C, temp_warn_ms) */
     int64_t slow_hold_ms;           /* (30 min) */
+    /* D7 checkpoint I/O (docs/detectors.md "D7") */
+    int ckpt_enable;                /* D7 on (1) */
+    uint32_t ckpt_min_nodes;        /* a checkpoint starts when this many nodes move data in bulk at once (3) */
+    double ckpt_rise_ratio;         /* a node moves data in bulk at this multiple of its own idle rate ... (10) */
+    double ckpt_floor_bps;          /* ... and at least this many bytes/s (16 MiB/s) */
+    uint32_t ckpt_end_buckets;      /* a checkpoint ends after this many quiet evaluations (2) */
+    uint32_t ckpt_min_buckets;      /* shorter bursts are no checkpoint (2) */
+    double ckpt_queue_share;        /* slot-limited: queue time at least this share of the round trip ... (0.5) */
+    double ckpt_backlog;            /* ... and backlog per send at least this, or the slots at their limit (1) */
+    double ckpt_link_util;          /* link-limited: NIC/IB link of the NFS traffic at this share of its speed (0.8) */
+    double ckpt_server_rtt_ratio;   /* server-limited: response time this multiple of its idle level (4) */
+    double ckpt_stall_ratio;        /* CheckpointStalled: a save this multiple of the median recent save (3) */
+    uint32_t ckpt_stall_history;    /* ... once this many saves are known (5) ... */
+    double ckpt_stall_max_ratio;    /* ... and this multiple of the longest of them (1.5) */
 };
 void gw_det_config_default(struct gw_det_config *c);
 /* Reads "key = value" lines (# comments; durations like 30s, 5m, 72h, 7d;
@@ -167,5 +184,66 @@ void gw_det_stats(struct gw_det *d, struct gw_det_stats *st);
  * events. GW_ECORRUPT when the file is not a snapshot of this version. */
 int gw_det_snapshot_save(struct gw_det *d, const char *path, struct gw_error *err);
 int gw_det_snapshot_load(struct gw_det *d, const char *path, struct gw_error *err);
+
+/* ------------------------------------------------ D7: checkpoint events
+ * Every checkpoint save or load the fleet performs is one event, judged
+ * at its end (data time). Events wait in the engine (at most
+ * GW_CKPT_QUEUE; older ones are dropped and counted) until drained. */
+enum gw_ckpt_phase { GW_CKPT_SAVE = 1, GW_CKPT_LOAD = 2 };
+enum gw_ckpt_diag {
+    GW_CKPT_UNKNOWN = 0,   /* no mountstats timing counters */
+    GW_CKPT_HEALTHY,       /* nothing saturated */
+    GW_CKPT_SLOTS,         /* client RPC slot table: queue time dominates, backlog, slots at the limit */
+    GW_CKPT_SERVER,        /* the NFS server: response time far above its idle level, little queueing */
+    GW_CKPT_LINK,          /* the NIC / InfiniBand link carrying NFS near its speed */
+    GW_CKPT_DIAG_COUNT_
+};
+#define GW_CKPT_QUEUE 64
+#define GW_CKPT_MAX_BUCKETS 480   /* per-bucket throughput kept per event (4 h at 30 s) */
+const char *gw_ckpt_phase_name(int phase);   /* "save", "load", "?" */
+const char *gw_ckpt_diag_name(int diag);     /* "unknown", "healthy", "slot_limited", "server_limited", "link_limited" */
+const char *gw_ckpt_remedy(int diag);        /* what to change for that cause ("" healthy/unknown) */
+
+struct gw_det_ckpt {
+    uint64_t id;                /* increasing per engine */
+    int64_t t_start, t_end;     /* data time (ms): start of the first and end of the last busy bucket */
+    int32_t phase;              /* enum gw_ckpt_phase */
+    int32_t diag;               /* enum gw_ckpt_diag */
+    uint32_t nodes;             /* most nodes moving data in one bucket */
+    uint32_t buckets;           /* busy buckets */
+    int64_t interval_ms;        /* bucket width */
+    double bytes;               /* NFS bytes moved by the fleet in the phase's direction */
+    double peak_bps, mean_bps;  /* fleet bytes/s: highest bucket, bytes / duration */
+    double link_util;           /* mean utilisation of the links carrying the NFS traffic (0..1), NAN unknown */
+    double link_util_max;       /* highest node-bucket */
+    double queue_share;         /* queue time / request time of WRITE (save) or READ (load), NAN unknown */
+    double rtt_ms;              /* response time per request, NAN unknown */
+    double rtt_base_ms;         /* the same outside checkpoints (slow average), NAN unknown */
+    double backlog_per_send;    /* transport backlog per send, NAN unknown */
+    double slot_high;           /* highest transport_maximum_rpc_slots of the busy nodes, NAN unknown */
+    double slot_limit;          /* the slot limit in use (see docs/detectors.md), NAN unknown */
+    double slots_at_limit;      /* share of busy node-buckets at >= 90 % of the limit, NAN unknown */
+};
+/* Fixed encoding for the key-value store: version byte 1, then every field
+ * little-endian (int64 / IEEE-754 doubles as uint64). */
+#define GW_CKPT_ENC_BYTES 145
+void gw_det_ckpt_encode(const struct gw_det_ckpt *e, uint8_t out[GW_CKPT_ENC_BYTES]);
+/* GW_OK, or GW_ECORRUPT when b is not an encoding of this version. */
+int gw_det_ckpt_decode(const uint8_t *b, size_t n, struct gw_det_ckpt *e);
+/* The event store `serve` keeps (DIR/checkpoints/, one key-value table
+ * GW_CKPT_TABLE): key = t_start (sign bit flipped) then id, each 8 bytes
+ * big-endian (so a scan runs in start order), value = gw_det_ckpt_encode(). */
+#define GW_CKPT_TABLE "events"
+#define GW_CKPT_KEY_BYTES 16
+void gw_det_ckpt_key(int64_t t_start, uint64_t id, uint8_t out[GW_CKPT_KEY_BYTES]);
+
+/* Finished checkpoints since the last drain, oldest first: cb gets the
+ * event and its fleet throughput per bucket (t = bucket ends, bps in the
+ * phase's direction; at most GW_CKPT_MAX_BUCKETS, the newest kept).
+ * Called without the engine's lock held; cb must not call into d.
+ * Returns GW_OK or cb's nonzero value (the events not yet given stay). */
+typedef int (*gw_det_ckpt_cb)(void *ud, const struct gw_det_ckpt *e, const int64_t *t, const double *bps,
+                              size_t n);
+int gw_det_ckpt_drain(struct gw_det *d, gw_det_ckpt_cb cb, void *ud);
 
 #endif /* GW_DETECT_H */

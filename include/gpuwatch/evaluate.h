@@ -130,6 +130,26 @@ struct gw_eval_false_alarm {
     int group_first;
 };
 
+/* `--checkpoints`: D7's checkpoint events against the timeline's
+ * checkpoints. An event matches the truth checkpoint of the same phase it
+ * overlaps most (each at most once); start/end errors are event - truth.
+ * A CheckpointIoBottleneck alert belongs to the save whose end precedes
+ * its activeAt by at most 10 min (else it is unmatched). */
+struct gw_eval_ckpt {
+    uint32_t truth, events, matched;
+    uint32_t truth_by[GW_SIM_BN_COUNT_];          /* truth checkpoints per bottleneck */
+    uint32_t confusion[GW_SIM_BN_COUNT_][GW_CKPT_DIAG_COUNT_];   /* matched: truth bottleneck x diagnosis */
+    uint32_t start_within2, end_within2;          /* matched with |error| <= 2 scrape intervals */
+    double start_err_med_s, start_err_max_s;      /* |error|, seconds; NAN without matches */
+    double end_err_med_s, end_err_max_s;
+    uint32_t bn_alerts;                           /* CheckpointIoBottleneck alerts */
+    uint32_t bn_alerts_healthy;                   /* ... on a healthy truth save */
+    uint32_t bn_alerts_unmatched;                 /* ... on no truth save */
+    uint32_t limited_saves, limited_saves_alerted;/* truth saves limited by slots/server/link; alerted */
+    uint32_t stalled_alerts;
+    int64_t interval_ms;
+};
+
 struct gw_eval_report {
     uint64_t seed;
     double days;
@@ -147,7 +167,14 @@ struct gw_eval_report {
     uint64_t series;                       /* series registered with the detectors */
     uint32_t det_present;                  /* bit d set when D<d> raised a warning/critical alert */
     uint32_t unknown_host_alerts;          /* alerts naming a host that is no node (false alarms) */
+    struct gw_eval_ckpt ckpt;              /* D7 (its alerts are scored here, not against failures) */
 };
+/* Scores D7's events and alerts (any order) against tl's checkpoints. */
+int gw_eval_ckpt_score(const struct gw_sim_timeline *tl, const struct gw_det_ckpt *ev, size_t n_ev,
+                       const struct gw_eval_alert *alerts, size_t n_alerts, struct gw_eval_ckpt *out);
+/* Prints the checkpoint section of n reports (per seed, then totals) as a
+ * table, or with json one object {"seeds":[...],"totals":{...}}. */
+int gw_eval_ckpt_print(const struct gw_eval_report *reps, size_t n, int json, FILE *f);
 void gw_eval_report_free(struct gw_eval_report *r);
 
 /* Scores alerts (any order) against tl. The report owns its arrays. */

@@ -12,6 +12,7 @@
 #include "gpuwatch/buf.h"
 #include "gpuwatch/db.h"
 #include "gpuwatch/err.h"
+#include "gpuwatch/kv.h"
 
 struct gw_alerts;
 
@@ -31,6 +32,9 @@ struct gw_http_opts {
      * alert and rule lists. The server reads it from its own copy of the
      * options, which gw_http_set_alerts() sets on a started server. */
     struct gw_alerts *alerts;
+    /* Source of /api/v1/checkpoints: the checkpoint event store (kv.h, table
+     * GW_CKPT_TABLE of detect.h; borrowed); NULL answers an empty list. */
+    struct gw_kv *checkpoints;
 };
 void gw_http_opts_default(struct gw_http_opts *o);
 

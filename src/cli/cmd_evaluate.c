@@ -46,6 +46,11 @@ static const char usage_evaluate[] =
     "  --gpu-model M        b200 (default), a100 or h100\n"
     "  --bait-scale X       multiply every bait hazard by X (default 1)\n"
     "  --failure-shapes S   fixed (default) or random (within published ranges)\n"
+    "  --checkpoints        report D7's checkpoint events instead: precision and recall\n"
+    "                       against the simulated checkpoints, start/end error, the\n"
+    "                       diagnosis confusion matrix, bottleneck alerts on healthy saves\n"
+    "  --checkpoint-bottleneck B  what limits the simulated checkpoints: slots, server,\n"
+    "                       link, none or mixed (drawn per checkpoint)\n"
     "  --json               one JSON object instead of the table\n"
     "  --verbose            also list every failure (detection, detector, lead/delay) and\n"
     "                       every false alarm; progress on stderr\n"
@@ -57,6 +62,15 @@ static const char usage_evaluate[] =
     "\n"
     "Runs start at 2026-01-01T00:00:00Z so that a seed always gives the same result.\n"
     "Exit status: 0 when the evaluation ran, 1 when a run failed, 2 on bad options.\n";
+
+/* "slots" .. "none" -> enum gw_sim_ckpt_bottleneck, "mixed" -> GW_SIM_BN_MIXED; -2 unknown. */
+static int parse_bottleneck(const char *v)
+{
+    if (!strcmp(v, "mixed")) return GW_SIM_BN_MIXED;
+    for (int b = 0; b < GW_SIM_BN_COUNT_; b++)
+        if (!strcmp(v, gw_sim_bottleneck_name((enum gw_sim_ckpt_bottleneck)b))) return b;
+    return -2;
+}
 
 static int bad(const char *opt, const char *v, const char *expect)
 {
@@ -252,7 +266,7 @@ int gw_cli_evaluate(int argc, char **argv)
 {
     const char *profile = "paper", *config = NULL;
     int json = 0, verbose = 0, have_seed = 0, have_seeds = 0, have_days = 0, have_nodes = 0, have_scale = 0;
-    int have_interval = 0, variations = 0;
+    int have_interval = 0, variations = 0, checkpoints = 0, bottleneck = -2;
     uint64_t seeds[MAX_SEEDS], nodes = 0, threads = 0;
     size_t n_seeds = 1;
     double days = 0, scale = 1;
@@ -270,8 +284,9 @@ int gw_cli_evaluate(int argc, char **argv)
         }
     }
     for (int i = 0; i < argc; i++) {
-        static const char *const flags[] = {"--json", "--verbose", "--variations", NULL};
-        static const char *const known[] = {"--json", "--verbose", "--variations", "--profile", "--seed", "--seeds", "--days",
+        static const char *const flags[] = {"--json", "--verbose", "--variations", "--checkpoints", NULL};
+        static const char *const known[] = {"--json", "--verbose", "--variations", "--checkpoints",
+                                            "--checkpoint-bottleneck", "--profile", "--seed", "--seeds", "--days",
                                             "--nodes", "--failure-scale", "--interval", "--config", "--threads",
                                             "--label-style", "--gpu-model", "--bait-scale", "--failure-shapes", NULL};
         char name[64];
@@ -281,6 +296,11 @@ int gw_cli_evaluate(int argc, char **argv)
         if (!strcmp(name, "--json")) json = 1;
         else if (!strcmp(name, "--verbose")) verbose = 1;
         else if (!strcmp(name, "--variations")) variations = 1;
+        else if (!strcmp(name, "--checkpoints")) checkpoints = 1;
+        else if (!strcmp(name, "--checkpoint-bottleneck")) {
+            if ((bottleneck = parse_bottleneck(v)) == -2)
+                return bad(name, v, "slots, server, link, none or mixed");
+        }
         else if (!strcmp(name, "--profile")) {
             if (strcmp(v, "smoke") != 0 && strcmp(v, "paper") != 0)
                 return bad(name, v, "paper or smoke");
@@ -379,6 +399,8 @@ int gw_cli_evaluate(int argc, char **argv)
         base.bait_scale = bait_scale;
     if (have_shapes)
         base.shape_jitter = shapes_random;
+    if (bottleneck != -2)
+        base.ckpt_bottleneck = bottleneck;
     if (gw_sim_config_check(&base, &err) != GW_OK) {
         fprintf(stderr, "gpuwatch evaluate: invalid settings: %s\n", err.msg);
         return 2;
@@ -416,7 +438,8 @@ int gw_cli_evaluate(int argc, char **argv)
     }
     if (reps != NULL && n_ok > 0) {
         unsigned flags = (json ? GW_EVAL_PRINT_JSON : 0) | (verbose ? GW_EVAL_PRINT_VERBOSE : 0);
-        if (gw_eval_print_flags(reps, n_ok, flags, stdout) != GW_OK || fflush(stdout) != 0) {
+        int prc = checkpoints ? gw_eval_ckpt_print(reps, n_ok, json, stdout) : gw_eval_print_flags(reps, n_ok, flags, stdout);
+        if (prc != GW_OK || fflush(stdout) != 0) {
             fprintf(stderr, "gpuwatch evaluate: cannot write the report\n");
             status = 1;
         }

@@ -63,7 +63,8 @@ static const char usage_serve[] =
     "  --print-detector-config  print every detector threshold with its meaning (the\n"
     "                       defaults, or --detector-config's values) and exit\n"
     "Alerts are served at /api/v1/alerts and /api/v1/rules, written back as ALERTS series,\n"
-    "and logged in DIR/alerts/; the detector state is saved to DIR/detect.state every\n"
+    "and logged in DIR/alerts/; checkpoint events (D7) are kept in DIR/checkpoints/, served\n"
+    "at /api/v1/checkpoints and written back as gpuwatch_checkpoint_* series; the detector state is saved to DIR/detect.state every\n"
     "5 minutes and at shutdown.\n";
 
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:9201"
@@ -89,6 +90,7 @@ struct serve {
     struct gw_db *db;
     struct gw_http *h;
     struct gw_serve_alerts *sa;
+    struct gw_kv *ckv;             /* DIR/checkpoints/: D7's checkpoint events */
     int addr_written;              /* DIR/serve.addr exists */
     struct gw_error err;
 };
@@ -274,6 +276,14 @@ static int serve_open(struct serve *s)
         return 1;
     }
     snprintf(s->state_path, sizeof s->state_path, "%s/detect.state", s->dbo.dir);
+    char ck_dir[4096];
+    static const char *const ck_tables[] = {GW_CKPT_TABLE};
+    snprintf(ck_dir, sizeof ck_dir, "%s/checkpoints", s->dbo.dir);
+    if (gw_kv_open(&s->ckv, ck_dir, ck_tables, 1, 1u << 20, (size_t)1 << 30, &s->err) != GW_OK) {
+        s->ckv = NULL;
+        fprintf(stderr, "gpuwatch serve: cannot open the checkpoint store %s: %s\n", ck_dir, s->err.msg);
+        return 1;
+    }
     if (!s->no_detectors && serve_open_detectors(s) != 0)
         return 1;
     if (gw_db_open(&s->db, &s->dbo, &s->err) != GW_OK) {
@@ -290,6 +300,7 @@ static int serve_open(struct serve *s)
 static int serve_start(struct serve *s)
 {
     s->ho.alerts = s->alerts;
+    s->ho.checkpoints = s->ckv;
     if (gw_http_start(&s->h, s->db, &s->ho, &s->err) != GW_OK) {
         s->h = NULL;
         fprintf(stderr, "gpuwatch serve: cannot listen on %s: %s\n", s->ho.listen ? s->ho.listen : "default",
@@ -311,7 +322,7 @@ static int serve_start(struct serve *s)
         for (size_t i = 0; i < s->n_am; i++)
             gw_log(GW_LOG_INFO, "serve", "msg=\"sending alerts\" alertmanager=%s", s->am_urls[i]);
     }
-    if (gw_serve_alerts_start(&s->sa, s->db, s->alerts, s->det, s->state_path) != GW_OK) {
+    if (gw_serve_alerts_start(&s->sa, s->db, s->alerts, s->det, s->ckv, s->state_path) != GW_OK) {
         s->sa = NULL;
         fprintf(stderr, "gpuwatch serve: cannot start the alert thread\n");
         return 1;
@@ -339,7 +350,8 @@ static void serve_stop(struct serve *s)
     if (s->addr_written)
         gw_http_set_ready(s->h, 0);
     gw_http_stop(s->h);
-    gw_serve_alerts_stop(s->sa);   /* last ALERTS samples, detector state, alert log */
+    gw_serve_alerts_stop(s->sa);   /* last ALERTS samples, checkpoints, detector state, alert log */
+    gw_kv_close(s->ckv);
     gw_db_close(s->db);
     gw_det_free(s->det);
     gw_alerts_close(s->alerts);    /* sends what is due once more */

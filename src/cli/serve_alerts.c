@@ -4,7 +4,11 @@
  *    the WAL replay at open);
  *  - a background thread that every second appends the ALERTS samples the
  *    alert table produced (gw_alerts_drain_samples -> gw_db_append), every
- *    10 s writes alert log changes (gw_alerts_sync), and every 5 minutes and
+ *    10 s writes alert log changes (gw_alerts_sync), stores D7's finished
+ *    checkpoint events in DIR/checkpoints/ and writes them back as the
+ *    series gpuwatch_checkpoint_throughput_bytes{phase} (fleet NFS bytes/s
+ *    per bucket of the checkpoint, 0 one interval after it) and
+ *    gpuwatch_checkpoint_phase{phase} (1 during, 0 after), and every 5 minutes and
  *    at stop saves the detector state to DATA/detect.state
  *    (gw_det_snapshot_save, which takes the engine's own lock). */
 #include <pthread.h>
@@ -58,6 +62,7 @@ struct gw_serve_alerts {
     struct gw_db *db;
     struct gw_alerts *alerts;
     struct gw_det *det;          /* NULL with --no-detectors */
+    struct gw_kv *ckpt;          /* checkpoint event store, or NULL */
     char state_path[4096];
     pthread_t thr;
     pthread_mutex_t mu;
@@ -67,12 +72,10 @@ struct gw_serve_alerts {
     uint64_t appended, refused;
 };
 
-static int append_series(void *ud, const uint8_t *labels, size_t len, const int64_t *t, const double *v, size_t n)
+static int append_labels(struct gw_serve_alerts *s, struct gw_label *ls, size_t nl, const int64_t *t, const double *v,
+                         size_t n)
 {
-    struct gw_serve_alerts *s = ud;
-    struct gw_label ls[GW_LABELS_MAX];
-    size_t nl = 0;
-    if (n == 0 || gw_labels_decode(labels, len, ls, GW_LABELS_MAX, &nl) != GW_OK) return 0;
+    if (n == 0) return 0;
     struct gw_sample *smp = malloc(n * sizeof *smp);
     if (!smp) return GW_ENOMEM;
     for (size_t i = 0; i < n; i++) {
@@ -103,13 +106,66 @@ static int append_series(void *ud, const uint8_t *labels, size_t len, const int6
     if ((rc != GW_OK || refused) && now - s->last_append_err_log >= 60000) {
         s->last_append_err_log = now;
         if (rc != GW_OK)
-            gw_log(GW_LOG_WARN, "serve", "msg=\"cannot store ALERTS samples\" err=\"%s\"", err.msg);
+            gw_log(GW_LOG_WARN, "serve", "msg=\"cannot store written-back samples\" err=\"%s\"", err.msg);
         else
             gw_log(GW_LOG_INFO, "serve",
-                   "msg=\"ALERTS samples refused\" refused=%llu out_of_order=%llu too_old=%llu too_new=%llu",
+                   "msg=\"written-back samples refused\" refused=%llu out_of_order=%llu too_old=%llu too_new=%llu",
                    (unsigned long long)refused, (unsigned long long)res.out_of_order,
                    (unsigned long long)res.too_old, (unsigned long long)res.too_new);
     }
+    return 0;
+}
+
+static int append_series(void *ud, const uint8_t *labels, size_t len, const int64_t *t, const double *v, size_t n)
+{
+    struct gw_label ls[GW_LABELS_MAX];
+    size_t nl = 0;
+    if (n == 0 || gw_labels_decode(labels, len, ls, GW_LABELS_MAX, &nl) != GW_OK) return 0;
+    return append_labels(ud, ls, nl, t, v, n);
+}
+
+/* ---- checkpoint events ---- */
+
+static int put_event(struct gw_kv *kv, const struct gw_det_ckpt *e, struct gw_error *err)
+{
+    uint8_t k[GW_CKPT_KEY_BYTES], v[GW_CKPT_ENC_BYTES];
+    gw_det_ckpt_key(e->t_start, e->id, k);
+    gw_det_ckpt_encode(e, v);
+    for (int attempt = 0;; attempt++) {
+        struct gw_kv_txn *t = NULL;
+        int rc = gw_kv_begin(kv, 1, &t, err);
+        if (rc == GW_OK) rc = gw_kv_put(t, 0, k, sizeof k, v, sizeof v, err);
+        if (rc == GW_OK) rc = gw_kv_commit(t, err);
+        else gw_kv_abort(t);
+        if (rc != GW_EFULL || attempt > 0 || gw_kv_grow(kv, err) != GW_OK) return rc;
+    }
+}
+
+static int store_ckpt(void *ud, const struct gw_det_ckpt *e, const int64_t *t, const double *bps, size_t n)
+{
+    struct gw_serve_alerts *s = ud;
+    struct gw_error err = {0};
+    if (s->ckpt && put_event(s->ckpt, e, &err) != GW_OK)
+        gw_log(GW_LOG_WARN, "serve", "msg=\"cannot store a checkpoint event\" err=\"%s\"", err.msg);
+    gw_log(GW_LOG_INFO, "serve", "msg=\"checkpoint\" phase=%s nodes=%u seconds=%.0f gbytes=%.3g diagnosis=%s",
+           gw_ckpt_phase_name(e->phase), e->nodes, (double)(e->t_end - e->t_start) / 1000.0, e->bytes / 1e9,
+           gw_ckpt_diag_name(e->diag));
+    if (n == 0 || n >= GW_CKPT_MAX_BUCKETS) return 0;
+    int64_t tt[GW_CKPT_MAX_BUCKETS + 1];
+    double vv[GW_CKPT_MAX_BUCKETS + 1], one[GW_CKPT_MAX_BUCKETS + 1];
+    memcpy(tt, t, n * sizeof *t);
+    memcpy(vv, bps, n * sizeof *bps);
+    for (size_t i = 0; i < n; i++) one[i] = 1;
+    tt[n] = e->t_end + e->interval_ms;
+    vv[n] = one[n] = 0;
+    const char *ph = gw_ckpt_phase_name(e->phase);
+    struct gw_label ls[2] = {{"__name__", 8, NULL, 0}, {"phase", 5, ph, (uint32_t)strlen(ph)}};
+    ls[0].value = "gpuwatch_checkpoint_throughput_bytes";
+    ls[0].value_len = (uint32_t)strlen(ls[0].value);
+    append_labels(s, ls, 2, tt, vv, n + 1);
+    ls[0].value = "gpuwatch_checkpoint_phase";
+    ls[0].value_len = (uint32_t)strlen(ls[0].value);
+    append_labels(s, ls, 2, tt, one, n + 1);
     return 0;
 }
 
@@ -141,6 +197,7 @@ static void *serve_alerts_main(void *arg)
         if (s->stop) break;
         pthread_mutex_unlock(&s->mu);
         gw_alerts_drain_samples(s->alerts, append_series, s);
+        if (s->det) gw_det_ckpt_drain(s->det, store_ckpt, s);
         uint64_t now = gw_mono_ns();
         if (now - last_sync >= (uint64_t)SYNC_EVERY_MS * 1000000u) {
             sync_log(s);
@@ -157,13 +214,14 @@ static void *serve_alerts_main(void *arg)
 }
 
 int gw_serve_alerts_start(struct gw_serve_alerts **out, struct gw_db *db, struct gw_alerts *alerts,
-                          struct gw_det *det, const char *state_path)
+                          struct gw_det *det, struct gw_kv *ckpt, const char *state_path)
 {
     struct gw_serve_alerts *s = calloc(1, sizeof *s);
     if (!s) return GW_ENOMEM;
     s->db = db;
     s->alerts = alerts;
     s->det = det;
+    s->ckpt = ckpt;
     snprintf(s->state_path, sizeof s->state_path, "%s", state_path);
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
@@ -188,6 +246,7 @@ void gw_serve_alerts_stop(struct gw_serve_alerts *s)
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->thr, NULL);
     gw_alerts_drain_samples(s->alerts, append_series, s);
+    if (s->det) gw_det_ckpt_drain(s->det, store_ckpt, s);
     save_state(s);
     sync_log(s);
     pthread_cond_destroy(&s->cv);

@@ -37,6 +37,7 @@ static const struct key k_keys[] = {
     {"d4", K_BOOL, F(enable[4]), "D4 multi-signal collapse against peers"},
     {"d5", K_BOOL, F(enable[5]), "D5 telemetry structure (vanished GPU, sentinels, silent node)"},
     {"d6", K_BOOL, F(enable[6]), "D6 throttling and temperature"},
+    {"d7", K_BOOL, F(ckpt_enable), "D7 checkpoint I/O: save/load events and their bottleneck"},
     {"interval", K_DUR, F(interval_ms), "scrape interval; 0 = learn it from the data"},
     {"grace", K_DUR, F(grace_ms), "unused, kept so older files load (see lateness)"},
     {"lateness", K_DUR, F(lateness_ms), "a bucket waits this long for series that are late to arrive; 0 = 150 s, kept within 2 to 8 intervals"},
@@ -89,6 +90,18 @@ static const struct key k_keys[] = {
     {"temp_crit_for", K_DUR, F(temp_crit_ms), "... held this long"},
     {"hbm_temp_warn", K_DBL, F(hbm_temp_warn), "HBM temperature (C) warning band"},
     {"slow_hold", K_DUR, F(slow_hold_ms), "throttle and temperature alerts stay active this long"},
+    {"ckpt_min_nodes", K_U32, F(ckpt_min_nodes), "a checkpoint starts when this many nodes (at least 2) move NFS data in bulk at once"},
+    {"ckpt_rise_ratio", K_DBL, F(ckpt_rise_ratio), "a node moves data in bulk at this multiple of its own NFS rate outside checkpoints ..."},
+    {"ckpt_floor_bps", K_DBL, F(ckpt_floor_bps), "... and at least this many bytes/s"},
+    {"ckpt_end_buckets", K_U32, F(ckpt_end_buckets), "a checkpoint ends after this many evaluations without it"},
+    {"ckpt_min_buckets", K_U32, F(ckpt_min_buckets), "bursts shorter than this many evaluations are no checkpoint"},
+    {"ckpt_queue_share", K_DBL, F(ckpt_queue_share), "slot-limited: RPC queue time at least this share of the request time ..."},
+    {"ckpt_backlog", K_DBL, F(ckpt_backlog), "... and transport backlog per send at least this"},
+    {"ckpt_link_util", K_DBL, F(ckpt_link_util), "link-limited: the links carrying NFS at this share of their speed"},
+    {"ckpt_server_rtt_ratio", K_DBL, F(ckpt_server_rtt_ratio), "server-limited: response time per request this multiple of its level outside checkpoints"},
+    {"ckpt_stall_ratio", K_DBL, F(ckpt_stall_ratio), "CheckpointStalled: a save this multiple of the median of the recent saves ..."},
+    {"ckpt_stall_history", K_U32, F(ckpt_stall_history), "... once this many saves are known ..."},
+    {"ckpt_stall_max_ratio", K_DBL, F(ckpt_stall_max_ratio), "... and this multiple of the longest of the recent saves"},
 };
 #undef F
 

@@ -52,6 +52,8 @@ enum det_role {
     /* node: D4, D5, identity */
     R_INTR, R_PROCS_RUNNING, R_MEM_AVAIL, R_MEM_TOTAL, R_PGPGOUT, R_PSWPOUT, R_SCRAPE_DUR, R_UNAME, R_NODE_OTHER,
     R_UP,
+    /* D7: mountstats, NIC and InfiniBand counters (the kind is in series.code) */
+    R_CKPT,
     R_COUNT_
 };
 
@@ -217,6 +219,8 @@ struct gw_det {
     size_t scratch_cap;
     /* node identity (identity.c): compiled regex, parsed label list and map */
     void *ident;
+    /* D7 (d7_ckpt.c) */
+    struct det_ck *ck;
 };
 
 /* engine.c */
@@ -268,6 +272,16 @@ void det_d3_sample(struct gw_det *d, struct det_series *s, int64_t t, double v);
 void det_d4_eval(struct gw_det *d, int64_t t);
 void det_d5_eval(struct gw_det *d, int64_t t);
 void det_d6_eval(struct gw_det *d, int64_t t);
+void det_d7_eval(struct gw_det *d, int64_t t);
+/* D7: the kind of a mountstats / NIC / InfiniBand series (series.code), or
+ * UINT32_MAX when D7 does not read it (other NFS operations, lo). */
+uint32_t det_d7_code(const uint8_t *labels, size_t len, const char *name, size_t name_len);
+void det_d7_config_default(struct gw_det_config *c);
+void det_d7_free(struct gw_det *d);
+/* D7's part of the snapshot: its size, written at p, read from p (after the nodes). */
+size_t det_d7_snap_size(const struct gw_det *d);
+void det_d7_snap_write(const struct gw_det *d, uint8_t *p);
+int det_d7_snap_read(struct gw_det *d, const uint8_t *p);
 /* rule registration */
 void det_d1_rules(struct gw_alerts *a, const struct gw_det_config *c);
 void det_d2_rules(struct gw_alerts *a, const struct gw_det_config *c);
@@ -275,6 +289,46 @@ void det_d3_rules(struct gw_alerts *a, const struct gw_det_config *c);
 void det_d4_rules(struct gw_alerts *a, const struct gw_det_config *c);
 void det_d5_rules(struct gw_alerts *a, const struct gw_det_config *c);
 void det_d6_rules(struct gw_alerts *a, const struct gw_det_config *c);
+void det_d7_rules(struct gw_alerts *a, const struct gw_det_config *c);
+
+/* D7 state (d7_ckpt.c): flat, saved in the snapshot after the nodes. */
+#define DET_CK_HIST 16               /* recent save durations (CheckpointStalled) */
+struct det_ck_node {                 /* one per node, parallel to nodes[] */
+    double base_w, base_r;           /* NFS bytes/s outside checkpoints (slow average; 0 unknown) */
+    int64_t t_known;                 /* newest bucket end with NFS byte counts (0 never) */
+    uint8_t writing, reading;        /* moving data in bulk (with hysteresis) */
+    uint8_t pad[6];
+};
+struct det_ck_core {
+    int32_t phase;                   /* 0 idle, GW_CKPT_SAVE, GW_CKPT_LOAD */
+    uint32_t quiet;                  /* evaluations in a row without the phase's traffic */
+    int64_t t_start, t_last;         /* the phase: start, end of its newest busy bucket */
+    uint64_t next_id;
+    uint32_t buckets, nodes_max;
+    double bytes, peak_bps;
+    double q_sum, reqt_sum, resp_sum, reqs_sum, backlog_sum, sends_sum;
+    double link_sum, link_max;
+    uint32_t link_n, slot_n, slot_at;
+    uint32_t n_tp;
+    double slot_high;
+    double slot_limit;               /* highest transport_maximum_rpc_slots read at any bucket end */
+    double rtt_base[2];              /* fleet WRITE / READ response time per request outside checkpoints (s) */
+    int64_t hist[DET_CK_HIST];       /* durations of the newest saves (ms) */
+    uint32_t hist_n, hist_head;
+    uint64_t events, dropped, raises;
+    int64_t tp_t0;                   /* end of the first bucket in tp */
+    double tp[GW_CKPT_MAX_BUCKETS];  /* fleet bytes/s per busy bucket of the phase */
+};
+struct det_ck {
+    struct det_ck_core k;
+    struct det_ck_node *nodes;       /* cap_nodes entries */
+    uint32_t cap_nodes;
+    uint32_t *order;                 /* node indices by name: sums in one order whatever the arrival */
+    uint32_t n_order;
+    /* finished events awaiting gw_det_ckpt_drain (not in the snapshot) */
+    struct det_ck_out *out;
+    uint32_t out_head, out_n;
+};
 
 /* A counter's increase from the previous sample: 0 on the first sample and
  * after a reset (a decrease means the exporter restarted: reseed). */

@@ -69,6 +69,24 @@ static const struct role_name k_roles[] = {
     {"node_uname_info", R_UNAME},
     {"node_load1", R_NODE_OTHER},
     {"up", R_UP},
+    /* D7 (the kind and the operation/device filter: det_d7_code) */
+    {"node_mountstats_nfs_operations_sent_bytes_total", R_CKPT},
+    {"node_mountstats_nfs_operations_received_bytes_total", R_CKPT},
+    {"node_mountstats_nfs_write_bytes_total", R_CKPT},
+    {"node_mountstats_nfs_read_bytes_total", R_CKPT},
+    {"node_mountstats_nfs_operations_queue_time_seconds_total", R_CKPT},
+    {"node_mountstats_nfs_operations_response_time_seconds_total", R_CKPT},
+    {"node_mountstats_nfs_operations_request_time_seconds_total", R_CKPT},
+    {"node_mountstats_nfs_operations_requests_total", R_CKPT},
+    {"node_mountstats_nfs_transport_backlog_queue_total", R_CKPT},
+    {"node_mountstats_nfs_transport_sends_total", R_CKPT},
+    {"node_mountstats_nfs_transport_maximum_rpc_slots", R_CKPT},
+    {"node_network_transmit_bytes_total", R_CKPT},
+    {"node_network_receive_bytes_total", R_CKPT},
+    {"node_network_speed_bytes", R_CKPT},
+    {"node_infiniband_port_data_transmitted_bytes_total", R_CKPT},
+    {"node_infiniband_port_data_received_bytes_total", R_CKPT},
+    {"node_infiniband_rate_bytes_per_second", R_CKPT},
 };
 
 static int role_of(const char *name, size_t len)
@@ -140,6 +158,7 @@ void gw_det_config_default(struct gw_det_config *c)
     c->temp_crit_ms = 2 * 60000;
     c->hbm_temp_warn = 95;
     c->slow_hold_ms = 30 * 60000;
+    det_d7_config_default(c);
 }
 
 /* ------------------------------------------------------------------ helpers */
@@ -494,6 +513,7 @@ int gw_det_new(struct gw_det **out, const struct gw_det_config *c, struct gw_ale
         det_d4_rules(alerts, &d->c);
         det_d5_rules(alerts, &d->c);
         det_d6_rules(alerts, &d->c);
+        det_d7_rules(alerts, &d->c);
     }
     *out = d;
     return GW_OK;
@@ -510,6 +530,7 @@ void gw_det_free(struct gw_det *d)
     free(d->node_slots);
     free(d->scratch);
     free(d->q);
+    det_d7_free(d);
     free(d);
 }
 
@@ -685,6 +706,7 @@ static uint32_t series_add(struct gw_det *d, uint64_t id, const uint8_t *labels,
                 if (cs[i] >= '0' && cs[i] <= '9') code = code * 10 + (uint32_t)(cs[i] - '0');
         }
     }
+    if (role == R_CKPT && (!d->c.ckpt_enable || (code = det_d7_code(labels, len, name, name_len)) == UINT32_MAX)) return 0;
     uint32_t ni = d->n_series < DET_MAX_SERIES ? det_ident_node(d, labels, len) : UINT32_MAX;
     if (ni == UINT32_MAX) {
         d->k.untracked++;
@@ -812,6 +834,7 @@ void det_evaluate(struct gw_det *d, int64_t T)
         det_d4_eval(d, T);
         det_d5_eval(d, T);
         det_d6_eval(d, T);
+        det_d7_eval(d, T);
     } else {
         det_d1_eval(d, T);   /* pending onsets and collective decisions still come due */
     }

@@ -3,18 +3,20 @@
  *
  * File layout (host byte order; written and read by the same build - the
  * structure sizes in the header must match, else the file is refused):
- *   0   8  magic "GWDETS2\0"
+ *   0   8  magic "GWDETS3\0"
  *   8   4  sizeof(struct det_series)     12  4  sizeof(struct det_node)
  *   16  4  sizeof(struct det_xid_onset)  20  4  n_series
  *   24  4  n_nodes                       28  4  xr_n (collective ring entries)
  *   32  4  on_n (onset candidates)       36  4  sizeof(struct det_core)
- *   40  ... det_core (interval, buckets, baselines, counters),
+ *   40  4  sizeof(struct det_ck_core)    44  4  sizeof(struct det_ck_node)
+ *   48  ... det_core (interval, buckets, baselines, counters),
  *           n_series x det_series, n_nodes x det_node,
- *           xr_n x det_xid_onset (oldest first), on_n x det_xid_onset
+ *           xr_n x det_xid_onset (oldest first), on_n x det_xid_onset,
+ *           det_ck_core, n_nodes x det_ck_node (D7)
  *   end 8  XXH3-64 of every byte before it
  * Example: 1,000 series and 10 nodes of this build give a file of
- * 40 + sizeof(det_core) + 1000 x sizeof(det_series) + 10 x sizeof(det_node)
- * + 8 bytes. Raises of D2/D3 still waiting for their bucket are not kept
+ * 48 + sizeof(det_core) + 1000 x sizeof(det_series) + 10 x sizeof(det_node)
+ * + sizeof(det_ck_core) + 10 x sizeof(det_ck_node) + 8 bytes. Raises of D2/D3 still waiting for their bucket are not kept
  * (at most one bucket's worth). After a load the completeness counters are
  * rebuilt from the series (watermark.c).
  * Written to PATH.tmp, fsynced, renamed over PATH. */
@@ -27,7 +29,7 @@
 #include "gpuwatch/buf.h"
 #include "gpuwatch/codec.h"
 
-#define HDR 40
+#define HDR 48
 
 static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
@@ -38,14 +40,15 @@ int gw_det_snapshot_save(struct gw_det *d, const char *path, struct gw_error *er
 {
     pthread_mutex_lock(&d->mu);
     size_t n = HDR + sizeof(struct det_core) + (size_t)d->n_series * sizeof(struct det_series) +
-               (size_t)d->n_nodes * sizeof(struct det_node) + ((size_t)d->xr_n + d->on_n) * sizeof(struct det_xid_onset) + 8;
+               (size_t)d->n_nodes * sizeof(struct det_node) + ((size_t)d->xr_n + d->on_n) * sizeof(struct det_xid_onset) +
+               det_d7_snap_size(d) + 8;
     uint8_t *b = malloc(n);
     if (!b) {
         pthread_mutex_unlock(&d->mu);
         return gw_error_set(err, GW_ENOMEM, "out of memory writing the detector snapshot");
     }
     memset(b, 0, HDR);
-    memcpy(b, "GWDETS2", 8);
+    memcpy(b, "GWDETS3", 8);
     put32(b + 8, sizeof(struct det_series));
     put32(b + 12, sizeof(struct det_node));
     put32(b + 16, sizeof(struct det_xid_onset));
@@ -54,6 +57,8 @@ int gw_det_snapshot_save(struct gw_det *d, const char *path, struct gw_error *er
     put32(b + 28, d->xr_n);
     put32(b + 32, d->on_n);
     put32(b + 36, sizeof(struct det_core));
+    put32(b + 40, sizeof(struct det_ck_core));
+    put32(b + 44, sizeof(struct det_ck_node));
     size_t off = HDR;
     memcpy(b + off, &d->k, sizeof d->k);
     off += sizeof d->k;
@@ -67,6 +72,8 @@ int gw_det_snapshot_save(struct gw_det *d, const char *path, struct gw_error *er
     }
     if (d->on_n) memcpy(b + off, d->on, (size_t)d->on_n * sizeof(struct det_xid_onset));
     off += (size_t)d->on_n * sizeof(struct det_xid_onset);
+    det_d7_snap_write(d, b + off);
+    off += det_d7_snap_size(d);
     pthread_mutex_unlock(&d->mu);
     put64(b + off, gw_hash64(b, off));
     char tmp[4096];
@@ -114,15 +121,17 @@ int gw_det_snapshot_load(struct gw_det *d, const char *path, struct gw_error *er
     }
     const uint8_t *b = buf.data;
     size_t n = buf.len;
-    if (n < HDR + 8 || memcmp(b, "GWDETS2", 8) != 0 || get32(b + 8) != sizeof(struct det_series) ||
+    if (n < HDR + 8 || memcmp(b, "GWDETS3", 8) != 0 || get32(b + 8) != sizeof(struct det_series) ||
         get32(b + 12) != sizeof(struct det_node) || get32(b + 16) != sizeof(struct det_xid_onset) ||
-        get32(b + 36) != sizeof(struct det_core)) {
+        get32(b + 36) != sizeof(struct det_core) || get32(b + 40) != sizeof(struct det_ck_core) ||
+        get32(b + 44) != sizeof(struct det_ck_node)) {
         gw_buf_free(&buf);
         return gw_error_set(err, GW_ECORRUPT, "%s is not a detector snapshot of this version", path);
     }
     uint32_t ns = get32(b + 20), nn = get32(b + 24), nx = get32(b + 28), no = get32(b + 32);
     uint64_t want = HDR + sizeof(struct det_core) + (uint64_t)ns * sizeof(struct det_series) +
-                    (uint64_t)nn * sizeof(struct det_node) + ((uint64_t)nx + no) * sizeof(struct det_xid_onset) + 8;
+                    (uint64_t)nn * sizeof(struct det_node) + ((uint64_t)nx + no) * sizeof(struct det_xid_onset) +
+                    sizeof(struct det_ck_core) + (uint64_t)nn * sizeof(struct det_ck_node) + 8;
     if (nx > DET_XID_RING || no > DET_ONSETS || want != n || get64(b + n - 8) != gw_hash64(b, n - 8)) {
         gw_buf_free(&buf);
         return gw_error_set(err, GW_ECORRUPT, "%s: detector snapshot damaged (size or checksum)", path);
@@ -201,10 +210,11 @@ int gw_det_snapshot_load(struct gw_det *d, const char *path, struct gw_error *er
         off += sizeof d->on[i];
     }
     d->q_n = 0;
-    rc = det_rebuild_tables(d);
+    rc = det_d7_snap_read(d, b + off);
+    if (rc == GW_OK) rc = det_rebuild_tables(d);
     if (rc == GW_OK) det_wm_recount(d);
     pthread_mutex_unlock(&d->mu);
     gw_buf_free(&buf);
-    if (rc) return gw_error_set(err, rc, "out of memory loading %s", path);
+    if (rc) return gw_error_set(err, rc, rc == GW_ECORRUPT ? "%s: detector snapshot holds out-of-range D7 state" : "out of memory loading %s", path);
     return GW_OK;
 }

@@ -110,6 +110,32 @@ static int want_metric(void *ud, const char *metric)
     return gw_det_wants_metric(metric, strlen(metric));
 }
 
+/* ------------------------------------------------------------ D7 events */
+
+struct ckpt_store {
+    struct gw_det_ckpt *v;
+    size_t n, cap;
+    int oom;
+};
+
+static int keep_ckpt(void *ud, const struct gw_det_ckpt *e, const int64_t *t, const double *bps, size_t n)
+{
+    struct ckpt_store *c = ud;
+    (void)t, (void)bps, (void)n;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 256;
+        struct gw_det_ckpt *v = realloc(c->v, cap * sizeof *v);
+        if (!v) {
+            c->oom = 1;
+            return 0;
+        }
+        c->v = v;
+        c->cap = cap;
+    }
+    c->v[c->n++] = *e;
+    return 0;
+}
+
 /* ------------------------------------------------------------ host lookup */
 struct host_ix {
     const char *name;
@@ -225,6 +251,7 @@ int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc,
     struct host_ix *hosts = NULL;
     struct gw_eval_alert *out = NULL;
     size_t n_out = 0;
+    struct ckpt_store ck = {0};
     uint64_t samples = 0, series = 0, det_ns = 0, scrapes = 0;
     memset(&col, 0, sizeof col);
     struct feed fd = {.handles = &handles, .cap = &cap, .samples = &samples, .series = &series};
@@ -280,8 +307,10 @@ int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc,
         }
         if (s.t > last_t)
             last_t = s.t;
-        if (++scrapes % DRAIN_SCRAPES == 0)
+        if (++scrapes % DRAIN_SCRAPES == 0) {
             gw_alerts_drain_samples(al, discard_samples, NULL);
+            gw_det_ckpt_drain(d, keep_ckpt, &ck);
+        }
     }
     if (fd.sh != NULL) {
         uint64_t c1 = cpu_ns();
@@ -297,7 +326,8 @@ int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc,
     gw_det_finish(d, end > last_t ? end : last_t);
     det_ns += cpu_ns() - c0;
     gw_alerts_drain_samples(al, discard_samples, NULL);
-    if (col.oom) {
+    gw_det_ckpt_drain(d, keep_ckpt, &ck);
+    if (col.oom || ck.oom) {
         rc = gw_error_set(err, GW_ENOMEM, "evaluate: out of memory collecting alerts");
         goto out;
     }
@@ -333,10 +363,24 @@ int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc,
             a->resolved_at = INT64_MAX;
     }
 
+    /* D7's alerts are cluster-level checkpoint diagnoses: scored against the
+       checkpoints, not the failures */
+    size_t n_fail_alerts = 0;
+    for (size_t i = 0; i < n_out; i++)
+        if (strcmp(out[i].detector, "D7") != 0) {
+            struct gw_eval_alert x = out[n_fail_alerts];
+            out[n_fail_alerts++] = out[i];
+            out[i] = x;
+        }
     struct gw_eval_report tmp;
     memset(&tmp, 0, sizeof tmp);
-    if ((rc = gw_eval_score(tl, out, n_out, o, &tmp, err)) != GW_OK)
+    if ((rc = gw_eval_score(tl, out, n_fail_alerts, o, &tmp, err)) != GW_OK)
         goto out;
+    if ((rc = gw_eval_ckpt_score(tl, ck.v, ck.n, out + n_fail_alerts, n_out - n_fail_alerts, &tmp.ckpt)) != GW_OK) {
+        gw_eval_report_free(&tmp);
+        gw_error_set(err, rc, "evaluate: out of memory scoring checkpoints");
+        goto out;
+    }
     tmp.samples = samples;
     tmp.series = series;
     tmp.det_ns_per_sample = samples > 0 ? (double)det_ns / (double)samples : 0.0;
@@ -353,6 +397,7 @@ out_sh:
 out:
     gw_eval_shuffler_free(fd.sh);
     free(out);
+    free(ck.v);
     free(hosts);
     gw_det_free(d);
     gw_alerts_close(al);

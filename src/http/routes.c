@@ -152,7 +152,7 @@ static const char *route_names[GW_R_COUNT] = {
     "/api/v1/write", "/api/v1/read", "/api/v1/query", "/api/v1/query_range", "/api/v1/series",
     "/api/v1/labels", "/api/v1/label/:name/values", "/api/v1/metadata", "/api/v1/query_exemplars",
     "/api/v1/status/buildinfo", "/-/ready", "/-/healthy", "/metrics", "/api/v1/admin/retention",
-    "/api/v1/admin/flush", "/api/v1/format_query", "/api/v1/alerts", "/api/v1/rules", "other"};
+    "/api/v1/admin/flush", "/api/v1/format_query", "/api/v1/alerts", "/api/v1/rules", "/api/v1/checkpoints", "other"};
 
 static int metric_line(struct gw_buf *b, const char *name, uint64_t v)
 {
@@ -307,6 +307,7 @@ static const struct gw_route routes[] = {
     {GW_R_FORMAT_QUERY, "format_query", "/api/v1/format_query", GP, "GET, POST", 1, 1, NULL, gw_api_format_query},
     {GW_R_ALERTS, "alerts", "/api/v1/alerts", GP, "GET, POST", 1, 1, NULL, gw_api_alerts},
     {GW_R_RULES, "rules", "/api/v1/rules", GP, "GET, POST", 1, 1, NULL, gw_api_rules},
+    {GW_R_CHECKPOINTS, "checkpoints", "/api/v1/checkpoints", G, "GET", 1, 0, NULL, gw_api_checkpoints},
 };
 static const struct gw_route label_values_route = {
     GW_R_LABEL_VALUES, "label_values", "/api/v1/label/", G, "GET", 1, 0, NULL, gw_api_label_values};
