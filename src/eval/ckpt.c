@@ -201,8 +201,9 @@ static void print_one(FILE *f, const char *name, const struct gw_eval_ckpt *c)
 
 static void json_num(FILE *f, const char *k, double v, int comma)
 {
-    if (v == v) fprintf(f, "\"%s\":%.6g%s", k, v, comma ? "," : "");
-    else fprintf(f, "\"%s\":null%s", k, comma ? "," : "");
+    fprintf(f, "\"%s\":", k);
+    gw_eval_json_num(f, v);
+    if (comma) fputc(',', f);
 }
 
 static void print_json(FILE *f, const struct gw_eval_ckpt *c, uint64_t seed, int with_seed)

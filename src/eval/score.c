@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "gpuwatch/evaluate.h"
+#include "gpuwatch/json.h"
 #include "eval/eval_int.h"
 
 #define MIN_MS 60000.0
@@ -529,10 +530,7 @@ static void fmt_time(int64_t ms, char *out, size_t n)
         snprintf(out, n, "(active)");
         return;
     }
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    if (gmtime_r(&t, &tm) == NULL || strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
-        snprintf(out, n, "%" PRId64, ms);
+    gw_format_rfc3339_s(ms, out, n);
 }
 
 static void fmt_num(double v, char *out, size_t n)
@@ -683,27 +681,29 @@ static void print_run_header(const struct gw_eval_report *r, FILE *f)
 }
 
 /* ---- JSON */
-static void json_str(FILE *f, const char *s)
+/* Strings and numbers through the one JSON writer (gpuwatch/json.h). */
+static void json_put(FILE *f, struct gw_buf *b, int rc)
 {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
+    if (rc == GW_OK) fwrite(b->data, 1, b->len, f);
+    gw_buf_free(b);
 }
 
-static void json_num(FILE *f, double v)
+void gw_eval_json_str(FILE *f, const char *s)
 {
-    if (isfinite(v))
-        fprintf(f, "%.6g", v);
-    else
-        fputs("null", f);
+    struct gw_buf b;
+    gw_buf_init(&b, 0);
+    json_put(f, &b, gw_json_cstr(&b, s));
 }
+
+void gw_eval_json_num(FILE *f, double v)
+{
+    struct gw_buf b;
+    gw_buf_init(&b, 0);
+    json_put(f, &b, gw_json_num(&b, v));
+}
+
+#define json_str gw_eval_json_str
+#define json_num gw_eval_json_num
 
 static void json_time(FILE *f, int64_t t)
 {
