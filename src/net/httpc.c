@@ -247,21 +247,21 @@ const char *gw_httpc_response_header(const struct gw_httpc_response *r, const ch
 
 /* -------------------------------------------------------------- request */
 
-static size_t on_body(char *p, size_t size, size_t n, void *ud)
+/* Appends len bytes to b under cap; 0 (curl's abort) with the reason noted. */
+static size_t append_capped(struct gw_httpc *c, struct gw_buf *b, size_t cap, const char *p, size_t len)
 {
-    struct gw_httpc *c = ud;
-    size_t len = size * n;
-    struct gw_buf *b = &c->resp->body;
-    if (b->len + len > c->o.max_body_bytes) {
-        c->too_large = 1;
-        return 0;
-    }
-    int rc = gw_buf_append(b, p, len);
+    int rc = b->len + len > cap ? GW_ETOOLARGE : gw_buf_append(b, p, len);
     if (rc != GW_OK) {
         *(rc == GW_ETOOLARGE ? &c->too_large : &c->oom) = 1;
         return 0;
     }
     return len;
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud)
+{
+    struct gw_httpc *c = ud;
+    return append_capped(c, &c->resp->body, c->o.max_body_bytes, p, size * n);
 }
 
 /* Header lines of the final response only: a status line (of a 1xx or of
@@ -270,23 +270,13 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 {
     struct gw_httpc *c = ud;
     size_t len = size * n;
-    struct gw_buf *b = &c->resp->headers;
     if (len >= 5 && strncmp(p, "HTTP/", 5) == 0) {
-        gw_buf_reset(b);
+        gw_buf_reset(&c->resp->headers);
         return len;
     }
     if (len <= 2 && (p[0] == '\r' || p[0] == '\n'))
         return len;
-    if (b->len + len > GW_HTTPC_MAX_HEADER_BYTES) {
-        c->too_large = 1;
-        return 0;
-    }
-    int rc = gw_buf_append(b, p, len);
-    if (rc != GW_OK) {
-        *(rc == GW_ETOOLARGE ? &c->too_large : &c->oom) = 1;
-        return 0;
-    }
-    return len;
+    return append_capped(c, &c->resp->headers, GW_HTTPC_MAX_HEADER_BYTES, p, len);
 }
 
 static int map_error(struct gw_httpc *c, CURLcode cc, const char *detail, struct gw_error *err)
