@@ -18,9 +18,10 @@
 #
 # Usage: bench/run_ingest_bench.sh [--build DIR] [--profile paper] [--seed 1]
 #          [--nodes 63] [--gpus 8] [--duration 1h] [--interval 15s] [--conns 4]
-#          [--batch 2000] [--systems gpuwatch,gpuwatch-no-detectors,victoria-metrics,prometheus] [--out FILE]
+#          [--batch 2000] [--systems gpuwatch,gpuwatch-no-detectors,gpuwatch-no-d7,victoria-metrics,prometheus] [--out FILE]
 # gpuwatch runs with its detectors (the default); gpuwatch-no-detectors is the same
-# serve with --no-detectors, so the two rows give the detectors' share of ingest CPU.
+# serve with --no-detectors, so the two rows give the detectors' share of ingest CPU;
+# gpuwatch-no-d7 runs every detector but D7 (checkpoint I/O), for D7's share.
 # Quick run: bench/run_ingest_bench.sh --duration 10m
 # Prints a markdown table and writes it to bench/results/ingest-<date>.md.
 set -euo pipefail
@@ -132,11 +133,15 @@ run_one() {
     mkdir -p "$dir"
     local url="http://127.0.0.1:$port/api/v1/write"
     case "$sys" in
-    gpuwatch | gpuwatch-no-detectors)
+    gpuwatch | gpuwatch-no-detectors | gpuwatch-no-d7)
         bin="$build/gpuwatch"
         [[ -x "$bin" ]] || { echo "skip gpuwatch: not built" >&2; return 0; }
         local det_flag=()
         [[ $sys == gpuwatch-no-detectors ]] && det_flag=(--no-detectors)
+        if [[ $sys == gpuwatch-no-d7 ]]; then
+            printf 'd7 = off\n' >"$tmp/no-d7.conf"
+            det_flag=(--detector-config "$tmp/no-d7.conf")
+        fi
         "$bin" serve --listen "127.0.0.1:$port" --data-dir "$dir" "${det_flag[@]}" >"$tmp/$sys.log" 2>&1 &
         ready="http://127.0.0.1:$port/-/ready"
         ;;
