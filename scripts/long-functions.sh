@@ -33,7 +33,6 @@ cd "$root"
 # and an issue.
 ALLOW=(
     src/cli/cmd_evaluate.c:gw_cli_evaluate
-    src/cli/cmd_simulate.c:gw_cli_simulate
     src/eval/run.c:gw_eval_run
     src/eval/score.c:gw_eval_score
     src/sim/gen.c:apply_events

@@ -208,18 +208,25 @@ static int want_detector_metric(void *ud, const char *metric)
     return gw_det_wants_metric(metric, strlen(metric));
 }
 
-int gw_cli_simulate(int argc, char **argv)
-{
-    const char *profile = "smoke", *url = NULL, *out_dir = NULL, *truth = NULL, *start_s = NULL;
-    int dry_run = 0, truth_only = 0, legacy = 0, progress = 0, have_nodes = 0, have_days = 0, have_dur = 0;
-    int have_interval = 0, have_scale = 0, only_det = 0, have_style = 0, shapes_random = 0;
-    int bottleneck = GW_SIM_BN_SLOTS;
-    uint64_t seed = 1, nodes = 0, gpus = 0, conns = 4, batch = 2000, shard_seed = 0, max_skew = 3;
-    double days = 0, speed = 0, scale = 1, bait_scale = 1;
-    enum gw_sim_label_style style = GW_SIM_LABELS_HOSTNAME;
-    enum gw_sim_gpu_model model = GW_SIM_GPU_B200;
-    int64_t duration_ms = 0, interval_ms = 0;
+/* The options of one run. */
+struct sim_args {
+    const char *profile, *url, *out_dir, *truth, *start_s;
+    int dry_run, truth_only, legacy, progress, have_nodes, have_days, have_dur;
+    int have_interval, have_scale, only_det, have_style, shapes_random;
+    int bottleneck;
+    uint64_t seed, nodes, gpus, conns, batch, shard_seed, max_skew;
+    double days, speed, scale, bait_scale;
+    enum gw_sim_label_style style;
+    enum gw_sim_gpu_model model;
+    int64_t duration_ms, interval_ms;
+};
 
+/* Options into a. -1 to go on, else the exit status. */
+static int sim_parse(int argc, char **argv, struct sim_args *a)
+{
+    *a = (struct sim_args){.profile = "smoke", .bottleneck = GW_SIM_BN_SLOTS, .seed = 1, .conns = 4, .batch = 2000,
+                           .max_skew = 3, .scale = 1, .bait_scale = 1, .style = GW_SIM_LABELS_HOSTNAME,
+                           .model = GW_SIM_GPU_B200};
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(usage_simulate, stdout);
@@ -233,169 +240,181 @@ int gw_cli_simulate(int argc, char **argv)
         const char *v;
         if (gw_cli_option(argc, argv, &i, "simulate", usage_simulate, flags, NULL, name, sizeof name, &v))
             return 2;
-        if (!strcmp(name, "--dry-run")) dry_run = 1;
-        else if (!strcmp(name, "--truth-only")) truth_only = 1;
-        else if (!strcmp(name, "--legacy-hostname")) legacy = 1;
-        else if (!strcmp(name, "--progress")) progress = 1;
-        else if (!strcmp(name, "--only-detector-series")) only_det = 1;
+        if (!strcmp(name, "--dry-run")) a->dry_run = 1;
+        else if (!strcmp(name, "--truth-only")) a->truth_only = 1;
+        else if (!strcmp(name, "--legacy-hostname")) a->legacy = 1;
+        else if (!strcmp(name, "--progress")) a->progress = 1;
+        else if (!strcmp(name, "--only-detector-series")) a->only_det = 1;
         else if (!strcmp(name, "--label-style")) {
-            if (gw_sim_label_style_parse(v, &style) != 0)
+            if (gw_sim_label_style_parse(v, &a->style) != 0)
                 return bad(name, v, "hostname, Hostname, kube, fqdn or ip");
-            have_style = 1;
+            a->have_style = 1;
         } else if (!strcmp(name, "--gpu-model")) {
-            if (gw_sim_gpu_model_parse(v, &model) != 0)
+            if (gw_sim_gpu_model_parse(v, &a->model) != 0)
                 return bad(name, v, "a100, h100 or b200");
         } else if (!strcmp(name, "--bait-scale")) {
-            if (gw_cli_parse_double(v, &bait_scale) != 0 || !(bait_scale >= 0) || bait_scale > 100)
+            if (gw_cli_parse_double(v, &a->bait_scale) != 0 || !(a->bait_scale >= 0) || a->bait_scale > 100)
                 return bad(name, v, "a factor from 0 to 100");
         } else if (!strcmp(name, "--failure-shapes")) {
-            if (!strcmp(v, "fixed")) shapes_random = 0;
-            else if (!strcmp(v, "random")) shapes_random = 1;
+            if (!strcmp(v, "fixed")) a->shapes_random = 0;
+            else if (!strcmp(v, "random")) a->shapes_random = 1;
             else return bad(name, v, "fixed or random");
         } else if (!strcmp(name, "--checkpoint-bottleneck")) {
-            if (gw_sim_bottleneck_parse(v, &bottleneck) != 0)
+            if (gw_sim_bottleneck_parse(v, &a->bottleneck) != 0)
                 return bad(name, v, "slots, server, link, none or mixed");
         } else if (!strcmp(name, "--shard-seed")) {
-            if (gw_cli_parse_u64(v, 0, UINT64_MAX, &shard_seed) != 0)
+            if (gw_cli_parse_u64(v, 0, UINT64_MAX, &a->shard_seed) != 0)
                 return bad(name, v, "an unsigned integer (0: lockstep)");
         } else if (!strcmp(name, "--max-skew")) {
-            if (gw_cli_parse_u64(v, 1, 1000, &max_skew) != 0)
+            if (gw_cli_parse_u64(v, 1, 1000, &a->max_skew) != 0)
                 return bad(name, v, "1..1000 scrapes");
         }
         else if (!strcmp(name, "--profile")) {
             if (strcmp(v, "smoke") != 0 && strcmp(v, "paper") != 0)
                 return bad(name, v, "smoke or paper");
-            profile = v;
+            a->profile = v;
         } else if (!strcmp(name, "--seed")) {
-            if (gw_cli_parse_u64(v, 0, UINT64_MAX, &seed) != 0)
+            if (gw_cli_parse_u64(v, 0, UINT64_MAX, &a->seed) != 0)
                 return bad(name, v, "an unsigned integer");
         } else if (!strcmp(name, "--url")) {
-            url = v;
+            a->url = v;
         } else if (!strcmp(name, "--out")) {
-            out_dir = v;
+            a->out_dir = v;
         } else if (!strcmp(name, "--truth")) {
             if (v[0] == '\0')
                 return bad(name, v, "a file name, or - for stdout");
-            truth = v;
+            a->truth = v;
         } else if (!strcmp(name, "--nodes")) {
-            if (gw_cli_parse_u64(v, 1, GW_SIM_MAX_NODES, &nodes) != 0)
+            if (gw_cli_parse_u64(v, 1, GW_SIM_MAX_NODES, &a->nodes) != 0)
                 return bad(name, v, "1..1024");
-            have_nodes = 1;
+            a->have_nodes = 1;
         } else if (!strcmp(name, "--gpus")) {
-            if (gw_cli_parse_u64(v, 1, GW_SIM_MAX_GPUS, &gpus) != 0)
+            if (gw_cli_parse_u64(v, 1, GW_SIM_MAX_GPUS, &a->gpus) != 0)
                 return bad(name, v, "1..16");
         } else if (!strcmp(name, "--days")) {
-            if (gw_cli_parse_double(v, &days) != 0 || !(days > 0) || days > 400)
+            if (gw_cli_parse_double(v, &a->days) != 0 || !(a->days > 0) || a->days > 400)
                 return bad(name, v, "a number of days > 0 and <= 400, e.g. 1 or 0.25");
-            have_days = 1;
+            a->have_days = 1;
         } else if (!strcmp(name, "--duration")) {
-            if (gw_parse_duration_ms(v, &duration_ms) != GW_OK || duration_ms <= 0)
+            if (gw_parse_duration_ms(v, &a->duration_ms) != GW_OK || a->duration_ms <= 0)
                 return bad(name, v, "a duration such as 6h, 90m or 2d");
-            have_dur = 1;
+            a->have_dur = 1;
         } else if (!strcmp(name, "--interval")) {
-            if (gw_parse_duration_ms(v, &interval_ms) != GW_OK || interval_ms < 1000 || interval_ms > 3600000)
+            if (gw_parse_duration_ms(v, &a->interval_ms) != GW_OK || a->interval_ms < 1000 || a->interval_ms > 3600000)
                 return bad(name, v, "a duration from 1s to 1h, e.g. 30s or 15s");
-            have_interval = 1;
+            a->have_interval = 1;
         } else if (!strcmp(name, "--start")) {
-            start_s = v;
+            a->start_s = v;
         } else if (!strcmp(name, "--failure-scale")) {
-            if (gw_cli_parse_double(v, &scale) != 0 || scale < 0 || scale > 1000)
+            if (gw_cli_parse_double(v, &a->scale) != 0 || a->scale < 0 || a->scale > 1000)
                 return bad(name, v, "a factor from 0 to 1000");
-            have_scale = 1;
+            a->have_scale = 1;
         } else if (!strcmp(name, "--speed")) {
-            if (!strcmp(v, "max")) speed = 0;
-            else if (!strcmp(v, "realtime")) speed = 1;
-            else if (gw_cli_parse_double(v, &speed) != 0 || !(speed > 0) || speed > 1e9)
+            if (!strcmp(v, "max")) a->speed = 0;
+            else if (!strcmp(v, "realtime")) a->speed = 1;
+            else if (gw_cli_parse_double(v, &a->speed) != 0 || !(a->speed > 0) || a->speed > 1e9)
                 return bad(name, v, "max, realtime or a factor > 0");
         } else if (!strcmp(name, "--connections")) {
-            if (gw_cli_parse_u64(v, 1, 256, &conns) != 0)
+            if (gw_cli_parse_u64(v, 1, 256, &a->conns) != 0)
                 return bad(name, v, "1..256");
         } else if (!strcmp(name, "--batch")) {
-            if (gw_cli_parse_u64(v, 1, 100000, &batch) != 0)
+            if (gw_cli_parse_u64(v, 1, 100000, &a->batch) != 0)
                 return bad(name, v, "1..100000 samples per request");
         } else {
             fprintf(stderr, "gpuwatch simulate: unknown option \"%s\"\n\n%s", name, usage_simulate);
             return 2;
         }
     }
-    if (have_days && have_dur) {
+    if (a->have_days && a->have_dur) {
         fprintf(stderr, "gpuwatch simulate: give --days or --duration, not both\n");
         return 2;
     }
-    if (url != NULL && url[0] == '\0')
-        url = NULL;
-    if (out_dir != NULL && out_dir[0] == '\0')
-        out_dir = NULL;
-    if (dry_run && (url || out_dir)) {
+    if (a->url != NULL && a->url[0] == '\0')
+        a->url = NULL;
+    if (a->out_dir != NULL && a->out_dir[0] == '\0')
+        a->out_dir = NULL;
+    if (a->dry_run && (a->url || a->out_dir)) {
         fprintf(stderr, "gpuwatch simulate: --dry-run sends and writes nothing; drop --url/--out\n");
         return 2;
     }
-    if (!truth_only && !dry_run && !url && !out_dir) {
+    if (!a->truth_only && !a->dry_run && !a->url && !a->out_dir) {
         fprintf(stderr, "gpuwatch simulate: say where the samples go: --url URL, --out DIR or --dry-run "
                         "(or --truth-only)\n\n%s",
                 usage_simulate);
         return 2;
     }
-    if (truth_only && (url || out_dir || dry_run)) {
+    if (a->truth_only && (a->url || a->out_dir || a->dry_run)) {
         fprintf(stderr, "gpuwatch simulate: --truth-only generates no samples; drop --url/--out/--dry-run\n");
         return 2;
     }
 
+    return -1;
+}
+
+/* The simulator's settings from the options. -1 to go on, else the exit status. */
+static int sim_config(const struct sim_args *a, struct gw_sim_config *cfg)
+{
     struct gw_error err = {0};
-    if (url != NULL) {
+    if (a->url != NULL) {
         struct gw_url u;
-        if (gw_url_parse(url, &u, &err) != GW_OK) {
+        if (gw_url_parse(a->url, &u, &err) != GW_OK) {
             fprintf(stderr, "gpuwatch simulate: --url: %s\n", err.msg);
             return 2;
         }
     }
-    if (out_dir != NULL && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+    if (a->out_dir != NULL && mkdir(a->out_dir, 0777) != 0 && errno != EEXIST) {
         char eb[128];
-        fprintf(stderr, "gpuwatch simulate: --out: cannot create %s: %s\n", out_dir, strerror_r(errno, eb, sizeof eb));
+        fprintf(stderr, "gpuwatch simulate: --out: cannot create %s: %s\n", a->out_dir, strerror_r(errno, eb, sizeof eb));
         return 1;
     }
-    struct gw_sim_config cfg;
-    gw_sim_config_default(&cfg);
-    if (gw_sim_config_profile(&cfg, profile, &err) != GW_OK) {
+    gw_sim_config_default(cfg);
+    if (gw_sim_config_profile(cfg, a->profile, &err) != GW_OK) {
         fprintf(stderr, "gpuwatch simulate: --profile: %s\n", err.msg);
         return 2;
     }
-    cfg.seed = seed;
-    if (have_nodes)
-        gw_sim_config_set_nodes(&cfg, (uint32_t)nodes);
-    if (gpus > 0)
-        cfg.gpus = (uint32_t)gpus;
-    if (have_days)
-        cfg.duration_ms = (int64_t)llround(days * 86400000.0);
-    if (have_dur)
-        cfg.duration_ms = duration_ms;
-    if (have_interval)
-        cfg.interval_ms = interval_ms;
-    if (cfg.jitter_ms * 2 >= cfg.interval_ms)
-        cfg.jitter_ms = cfg.interval_ms / 2 - 1;
-    cfg.legacy_hostname = legacy;
-    if (have_style && legacy && style != GW_SIM_LABELS_LEGACY) {
+    cfg->seed = a->seed;
+    if (a->have_nodes)
+        gw_sim_config_set_nodes(cfg, (uint32_t)a->nodes);
+    if (a->gpus > 0)
+        cfg->gpus = (uint32_t)a->gpus;
+    if (a->have_days)
+        cfg->duration_ms = (int64_t)llround(a->days * 86400000.0);
+    if (a->have_dur)
+        cfg->duration_ms = a->duration_ms;
+    if (a->have_interval)
+        cfg->interval_ms = a->interval_ms;
+    if (cfg->jitter_ms * 2 >= cfg->interval_ms)
+        cfg->jitter_ms = cfg->interval_ms / 2 - 1;
+    cfg->legacy_hostname = a->legacy;
+    if (a->have_style && a->legacy && a->style != GW_SIM_LABELS_LEGACY) {
         fprintf(stderr, "gpuwatch simulate: --legacy-hostname is --label-style Hostname; give one of them\n");
         return 2;
     }
-    cfg.label_style = style;
-    cfg.gpu_model = model;
-    cfg.bait_scale = bait_scale;
-    cfg.shape_jitter = shapes_random;
-    cfg.ckpt_bottleneck = bottleneck;
-    if (have_scale)
-        cfg.failure_scale = scale;
-    if (start_s != NULL) {
-        if (parse_start(start_s, cfg.interval_ms, &cfg.start_ms) != 0)
-            return bad("--start", start_s, "RFC3339 like 2026-11-01T00:00:00Z, Unix ms, now or now-2d");
+    cfg->label_style = a->style;
+    cfg->gpu_model = a->model;
+    cfg->bait_scale = a->bait_scale;
+    cfg->shape_jitter = a->shapes_random;
+    cfg->ckpt_bottleneck = a->bottleneck;
+    if (a->have_scale)
+        cfg->failure_scale = a->scale;
+    if (a->start_s != NULL) {
+        if (parse_start(a->start_s, cfg->interval_ms, &cfg->start_ms) != 0)
+            return bad("--start", a->start_s, "RFC3339 like 2026-11-01T00:00:00Z, Unix ms, now or now-2d");
     } else {
-        cfg.start_ms = align_down(gw_now_ms() - cfg.duration_ms, cfg.interval_ms);
+        cfg->start_ms = align_down(gw_now_ms() - cfg->duration_ms, cfg->interval_ms);
     }
-    if (gw_sim_config_check(&cfg, &err) != GW_OK) {
+    if (gw_sim_config_check(cfg, &err) != GW_OK) {
         fprintf(stderr, "gpuwatch simulate: invalid settings: %s\n", err.msg);
         return 2;
     }
 
+    return -1;
+}
+
+/* Builds the timeline, writes the truth, runs the generator into the outputs. */
+static int sim_run(const struct sim_args *a, struct gw_sim_config cfg)
+{
+    struct gw_error err = {0};
     char t0[40], t1[40];
     fmt_time(cfg.start_ms, t0, sizeof t0);
     fmt_time(cfg.start_ms + cfg.duration_ms, t1, sizeof t1);
@@ -418,11 +437,11 @@ int gw_cli_simulate(int argc, char **argv)
         goto out;
     }
     print_events(tl);
-    if (truth != NULL) {
-        FILE *f = strcmp(truth, "-") == 0 ? stdout : fopen(truth, "w");
+    if (a->truth != NULL) {
+        FILE *f = strcmp(a->truth, "-") == 0 ? stdout : fopen(a->truth, "w");
         if (f == NULL) {
             char eb[128];
-            fprintf(stderr, "gpuwatch simulate: cannot create %s: %s\n", truth, strerror_r(errno, eb, sizeof eb));
+            fprintf(stderr, "gpuwatch simulate: cannot create %s: %s\n", a->truth, strerror_r(errno, eb, sizeof eb));
             goto out;
         }
         rc = gw_sim_truth_write(tl, f, &err);
@@ -433,35 +452,35 @@ int gw_cli_simulate(int argc, char **argv)
             fflush(stdout);
         }
         if (rc != GW_OK) {
-            fprintf(stderr, "gpuwatch simulate: cannot write the ground truth to %s: %s\n", truth, err.msg);
+            fprintf(stderr, "gpuwatch simulate: cannot write the ground truth to %s: %s\n", a->truth, err.msg);
             goto out;
         }
     }
-    if (truth_only) {
+    if (a->truth_only) {
         printf("timeline: elapsed_s=%.3f result=OK\n", (double)(gw_mono_ns() - tl0) / 1e9);
         status = 0;
         goto out;
     }
-    if ((rc = gw_sim_gen_open(&g, tl, only_det ? want_detector_metric : NULL, NULL, &err)) != GW_OK) {
+    if ((rc = gw_sim_gen_open(&g, tl, a->only_det ? want_detector_metric : NULL, NULL, &err)) != GW_OK) {
         fprintf(stderr, "gpuwatch simulate: cannot start the generator: %s\n", err.msg);
         goto out;
     }
     struct gw_sim_output_opts oo = {
-        .url = url,
-        .out_dir = out_dir,
-        .connections = (unsigned)conns,
-        .max_samples_per_request = (size_t)batch,
-        .shard_seed = shard_seed,
-        .max_skew = (unsigned)max_skew,
-        .speed = speed,
-        .progress = progress,
+        .url = a->url,
+        .out_dir = a->out_dir,
+        .connections = (unsigned)a->conns,
+        .max_samples_per_request = (size_t)a->batch,
+        .shard_seed = a->shard_seed,
+        .max_skew = (unsigned)a->max_skew,
+        .speed = a->speed,
+        .progress = a->progress,
     };
     struct gw_sim_output_stats st;
     memset(&st, 0, sizeof st);
     rc = gw_sim_output_run(g, &oo, &st, &err);
     printf("output: mode=%s series=%" PRIu64 " samples=%" PRIu64 " requests=%" PRIu64 " bytes=%" PRIu64
            " retries=%" PRIu64 " duplicates=%" PRIu64 " elapsed_s=%.3f samples_per_s=%.0f result=%s\n",
-           dry_run ? "dry-run" : url && out_dir ? "url+files" : url ? "url" : "files", st.series, st.samples,
+           a->dry_run ? "dry-run" : a->url && a->out_dir ? "url+files" : a->url ? "url" : "files", st.series, st.samples,
            st.requests, st.bytes, st.retries, st.duplicates, st.seconds, st.seconds > 0 ? (double)st.samples / st.seconds : 0.0,
            rc == GW_OK ? "OK" : gw_strerror(rc));
     if (rc != GW_OK) {
@@ -474,4 +493,13 @@ out:
         gw_sim_gen_close(g);
     gw_sim_timeline_free(tl);
     return status;
+}
+
+int gw_cli_simulate(int argc, char **argv)
+{
+    struct sim_args a;
+    struct gw_sim_config cfg;
+    int rc = sim_parse(argc, argv, &a);
+    if (rc < 0) rc = sim_config(&a, &cfg);
+    return rc < 0 ? sim_run(&a, cfg) : rc;
 }
