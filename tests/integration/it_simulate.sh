@@ -75,8 +75,10 @@ python3 - "$pr" "$gw" "$s_start" "$s_end" <<'PY' || failed=1
 import json, sys, time, urllib.parse, urllib.request
 ref, got, start, end = sys.argv[1:5]
 def series(base):
-    # gpuwatch's own ALERTS series (its detectors' alerts) are not part of the sent data
-    q = urllib.parse.urlencode({"match[]": '{__name__=~".+",__name__!="ALERTS"}', "start": start, "end": end})
+    # gpuwatch's own series (its detectors' ALERTS, the checkpoint events' gpuwatch_checkpoint_*)
+    # are not part of the sent data
+    q = urllib.parse.urlencode({"match[]": '{__name__=~".+",__name__!="ALERTS",__name__!~"gpuwatch_checkpoint_.*"}',
+                                "start": start, "end": end})
     with urllib.request.urlopen(base + "/api/v1/series?" + q, timeout=60) as r:
         doc = json.load(r)
     return {tuple(sorted(m.items())) for m in doc["data"]}
