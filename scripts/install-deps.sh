@@ -5,6 +5,7 @@ set -euo pipefail
 pkgs=(build-essential clang cmake pkg-config
       libprotobuf-c-dev protobuf-c-compiler libsnappy-dev libmicrohttpd-dev
       liblmdb-dev lmdb-utils libcmocka-dev libxxhash-dev libzstd-dev libpcre2-dev libcurl4-openssl-dev
+      libjansson-dev chromium
       prometheus prometheus-node-exporter victoria-metrics curl python3
       prometheus-alertmanager)
 missing=()
