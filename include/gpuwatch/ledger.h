@@ -281,7 +281,13 @@ struct gw_led_data {
     void *priv;
 };
 int gw_led_load(const char *data_dir, int64_t from, int64_t to, struct gw_led_data *d, struct gw_error *err);
-void gw_led_data_free(struct gw_led_data *d);
+/* The same from serve's open handles: activity from db, the alert log
+ * through alerts (gw_alerts_log_foreach), events from ev (NULL: none),
+ * checkpoints not loaded. */
+struct gw_db;
+int gw_led_load_live(struct gw_db *db, struct gw_alerts *alerts, struct gw_led_events *ev, int64_t from,
+                     int64_t to, struct gw_led_data *d, struct gw_error *err);
+void gw_led_data_free(struct gw_led_data *d);   /* frees what a load filled; d itself is the caller's */
 
 /* ---------------------------------------------------------------- report */
 
