@@ -301,6 +301,10 @@ struct gw_db;
 int gw_led_load_live(struct gw_db *db, struct gw_alerts *alerts, struct gw_led_events *ev, int64_t from,
                      int64_t to, struct gw_led_data *d, struct gw_error *err);
 void gw_led_data_free(struct gw_led_data *d);   /* frees what a load filled; d itself is the caller's */
+/* The newest time in d's inputs (activity samples, alert times, scheduler
+ * events) not after d->in.to, or d->in.to when there is none: the "now"
+ * of `gpuwatch exclusions` and /api/v1/exclusions (src/ledger/newest.c). */
+int64_t gw_led_data_newest(const struct gw_led_data *d);
 
 /* ---------------------------------------------------------------- report */
 
