@@ -9,7 +9,10 @@
 #   3. a wrong Content-Type: 415;
 # then GET answers with the filters (start/end, type, node, limit), and
 # after a restart of serve on the same data dir the same events come back
-# and new ones continue the seq.
+# and new ones continue the seq. Finally a node the scheduler excluded an
+# hour ago is on the exclusion list of /api/v1/exclusions and of
+# `gpuwatch exclusions` (--url and --data-dir), and /api/v1/sessions
+# shows the session the events reported.
 #
 # Usage: bash it_events.sh <build_dir>
 source "$(dirname "$0")/lib.sh" "$@"
@@ -119,5 +122,41 @@ printf '%s\n' '{"type":"session_end","time":"2026-12-03T00:00:00Z","session":"jo
 code=$(post "$GW_TMP/more.jsonl" "application/json; charset=utf-8")
 [[ "$code" == 200 ]] || gw_fail "post after restart: HTTP $code: $(cat "$GW_TMP/last_body")"
 get_check "type=session_end" '[(e["seq"], e["outcome"]) for e in d["data"]] == [(7, "completed")]'
+
+# The ledger over the events: a node the scheduler excluded an hour ago is
+# on the exclusion list (API and `gpuwatch exclusions`, from the server and
+# from the data dir), and sessions answer.
+now=$(date +%s)
+printf '%s\n' \
+    "{\"type\":\"session_start\",\"time\":$((now - 7200)),\"session\":\"job-9\",\"nodes\":[\"gpu-b1\",\"gpu-b2\"]}" \
+    "{\"type\":\"node_excluded\",\"time\":$((now - 3600)),\"node\":\"GPU-B1\",\"reason\":\"bad HBM\"}" \
+    >"$GW_TMP/recent.jsonl"
+code=$(post "$GW_TMP/recent.jsonl")
+[[ "$code" == 200 ]] || gw_fail "recent events: HTTP $code: $(cat "$GW_TMP/last_body")"
+base="http://127.0.0.1:$port"
+code=$(gw_http_code GET "$base/api/v1/exclusions")
+[[ "$code" == 200 ]] || gw_fail "GET exclusions: HTTP $code: $(cat "$GW_TMP/last_body")"
+check "$GW_TMP/last_body" 'd["status"] == "success" and "gpu-b1" in d["data"]["hosts"] and "gpu-b2" not in d["data"]["hosts"]'
+code=$(gw_http_code GET "$base/api/v1/exclusions?format=hosts")
+[[ "$code" == 200 ]] || gw_fail "GET exclusions hosts: HTTP $code"
+grep -qx gpu-b1 "$GW_TMP/last_body" || gw_fail "exclusions?format=hosts lacks gpu-b1: $(cat "$GW_TMP/last_body")"
+code=$(gw_http_code GET "$base/api/v1/exclusions?format=yaml")
+[[ "$code" == 400 ]] || gw_fail "GET exclusions format=yaml: HTTP $code, want 400"
+"$GW_BIN" exclusions --url "$base" >"$GW_TMP/cli_hosts" || gw_fail "gpuwatch exclusions --url failed"
+grep -qx gpu-b1 "$GW_TMP/cli_hosts" || gw_fail "gpuwatch exclusions --url lacks gpu-b1: $(cat "$GW_TMP/cli_hosts")"
+"$GW_BIN" exclusions --url "$base" --format slurm >"$GW_TMP/cli_slurm" || gw_fail "exclusions --format slurm failed"
+tr ',' '\n' <"$GW_TMP/cli_slurm" | grep -qx gpu-b1 || gw_fail "slurm list lacks gpu-b1: $(cat "$GW_TMP/cli_slurm")"
+"$GW_BIN" exclusions --url "$base" --format json >"$GW_TMP/cli_json" || gw_fail "exclusions --format json failed"
+check "$GW_TMP/cli_json" '"gpu-b1" in d["data"]["hosts"]'
+"$GW_BIN" exclusions --data-dir "$data" >"$GW_TMP/cli_dir" || gw_fail "gpuwatch exclusions --data-dir failed"
+grep -qx gpu-b1 "$GW_TMP/cli_dir" || gw_fail "gpuwatch exclusions --data-dir lacks gpu-b1: $(cat "$GW_TMP/cli_dir")"
+rc=0
+"$GW_BIN" exclusions --url "$base" --data-dir "$data" 2>/dev/null || rc=$?
+[[ "$rc" == 2 ]] || gw_fail "exclusions with both --url and --data-dir: exit $rc, want 2"
+code=$(gw_http_code GET "$base/api/v1/sessions")
+[[ "$code" == 200 ]] || gw_fail "GET sessions: HTTP $code: $(cat "$GW_TMP/last_body")"
+check "$GW_TMP/last_body" 'd["status"] == "success" and "job-9" in [s["scheduler_id"] for s in d["data"]["sessions"]]'
+gw_log "exclusions and sessions ok"
+
 gw_stop s2 || gw_fail "serve exited with an error"
 gw_log "ok"
