@@ -3,7 +3,7 @@
  * returns nothing; times in RFC 3339 and Unix seconds; node names
  * lower-cased; parse -> JSON -> parse gives the same events; the store
  * answers time ranges in order, appends all or nothing, keeps seq going
- * across a reopen, and grows its map when it is full. */
+ * across a reopen, and grows its map when it is full; gw_led_data_newest. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -373,6 +373,34 @@ static void test_ledger_events_store_grows(void **state)
     rm_rf(dir);
 }
 
+/* The "now" of the exclusion list: the newest input time not after to. */
+static void test_ledger_events_data_newest(void **state)
+{
+    (void)state;
+    struct gw_led_data d;
+    memset(&d, 0, sizeof d);
+    d.in.to = 10000;
+    assert_int_equal(gw_led_data_newest(&d), 10000);   /* no inputs */
+    struct gw_led_act act[2] = {{.t = 4000}, {.t = 5000}};
+    d.in.act = act;
+    d.in.n_act = 2;
+    assert_int_equal(gw_led_data_newest(&d), 5000);
+    struct gw_alert al;
+    memset(&al, 0, sizeof al);
+    al.active_at = 3000;
+    al.fired_at = 6000;
+    al.last_raised = 6500;
+    al.resolved_at = INT64_MIN;
+    d.in.alerts = &al;
+    d.in.n_alerts = 1;
+    assert_int_equal(gw_led_data_newest(&d), 6500);
+    struct gw_led_event ev[2];
+    make_events(ev, 2, 7000, 5000);   /* 7000 and 12000, past to */
+    d.in.events = ev;
+    d.in.n_events = 2;
+    assert_int_equal(gw_led_data_newest(&d), 7000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -381,6 +409,7 @@ int main(void)
         cmocka_unit_test(test_ledger_events_json_round_trip),
         cmocka_unit_test(test_ledger_events_store),
         cmocka_unit_test(test_ledger_events_store_grows),
+        cmocka_unit_test(test_ledger_events_data_newest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
