@@ -3,13 +3,15 @@
  * returns nothing; times in RFC 3339 and Unix seconds; node names
  * lower-cased; parse -> JSON -> parse gives the same events; the store
  * answers time ranges in order, appends all or nothing, keeps seq going
- * across a reopen, and grows its map when it is full; gw_led_data_newest. */
+ * across a reopen, grows its map when it is full and takes appends from
+ * several threads; gw_led_data_newest. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +375,74 @@ static void test_ledger_events_store_grows(void **state)
     rm_rf(dir);
 }
 
+struct th_arg {
+    struct gw_led_events *s;
+    int id;
+    int rc;
+};
+
+static void *th_append(void *p)
+{
+    struct th_arg *a = p;
+    for (int i = 0; i < 50 && a->rc == GW_OK; i++) {
+        struct gw_led_event ev[2];
+        make_events(ev, 2, 1000 * a->id + i, 0);
+        struct gw_error err = {0};
+        a->rc = gw_led_events_append(a->s, ev, 2, &err);
+        if (a->rc == GW_OK && ev[1].seq != ev[0].seq + 1) a->rc = -100;
+    }
+    return NULL;
+}
+
+static void *th_load(void *p)
+{
+    struct th_arg *a = p;
+    for (int i = 0; i < 50 && a->rc == GW_OK; i++) {
+        struct gw_led_event *out;
+        size_t n;
+        struct gw_error err = {0};
+        a->rc = gw_led_events_load(a->s, INT64_MIN, INT64_MAX, 0, &out, &n, &err);
+        if (a->rc == GW_OK) gw_led_events_free(out, n);
+    }
+    return NULL;
+}
+
+/* Appends from several threads while another loads: every event stored
+ * once, seqs 1..N without a gap or a repeat. */
+static void test_ledger_events_store_threads(void **state)
+{
+    (void)state;
+    char dir[256];
+    tmpdir(dir, sizeof dir);
+    struct gw_error err = {0};
+    struct gw_led_events *s;
+    assert_int_equal(gw_led_events_open(&s, dir, &err), GW_OK);
+    pthread_t th[5];
+    struct th_arg a[5];
+    for (int i = 0; i < 5; i++) {
+        a[i] = (struct th_arg){s, i, GW_OK};
+        assert_int_equal(pthread_create(&th[i], NULL, i < 4 ? th_append : th_load, &a[i]), 0);
+    }
+    for (int i = 0; i < 5; i++) {
+        pthread_join(th[i], NULL);
+        assert_int_equal(a[i].rc, GW_OK);
+    }
+    struct gw_led_event *out;
+    size_t n;
+    assert_int_equal(gw_led_events_load(s, INT64_MIN, INT64_MAX, 0, &out, &n, &err), GW_OK);
+    assert_int_equal(n, 400);
+    char seen[401] = {0};
+    for (size_t i = 0; i < n; i++) {
+        assert_true(out[i].seq >= 1 && out[i].seq <= 400);
+        assert_false(seen[out[i].seq]);
+        seen[out[i].seq] = 1;
+        if (i) assert_true(out[i - 1].t <= out[i].t);
+    }
+    gw_led_events_free(out, n);
+    gw_led_events_close(s);
+    rm_rf(dir);
+}
+
 /* The "now" of the exclusion list: the newest input time not after to. */
 static void test_ledger_events_data_newest(void **state)
 {
@@ -409,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_ledger_events_json_round_trip),
         cmocka_unit_test(test_ledger_events_store),
         cmocka_unit_test(test_ledger_events_store_grows),
+        cmocka_unit_test(test_ledger_events_store_threads),
         cmocka_unit_test(test_ledger_events_data_newest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
