@@ -6,7 +6,8 @@
  *  - failed / startup_failed: a failure of a member node was detected
  *    (first critical alert fired) within [end - fail_window, end + slack],
  *    or an application XID on a member (or a job-level collective abort)
- *    came within [end - slack, end + slack] (slack = 2 intervals + 1 min);
+ *    came within [end - slack, end + slack] (slack = 2 intervals + 1 min,
+ *    at least 5 min);
  *    failed when it had reached steady training, else startup_failed;
  *  - startup_failed also when it never reached steady training;
  *  - completed otherwise.
@@ -31,7 +32,8 @@
 
 static int64_t slack(const struct led_ctx *x)
 {
-    return 2 * x->iv + 60000;
+    int64_t s = 2 * x->iv + 60000;
+    return s > 5 * 60000 ? s : 5 * 60000;   /* detection can trail the end: a silent node takes minutes */
 }
 
 static int32_t killing_failure(const struct led_ctx *x, const struct gw_led_session *s)

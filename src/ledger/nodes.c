@@ -113,8 +113,10 @@ static int exclusion_of(struct led_ctx *x, const struct gw_led_node *ln, struct 
     uint32_t n = ln->node;
     int64_t ret = last_event(x->in, r->nodes[n], GW_LEV_NODE_RETURNED, r->now, NULL);
     const struct gw_led_failure *last = NULL, *rep = NULL;
+    int64_t newest = GW_LED_NO_TIME;
     for (size_t i = 0; i < r->n_failures; i++) {
         const struct gw_led_failure *f = &r->failures[i];
+        if (f->node == n && f->t_first <= r->now && f->t_first > newest) newest = f->t_first;
         if (f->node != n || f->t_first > r->now || (ret != GW_LED_NO_TIME && f->t_first <= ret)) continue;
         last = f;
         if (f->repeat >= 2 && strcmp(f->action, "replace_gpu") == 0 && r->now - f->t_first <= x->c.repeat_window_ms)
@@ -136,7 +138,7 @@ static int exclusion_of(struct led_ctx *x, const struct gw_led_node *ln, struct 
         gw_format_rfc3339_s(last->t_first, when, sizeof when);
         snprintf(e->reason, sizeof e->reason, "%s (%s%s%.0u%s) at %s; no healthy run since", last->alertname,
                  last->cls, last->xid ? ", XID " : "", last->xid, last->gpu >= 0 ? " on a GPU" : "", when);
-    } else if (ln->lemon && (!last || ret == GW_LED_NO_TIME || ret < last->t_first)) {
+    } else if (ln->lemon && (ret == GW_LED_NO_TIME || ret < newest)) {
         f = last;
         e->source = GW_LEX_LEMON;
         snprintf(e->reason, sizeof e->reason, "lemon: score %.2f from %u failures (%u repeats), %u exclusions; rank %u",

@@ -100,7 +100,8 @@ static size_t split_by_end(struct led_ctx *x, size_t *idx, size_t n)
     int64_t (*pairs)[2] = malloc(n * sizeof *pairs);
     if (!pairs) return 0;
     for (size_t i = 0; i < n; i++) {
-        pairs[i][0] = x->runs[idx[i]].end;
+        const struct led_run *run = &x->runs[idx[i]];
+        pairs[i][0] = run->last_compute != GW_LED_NO_TIME ? run->last_compute : run->end;
         pairs[i][1] = (int64_t)idx[i];
     }
     qsort(pairs, n, sizeof *pairs, end_cmp);
