@@ -23,7 +23,7 @@
 #include "gpuwatch/ledger.h"
 #include "http/http_int.h"
 
-#define GW_HTTP_EVENTS_MAX 100000   /* events in one POST */
+#define GW_HTTP_EVENTS_MAX 10000    /* events in one POST (about 8 MiB parsed) */
 
 static struct gw_led_events *events_store(struct gw_http_req *rq, struct gw_http_resp *rs)
 {
@@ -57,7 +57,8 @@ static void events_post(struct gw_http_req *rq, struct gw_http_resp *rs, struct 
     struct gw_led_event *ev = NULL;
     size_t n = 0;
     struct gw_error err = {0};
-    int rc = gw_led_events_parse(rq->body.data ? (const char *)rq->body.data : "", rq->body.len, GW_HTTP_EVENTS_MAX, &ev, &n, &err);
+    const char *body = rq->body.data ? (const char *)rq->body.data : "";
+    int rc = gw_led_events_parse(body, rq->body.len, GW_HTTP_EVENTS_MAX, &ev, &n, &err);
     if (rc == GW_EINVAL || rc == GW_ELIMIT) {
         gw_resp_api_error(rs, "bad_data", "%s", err.msg);
         return;
