@@ -41,7 +41,8 @@ static int parse(const char *body, struct gw_led_event **ev, size_t *n, struct g
     return gw_led_events_parse(body, strlen(body), 0, ev, n, err);
 }
 
-#define GOOD1 "{\"type\":\"session_start\",\"time\":\"2026-12-01T10:00:00Z\",\"session\":\"j1\",\"nodes\":[\"a1\",\"a2\"]}\n"
+#define GOOD1                                                                                            \
+    "{\"type\":\"session_start\",\"time\":\"2026-12-01T10:00:00Z\",\"session\":\"j1\",\"nodes\":[\"a1\",\"a2\"]}\n"
 #define GOOD2 "{\"type\":\"session_end\",\"time\":1796119300,\"session\":\"j1\"}\n"
 
 /* Each body has two good lines, then a bad one on line 3 (or the line given). */

@@ -60,7 +60,8 @@ static int build(struct gw_http_req *rq, struct gw_http_resp *rs, int64_t from, 
     struct gw_error err = {0};
     int rc = gw_led_load_live(rq->h->db, al, ev, from, to, &d, &err);
     if (rc != GW_OK) {
-        gw_resp_api_error(rs, "internal", "cannot load the ledger's inputs: %s", err.msg[0] ? err.msg : gw_strerror(rc));
+        gw_resp_api_error(rs, "internal", "cannot load the ledger's inputs: %s",
+                          err.msg[0] ? err.msg : gw_strerror(rc));
         return -1;
     }
     if (now_newest) d.in.now = gw_led_data_newest(&d);

@@ -166,7 +166,8 @@ static int lev_rfc3339(const char *s, size_t len, int64_t *out)
         return -1;
     }
     if (i != len) return -1;
-    int64_t t = lev_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - sign * (int64_t)(oh * 3600 + om * 60);
+    int64_t t = lev_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+    t -= sign * (int64_t)(oh * 3600 + om * 60);
     *out = t * 1000 + ms;
     return 0;
 }
@@ -180,12 +181,13 @@ static int lev_time(json_t *v, size_t line, int64_t *out, struct gw_error *err)
     } else if (json_is_integer(v)) {
         json_int_t s = json_integer_value(v);
         if (s < 0 || s > LEV_MAX_MS / 1000)
-            return lev_fail(err, GW_EINVAL, line, "\"time\" %lld is outside 1970..9999", (long long)s);
+            return lev_fail(err, GW_EINVAL, line, "\"time\" %lld is outside 1970..9999 (Unix seconds expected)",
+                            (long long)s);
         t = (int64_t)s * 1000;
     } else if (json_is_real(v)) {
         double s = json_real_value(v);
         if (!(s >= 0 && s < (double)(LEV_MAX_MS / 1000 + 1)))
-            return lev_fail(err, GW_EINVAL, line, "\"time\" %g is outside 1970..9999", s);
+            return lev_fail(err, GW_EINVAL, line, "\"time\" %g is outside 1970..9999 (Unix seconds expected)", s);
         double ip;
         double fr = modf(s, &ip);
         t = (int64_t)ip * 1000 + (int64_t)llround(fr * 1000);
