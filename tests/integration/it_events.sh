@@ -155,7 +155,8 @@ rc=0
 [[ "$rc" == 2 ]] || gw_fail "exclusions with both --url and --data-dir: exit $rc, want 2"
 code=$(gw_http_code GET "$base/api/v1/sessions")
 [[ "$code" == 200 ]] || gw_fail "GET sessions: HTTP $code: $(cat "$GW_TMP/last_body")"
-check "$GW_TMP/last_body" 'd["status"] == "success" and "job-9" in [s["scheduler_id"] for s in d["data"]["sessions"]]'
+check "$GW_TMP/last_body" 'd["status"] == "success" and [s["nodes"] for s in d["data"]["sessions"]
+    if s["scheduler_id"] == "job-9"] == [["gpu-b1", "gpu-b2"]]'
 gw_log "exclusions and sessions ok"
 
 gw_stop s2 || gw_fail "serve exited with an error"
