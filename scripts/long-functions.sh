@@ -34,8 +34,6 @@ cd "$root"
 ALLOW=(
     src/eval/run.c:gw_eval_run
     src/eval/score.c:gw_eval_score
-    src/sim/output.c:gw_sim_output_run
-    src/sim/timeline.c:gen_sessions
 )
 
 list_functions() { # FILE...: FILE:LINE:NAME:LENGTH for every function
