@@ -41,7 +41,7 @@ static int labels_check(const uint8_t *labels, size_t len, size_t *count)
         int krc = gw_store_pair_key(key, &kl, n, nl, v, vl);
         if (krc != GW_OK)
             return krc;
-        total += gw_store_uvarint_len(nl) + nl + gw_store_uvarint_len(vl) + vl;
+        total += gw_uvarint_len(nl) + nl + gw_uvarint_len(vl) + vl;
         c++;
     }
     if (rc != 0 || c == 0 || total != len)
@@ -121,7 +121,7 @@ static int rebuild_labels(struct gw_store_txn *t, MDB_dbi dids, const struct gw_
         size_t vl = tx[i].mv_size - nl - 1;
         if (nl == 0 || vl == 0)
             return GW_ECORRUPT;
-        total += gw_store_uvarint_len(nl) + nl + gw_store_uvarint_len(vl) + vl;
+        total += gw_uvarint_len(nl) + nl + gw_uvarint_len(vl) + vl;
     }
     if (off != r->ids_len)
         return GW_ECORRUPT;

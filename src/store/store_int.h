@@ -249,11 +249,4 @@ static inline int gw_store_cursor_open(struct gw_store_txn *t, MDB_dbi dbi, MDB_
     return mrc == MDB_SUCCESS ? GW_OK : gw_store_terr(t, mrc, "cursor open");
 }
 
-/* Bytes of v as a uvarint (what gw_uvarint_put writes). */
-static inline size_t gw_store_uvarint_len(uint64_t v)
-{
-    uint8_t b[10];
-    return gw_uvarint_put(b, v);
-}
-
 #endif /* GW_STORE_INT_H */
