@@ -2,6 +2,7 @@
  * help printer over the same table (cli_parse.h). */
 #include "cli_parse.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -199,8 +200,11 @@ static const char *expect_text(const struct gw_cli_opt *o, char *buf, size_t cap
 static int apply(const struct gw_cli_cmd *cmd, const struct gw_cli_opt *o, const char *v, int n_given, void *base)
 {
     void *p = o->at ? field(base, o->at) : NULL;
+    /* a table naming a field of the wrong type is a programming error */
+    assert(o->type == GW_CLI_CALL || p != NULL);
     switch (o->type) {
     case GW_CLI_FLAG:
+        assert(o->size == sizeof(int));
         *(int *)p = 1;
         return 0;
     case GW_CLI_STR:
@@ -208,6 +212,7 @@ static int apply(const struct gw_cli_cmd *cmd, const struct gw_cli_opt *o, const
             return -1;
         if (o->choices && choice_index(o->choices, v) < 0)
             return -1;
+        assert(o->size == sizeof(const char *));
         *(const char **)p = v;
         return 0;
     case GW_CLI_STRS:
@@ -222,6 +227,7 @@ static int apply(const struct gw_cli_cmd *cmd, const struct gw_cli_opt *o, const
         if (i < 0)
             return -1;
         int x = o->values ? o->values[i] : i;
+        assert(o->size == sizeof x);
         memcpy(p, &x, sizeof x);
         return 0;
     }
@@ -237,6 +243,7 @@ static int apply(const struct gw_cli_cmd *cmd, const struct gw_cli_opt *o, const
         if (gw_parse_duration_ms(v, &ms) != GW_OK || ms <= 0 || (uint64_t)ms < o->min ||
             (o->max && (uint64_t)ms > o->max))
             return -1;
+        assert(o->size == sizeof(int64_t));
         *(int64_t *)p = ms;
         return 0;
     }
@@ -245,6 +252,7 @@ static int apply(const struct gw_cli_cmd *cmd, const struct gw_cli_opt *o, const
         if (gw_cli_parse_double(v, &x) != 0 || x < o->dmin || x > o->dmax ||
             ((o->flags & GW_CLI_ABOVE_MIN) && !(x > o->dmin)))
             return -1;
+        assert(o->size == sizeof(double));
         *(double *)p = x;
         return 0;
     }
