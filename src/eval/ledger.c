@@ -20,9 +20,9 @@
  *    training; intervals from the failed end, or from the start of an
  *    attempt that failed in start-up. Success rate and median interval of
  *    both are printed side by side;
- *  - lemons: the ranks of the truth's lemon nodes in the ledger's ranking
- *    (those with a hardware failure in the data, and how many of them are
- *    in the top max(3, lemons));
+ *  - lemons: the ranks of the truth's lemon nodes in the ledger's ranking,
+ *    and how many of those with at least two hardware failures in the data
+ *    (one failure does not set a lemon apart) are in the top max(3, lemons);
  *  - exclusion concentration: the top-3 share of the truth's exclusions
  *    (session.excluded_node) and of the ledger's;
  *  - evidence: exclusions (now, and implied by sessions) traceable to a
@@ -352,7 +352,7 @@ static void score_lemons(const struct gw_sim_timeline *tl, const struct gw_led_r
             if (tmap[r->ledger[k].node] == (int)i) rank = r->ledger[k].rank;
         v->lemon_hw[v->n_lemons] = hw;
         v->lemon_rank[v->n_lemons++] = rank;
-        if (hw > 0) {
+        if (hw >= 2) {   /* one failure does not tell a lemon from any node */
             v->lemons_failing++;
             if (rank > 0 && rank <= top) v->lemons_in_top++;
         }
@@ -523,7 +523,7 @@ int gw_eval_ledger_print(const struct gw_eval_ledger *v, size_t n, FILE *f)
         fprintf(f, " | %u/%u implied, %u/%u now\n", x->implied_traceable, x->implied_checked,
                 x->exclusions_traceable, x->exclusions_now);
     }
-    fprintf(f, "lemon ranks: rank(hardware failures in the data) per truth lemon; in_top: failing lemons in the top "
-               "max(3, lemons); evidence: exclusions traceable to a failure with alerts\n");
+    fprintf(f, "lemon ranks: rank(hardware failures in the data) per truth lemon; in_top: lemons with >= 2 failures in "
+               "the top max(3, lemons); evidence: exclusions traceable to a failure with alerts\n");
     return ferror(f) ? GW_EIO : GW_OK;
 }

@@ -124,13 +124,15 @@ static int32_t next_of(const struct gw_led_result *r, size_t i)
     return -1;
 }
 
-/* Nodes of p left out of n: the failing node first, at most 4. */
+/* Nodes left out of n after p failed: the node of the chain's failure
+ * (every attempt that runs without it), then for automatic retries up to
+ * three more members of p that were swapped out; at most 4. */
 static void note_excluded(const struct gw_led_result *r, const struct gw_led_session *p, struct gw_led_session *n,
-                          int automatic)
+                          int automatic, int32_t failure)
 {
     int k = 0;
-    if (p->failure >= 0) {
-        uint32_t fn = r->failures[p->failure].node;
+    if (failure >= 0) {
+        uint32_t fn = r->failures[failure].node;
         if (!led_is_member(n, fn)) n->excluded[k++] = (int32_t)fn;
     }
     if (!automatic) return;
@@ -188,7 +190,7 @@ int led_chains(struct led_ctx *x, struct gw_error *err)
         if (in_chain) c = &r->chains[cur];
         else if (!(c = chain_add(r, &cap, s, err))) return err->code ? err->code : GW_ENOMEM;
         s->chain = (int32_t)c->id;
-        if (n) note_excluded(r, s, n, retry);
+        if (n) note_excluded(r, s, n, retry, c->failure);
         if (!retry) {
             if (c->attempts == 0 && n && n->t_steady != GW_LED_NO_TIME) {   /* manual recovery */
                 c->success = 1;

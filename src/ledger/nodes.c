@@ -6,8 +6,9 @@
  * (those hours / failures) and a decayed score:
  *     score = sum over failures of w * 2^(-(now - t_first) / half_life),
  *     w = 1, 1.5 for a repeat; + 0.5 * 2^(-age / half_life) per scheduler exclusion.
- * Lemons: score >= lemon_score. Rank 1 is the highest score (then more
- * failures, more exclusions, name).
+ * Lemons: score >= lemon_score. The ranking is over the whole range: rank
+ * 1 has the most failures (then more repeats, the higher score, more
+ * exclusions, name).
  *
  * Exclusions now (one entry per node, the first reason that holds; a
  * node_returned event clears every reason older than it):
@@ -64,8 +65,9 @@ static int cmp_rank(const void *a, const void *b)
 {
     const struct rank_item *p = a, *q = b;
     const struct gw_led_node *x = &p->ln, *y = &q->ln;
-    if (x->score != y->score) return x->score > y->score ? -1 : 1;
     if (x->failures != y->failures) return x->failures > y->failures ? -1 : 1;
+    if (x->repeats != y->repeats) return x->repeats > y->repeats ? -1 : 1;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
     if (x->exclusions != y->exclusions) return x->exclusions > y->exclusions ? -1 : 1;
     return strcmp(p->name, q->name);
 }
