@@ -273,7 +273,7 @@ static void test_ledger_report_html_sections(void **state)
     assert_non_null(strstr(h, "Bottleneck: slot_limited in 2 of 4 checkpoints (50 %)"));
     assert_non_null(strstr(h, "The top 3 of 4 nodes took 100.0 % of all exclusions"));
     assert_non_null(strstr(h, "Median retry interval 11.0 min (IQR 10.0-11.0 min)"));
-    assert_non_null(strstr(h, "Of the 2 with an XID, 1 were detected before the XID (median lead time 3m 00s)"));
+    assert_non_null(strstr(h, "Of the 2 with an XID, 1 was detected before the XID (median lead time 3m 00s)"));
     /* lead before the XID: 3 min for failure 0, -1 min for failure 2 */
     assert_non_null(strstr(h, "<td>3m 00s</td>"));
     assert_non_null(strstr(h, "<td>-1m 00s</td>"));

@@ -158,7 +158,7 @@ void rep_row(struct rep *p)
 void rep_cell(struct rep *p, const char *s)
 {
     if (p->html) {
-        rep_raw(p, "<td>");
+        rep_raw(p, s && strlen(s) > 40 ? "<td class=\"w\">" : "<td>");
         rep_text(p, s);
         rep_raw(p, "</td>");
     } else {
@@ -572,8 +572,8 @@ static void lead_finding(struct rep *p)
             qsort(leads, n, sizeof leads[0], cmp_i64);
             rep_fmt_dur(leads[n / 2], med, sizeof med);
         }
-        rep_textf(p, "Of the %zu with an XID, %zu were detected before the XID (median lead time %s). ", with_xid,
-                  n, med);
+        rep_textf(p, "Of the %zu with an XID, %zu %s detected before the XID (median lead time %s). ", with_xid, n,
+                  n == 1 ? "was" : "were", med);
     }
     rep_text(p, "Lead = XID time minus detection (critical alert) time; delay = detection minus the first "
                 "warning; the last two durations run from detection.");
@@ -689,8 +689,8 @@ static const char rep_css[] =
     "border-radius:6px;padding:10px 14px}\n"
     ".kpi .v{font-size:24px;font-weight:600;color:#1d3557}.kpi .l{font-size:12px;color:#555}\n"
     ".tw{overflow-x:auto}table{border-collapse:collapse;font-size:12.5px;margin:6px 0 12px}\n"
-    "th{background:#edf2f7;text-align:left;padding:5px 8px;white-space:nowrap}td{padding:4px 8px;"
-    "border-top:1px solid #edf0f3;vertical-align:top}\n"
+    "th{background:#edf2f7;text-align:left;padding:5px 8px;vertical-align:bottom}td{padding:4px 8px;"
+    "border-top:1px solid #edf0f3;vertical-align:top;white-space:nowrap}td.w{white-space:normal;min-width:200px}\n"
     "tbody tr:nth-child(even){background:#fafbfc}.sw{display:inline-block;width:9px;height:9px;"
     "border-radius:50%;margin-right:5px}\n"
     ".none{color:#6c757d;font-style:italic}.finding{background:#fff8e1;border-left:4px solid #f4a261;"

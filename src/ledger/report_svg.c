@@ -98,7 +98,7 @@ static void time_grid(struct rep *p, const struct tscale *s, double y_top, doubl
         gmtime_r(&tt, &tm);
         strftime(b, sizeof b, step >= 86400000 ? "%m-%d" : "%m-%d %H:%M", &tm);
         rep_rawf(p, "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", x, y_top, x, y_bot);
-        svg_text(p, x, y_bot + 14, "middle", b);
+        svg_text(p, x, y_bot + 14, x > s->x1 - 35 ? "end" : x < s->x0 + 35 ? "start" : "middle", b);
     }
 }
 
@@ -130,23 +130,43 @@ static size_t timeline_rows(const struct rep *p, uint32_t *rows, size_t cap)
 }
 
 #define LANES 6
-/* Sessions as bars in up to LANES lanes (first lane free at the start). */
+/* The lane of a session: the first whose last session ended before it
+ * starts (the last lane when all are busy). */
+static int session_lane(int64_t lane_end[LANES], const struct gw_led_session *se, int64_t t1)
+{
+    int lane = LANES - 1;
+    for (int k = 0; k < LANES; k++)
+        if (lane_end[k] < se->t_start) {
+            lane = k;
+            break;
+        }
+    lane_end[lane] = se->t_end == GW_LED_NO_TIME ? t1 : se->t_end;
+    return lane;
+}
+
+static int session_lanes(const struct rep *p)
+{
+    int64_t lane_end[LANES];
+    int n = 1;
+    for (int i = 0; i < LANES; i++) lane_end[i] = INT64_MIN;
+    for (size_t i = 0; i < p->r->n_sessions; i++) {
+        int l = session_lane(lane_end, &p->r->sessions[i], p->t1);
+        if (l + 1 > n) n = l + 1;
+    }
+    return n;
+}
+
+/* Sessions as bars in lanes, coloured by outcome. */
 static void session_band(struct rep *p, const struct tscale *s, double y)
 {
     const struct gw_led_result *r = p->r;
     int64_t lane_end[LANES];
     for (int i = 0; i < LANES; i++) lane_end[i] = INT64_MIN;
-    svg_text(p, LABEL_W - 8, y + 20, "end", "sessions");
+    svg_text(p, LABEL_W - 8, y + 12, "end", "sessions");
     for (size_t i = 0; i < r->n_sessions; i++) {
         const struct gw_led_session *se = &r->sessions[i];
         int64_t end = se->t_end == GW_LED_NO_TIME ? s->t1 : se->t_end;
-        int lane = LANES - 1;
-        for (int k = 0; k < LANES; k++)
-            if (lane_end[k] < se->t_start) {
-                lane = k;
-                break;
-            }
-        lane_end[lane] = end;
+        int lane = session_lane(lane_end, se, s->t1);
         double x0 = tx(s, se->t_start), x1 = tx(s, end);
         char t0[40], t1[40];
         rep_fmt_time(se->t_start, t0, sizeof t0);
@@ -195,7 +215,7 @@ void rep_chart_timeline(struct rep *p)
 {
     uint32_t rows[MAX_ROWS];
     size_t n = timeline_rows(p, rows, MAX_ROWS);
-    double band = 24 + LANES * 9.0, top = 34 + band, row_h = 24;
+    double band = 14 + session_lanes(p) * 9.0, top = 34 + band, row_h = 24;
     double h = top + (n ? (double)n * row_h : 40) + 34;
     struct tscale s = {p->t0, p->t1, LABEL_W, W - RIGHT_W};
     svg_open(p, "chart-timeline", h, "Failures and exclusions per node over time, sessions on top");
@@ -399,19 +419,21 @@ static void ckpt_mark(struct rep *p, const struct tscale *ts, const struct vscal
 static int ckpt_capacity_line(struct rep *p, const struct tscale *ts, const struct vscale *vs)
 {
     int n = 0;
-    double last_y = 0;
+    double last_x = 0, last_y = 0;
     for (size_t i = 0; i < p->in->n_ckpts; i++) {
         double cap = ckpt_capacity(&p->in->ckpts[i]);
         if (!isfinite(cap)) continue;
         if (!n) rep_raw(p, "<polyline id=\"ckpt-capacity\" fill=\"none\" stroke=\"#1d3557\" stroke-width=\"1.5\" "
                            "stroke-dasharray=\"6 3\" points=\"");
+        last_x = tx(ts, p->in->ckpts[i].t_start);
         last_y = vy(vs, cap);
-        rep_rawf(p, "%s%.1f,%.1f", n ? " " : "", tx(ts, p->in->ckpts[i].t_start), last_y);
+        rep_rawf(p, "%s%.1f,%.1f", n ? " " : "", last_x, last_y);
         n++;
     }
     if (n) {
         rep_raw(p, "\"><title>link capacity = mean throughput / link utilisation</title></polyline>\n");
-        svg_text(p, W - RIGHT_W, last_y - 6, "end", "link capacity");
+        svg_text(p, last_x > W - 200 ? last_x - 6 : last_x + 8, last_y - 6, last_x > W - 200 ? "end" : "start",
+                 "link capacity");
     }
     return n;
 }
