@@ -19,7 +19,9 @@
  *     temperature bands, violation counters;
  *  D7 checkpoint I/O: save/load phases of the fleet from the NFS
  *     mountstats, each one an event with its bottleneck (RPC slots, NFS
- *     server, link) and the remedy (gw_det_ckpt_drain).
+ *     server, link) and the remedy (gw_det_ckpt_drain);
+ *  D8 node activity: idle, allocated or computing per node and bucket
+ *     (gw_det_activity_drain), the input of the node ledger (ledger.h).
  *
  * Series are classified once (gw_det_series) by metric name and labels.
  * The node is one canonical name per machine across exporters and label
@@ -128,6 +130,10 @@ struct gw_det_config {
     double ckpt_stall_ratio;        /* CheckpointStalled: a save this multiple of the median recent save (3) */
     uint32_t ckpt_stall_history;    /* ... once this many saves are known (5) ... */
     double ckpt_stall_max_ratio;    /* ... and this multiple of the longest of them (1.5) */
+    /* D8 node activity */
+    int act_enable;                 /* D8 on (1) */
+    double act_train_util;          /* computing: the node's mean GPU util at least this (30 %) */
+    double act_fb_mib;              /* allocated: half of its GPUs hold at least this frame buffer (1024 MiB) */
 };
 void gw_det_config_default(struct gw_det_config *c);
 /* Reads "key = value" lines (# comments; durations like 30s, 5m, 72h, 7d;
@@ -245,5 +251,19 @@ void gw_det_ckpt_key(int64_t t_start, uint64_t id, uint8_t out[GW_CKPT_KEY_BYTES
 typedef int (*gw_det_ckpt_cb)(void *ud, const struct gw_det_ckpt *e, const int64_t *t, const double *bps,
                               size_t n);
 int gw_det_ckpt_drain(struct gw_det *d, gw_det_ckpt_cb cb, void *ud);
+
+/* D8: node activity, one level per live node and judged bucket (data
+ * time T = the bucket's end): GW_ACT_IDLE, GW_ACT_ALLOCATED (frame buffer
+ * held, GPUs not computing: start-up, wedged processes), GW_ACT_COMPUTING
+ * (mean GPU util >= act_train_util). Nodes without a GPU util value at T
+ * get none. Drained oldest first, in judgement order; cb gets the node's
+ * canonical name; called without the engine's lock; cb must not call into
+ * d. Returns GW_OK or cb's nonzero value (the levels not yet given stay).
+ * The queue holds at most 2^20 levels; beyond, new ones are dropped and
+ * counted (gw_det_activity_dropped). */
+enum { GW_ACT_IDLE = 0, GW_ACT_ALLOCATED = 1, GW_ACT_COMPUTING = 2 };
+typedef int (*gw_det_activity_cb)(void *ud, const char *node, int64_t t, int level);
+int gw_det_activity_drain(struct gw_det *d, gw_det_activity_cb cb, void *ud);
+uint64_t gw_det_activity_dropped(struct gw_det *d);
 
 #endif /* GW_DETECT_H */

@@ -107,6 +107,9 @@ struct gw_led_input {
     size_t n_alerts;
     const struct gw_led_event *events;   /* scheduler events (any order) */
     size_t n_events;
+    const struct gw_det_ckpt *ckpts;     /* D7's checkpoint saves (optional: work lost since the last save) */
+    size_t n_ckpts;
+    uint32_t gpus_per_node;      /* for GPU-hours (0 = 8) */
     int64_t from, to;            /* the range analysed (Unix ms) */
     int64_t now;                 /* "now" for exclusions and decay (normally to) */
 };

@@ -72,34 +72,13 @@ struct gw_serve_alerts {
     uint64_t appended, refused;
 };
 
-static int append_labels(struct gw_serve_alerts *s, struct gw_label *ls, size_t nl, const int64_t *t, const double *v,
-                         size_t n)
+static void append_request(struct gw_serve_alerts *s, struct gw_rw_request *req)
 {
-    if (n == 0) return 0;
-    struct gw_sample *smp = malloc(n * sizeof *smp);
-    if (!smp) return GW_ENOMEM;
-    for (size_t i = 0; i < n; i++) {
-        smp[i].t = t[i];
-        smp[i].v = v[i];
-    }
-    struct gw_rw_series ser;
-    memset(&ser, 0, sizeof ser);
-    ser.labels = ls;
-    ser.n_labels = (uint32_t)nl;
-    ser.samples = smp;
-    ser.n_samples = (uint32_t)n;
-    struct gw_rw_request req;
-    memset(&req, 0, sizeof req);
-    req.version = 1;
-    req.series = &ser;
-    req.n_series = 1;
-    req.n_samples = n;
     struct gw_append_result res;
     memset(&res, 0, sizeof res);
     struct gw_error err = {0};
     int64_t now = gw_now_ms();
-    int rc = gw_db_append(s->db, &req, now, &res, &err);
-    free(smp);
+    int rc = gw_db_append(s->db, req, now, &res, &err);
     s->appended += res.accepted;
     uint64_t refused = res.conflicts + res.out_of_order + res.too_old + res.too_new + res.invalid_samples;
     s->refused += refused;
@@ -113,6 +92,22 @@ static int append_labels(struct gw_serve_alerts *s, struct gw_label *ls, size_t 
                    (unsigned long long)refused, (unsigned long long)res.out_of_order,
                    (unsigned long long)res.too_old, (unsigned long long)res.too_new);
     }
+}
+
+static int append_labels(struct gw_serve_alerts *s, struct gw_label *ls, size_t nl, const int64_t *t, const double *v,
+                         size_t n)
+{
+    if (n == 0) return 0;
+    struct gw_sample *smp = malloc(n * sizeof *smp);
+    if (!smp) return GW_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        smp[i].t = t[i];
+        smp[i].v = v[i];
+    }
+    struct gw_rw_series ser = {.labels = ls, .n_labels = (uint32_t)nl, .samples = smp, .n_samples = (uint32_t)n};
+    struct gw_rw_request req = {.version = 1, .series = &ser, .n_series = 1, .n_samples = n};
+    append_request(s, &req);
+    free(smp);
     return 0;
 }
 
@@ -169,6 +164,86 @@ static int store_ckpt(void *ud, const struct gw_det_ckpt *e, const int64_t *t, c
     return 0;
 }
 
+/* ---- node activity (D8) ---- */
+
+struct act_item {
+    char node[64];
+    int64_t t;
+    double level;
+};
+struct act_acc {
+    struct act_item *v;
+    size_t n, cap;
+};
+
+static int collect_activity(void *ud, const char *node, int64_t t, int level)
+{
+    struct act_acc *a = ud;
+    if (a->n == a->cap) {
+        size_t nc = a->cap ? a->cap * 2 : 256;
+        struct act_item *p = realloc(a->v, nc * sizeof *p);
+        if (!p) return GW_ENOMEM;
+        a->v = p;
+        a->cap = nc;
+    }
+    struct act_item *it = &a->v[a->n++];
+    snprintf(it->node, sizeof it->node, "%s", node);
+    it->t = t;
+    it->level = level;
+    return 0;
+}
+
+static int cmp_act(const void *a, const void *b)
+{
+    const struct act_item *x = a, *y = b;
+    int c = strcmp(x->node, y->node);
+    if (c) return c;
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+/* One request of series {__name__=name, node=...}, a run of a per node
+ * (a sorted by node, then time). */
+static void append_per_node(struct gw_serve_alerts *s, const char *name, const struct act_acc *a)
+{
+    size_t groups = 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (i == 0 || strcmp(a->v[i].node, a->v[i - 1].node) != 0) groups++;
+    struct gw_rw_series *ser = calloc(groups, sizeof *ser);
+    struct gw_label *ls = calloc(groups * 2, sizeof *ls);
+    struct gw_sample *smp = malloc(a->n * sizeof *smp);
+    if (ser && ls && smp) {
+        size_t g = 0;
+        for (size_t i = 0; i < a->n; i++) {
+            smp[i] = (struct gw_sample){.t = a->v[i].t, .v = a->v[i].level};
+            if (i > 0 && strcmp(a->v[i].node, a->v[i - 1].node) == 0) {
+                ser[g - 1].n_samples++;
+                continue;
+            }
+            ls[2 * g] = (struct gw_label){"__name__", 8, name, (uint32_t)strlen(name)};
+            ls[2 * g + 1] = (struct gw_label){"node", 4, a->v[i].node, (uint32_t)strlen(a->v[i].node)};
+            ser[g] = (struct gw_rw_series){.labels = &ls[2 * g], .n_labels = 2, .samples = &smp[i], .n_samples = 1};
+            g++;
+        }
+        struct gw_rw_request req = {.version = 1, .series = ser, .n_series = groups, .n_samples = a->n};
+        append_request(s, &req);
+    }
+    free(ser);
+    free(ls);
+    free(smp);
+}
+
+/* gpuwatch_node_activity{node}: the ledger's input (docs/ledger.md). */
+static void store_activity(struct gw_serve_alerts *s)
+{
+    struct act_acc a = {0};
+    gw_det_activity_drain(s->det, collect_activity, &a);
+    if (a.n > 0) {
+        qsort(a.v, a.n, sizeof *a.v, cmp_act);
+        append_per_node(s, "gpuwatch_node_activity", &a);
+    }
+    free(a.v);
+}
+
 static void save_state(struct gw_serve_alerts *s)
 {
     struct gw_error err = {0};
@@ -198,6 +273,7 @@ static void *serve_alerts_main(void *arg)
         pthread_mutex_unlock(&s->mu);
         gw_alerts_drain_samples(s->alerts, append_series, s);
         if (s->det) gw_det_ckpt_drain(s->det, store_ckpt, s);
+        if (s->det) store_activity(s);
         uint64_t now = gw_mono_ns();
         if (now - last_sync >= (uint64_t)SYNC_EVERY_MS * 1000000u) {
             sync_log(s);
@@ -247,6 +323,7 @@ void gw_serve_alerts_stop(struct gw_serve_alerts *s)
     pthread_join(s->thr, NULL);
     gw_alerts_drain_samples(s->alerts, append_series, s);
     if (s->det) gw_det_ckpt_drain(s->det, store_ckpt, s);
+    if (s->det) store_activity(s);
     save_state(s);
     sync_log(s);
     pthread_cond_destroy(&s->cv);

@@ -38,6 +38,7 @@ static const struct key k_keys[] = {
     {"d5", K_BOOL, F(enable[5]), "D5 telemetry structure (vanished GPU, sentinels, silent node)"},
     {"d6", K_BOOL, F(enable[6]), "D6 throttling and temperature"},
     {"d7", K_BOOL, F(ckpt_enable), "D7 checkpoint I/O: save/load events and their bottleneck"},
+    {"d8", K_BOOL, F(act_enable), "D8 node activity (gpuwatch_node_activity): the ledger's sessions and retry chains"},
     {"interval", K_DUR, F(interval_ms), "scrape interval; 0 = learn it from the data"},
     {"grace", K_DUR, F(grace_ms), "unused, kept so older files load (see lateness)"},
     {"lateness", K_DUR, F(lateness_ms), "a bucket waits this long for series that are late to arrive; 0 = 150 s, kept within 2 to 8 intervals"},
@@ -102,6 +103,8 @@ static const struct key k_keys[] = {
     {"ckpt_stall_ratio", K_DBL, F(ckpt_stall_ratio), "CheckpointStalled: a save this multiple of the median of the recent saves ..."},
     {"ckpt_stall_history", K_U32, F(ckpt_stall_history), "... once this many saves are known ..."},
     {"ckpt_stall_max_ratio", K_DBL, F(ckpt_stall_max_ratio), "... and this multiple of the longest of the recent saves"},
+    {"act_train_util", K_DBL, F(act_train_util), "D8: a node computes when its GPUs' mean util is at least this (%)"},
+    {"act_fb_mib", K_DBL, F(act_fb_mib), "D8: a node is allocated when half of its GPUs hold at least this frame buffer (MiB)"},
 };
 #undef F
 

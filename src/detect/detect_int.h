@@ -184,6 +184,18 @@ struct det_core {
     uint64_t joins, join_conflicts;  /* learnt instance -> node joins */
 };
 
+/* D8 (d8_activity.c): node levels awaiting gw_det_activity_drain (a ring). */
+struct det_act_out {
+    int64_t t;
+    uint32_t node;
+    uint8_t level;
+};
+struct det_act {
+    struct det_act_out *q;
+    uint32_t head, n, cap;
+    uint64_t dropped;
+};
+
 struct gw_det {
     pthread_mutex_t mu;
     struct gw_det_config c;
@@ -221,6 +233,8 @@ struct gw_det {
     void *ident;
     /* D7 (d7_ckpt.c) */
     struct det_ck *ck;
+    /* D8 (d8_activity.c) */
+    struct det_act act;
 };
 
 /* engine.c */
@@ -273,6 +287,8 @@ void det_d4_eval(struct gw_det *d, int64_t t);
 void det_d5_eval(struct gw_det *d, int64_t t);
 void det_d6_eval(struct gw_det *d, int64_t t);
 void det_d7_eval(struct gw_det *d, int64_t t);
+void det_d8_eval(struct gw_det *d, int64_t t);
+void det_d8_free(struct gw_det *d);
 /* D7: the kind of a mountstats / NIC / InfiniBand series (series.code), or
  * UINT32_MAX when D7 does not read it (other NFS operations, lo). */
 uint32_t det_d7_code(const uint8_t *labels, size_t len, const char *name, size_t name_len);

@@ -159,6 +159,9 @@ void gw_det_config_default(struct gw_det_config *c)
     c->hbm_temp_warn = 95;
     c->slow_hold_ms = 30 * 60000;
     det_d7_config_default(c);
+    c->act_enable = 1;
+    c->act_fb_mib = 1024;
+    c->act_train_util = 30;
 }
 
 /* ------------------------------------------------------------------ helpers */
@@ -531,6 +534,7 @@ void gw_det_free(struct gw_det *d)
     free(d->scratch);
     free(d->q);
     det_d7_free(d);
+    det_d8_free(d);
     free(d);
 }
 
@@ -835,6 +839,7 @@ void det_evaluate(struct gw_det *d, int64_t T)
         det_d5_eval(d, T);
         det_d6_eval(d, T);
         det_d7_eval(d, T);
+        det_d8_eval(d, T);
     } else {
         det_d1_eval(d, T);   /* pending onsets and collective decisions still come due */
     }
