@@ -3,7 +3,8 @@
 # headless Chromium and checks what the browser built, not the bytes:
 # every section (sec-*), every table and every chart the file declares,
 # plus the sections and charts every report has, are in the rendered DOM,
-# and each chart's SVG has drawn marks. Saves a screenshot.
+# and each chart's SVG has drawn marks (a chart that says "none in this
+# range" only its frame). Saves a screenshot.
 #
 # Usage: tests/check_report_html.sh FILE.html OUT.png
 # Exit 0 when all is there; 1 naming what is missing (a missing chromium
@@ -72,6 +73,7 @@ class Dom(HTMLParser):
         self.ids = {}          # id -> tag
         self.svg_stack = []    # ids of open charts
         self.marks = {}        # chart id -> drawn marks inside it
+        self.empty = set()     # charts saying "none in this range" (frame only)
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if "id" in a:
@@ -85,6 +87,9 @@ class Dom(HTMLParser):
         self.handle_starttag(tag, attrs)
         if tag == "svg":
             self.svg_stack.pop()
+    def handle_data(self, data):
+        if self.svg_stack and "none in this range" in data:
+            self.empty.add(self.svg_stack[-1])
     def handle_endtag(self, tag):
         if tag == "svg" and self.svg_stack:
             self.svg_stack.pop()
@@ -103,7 +108,8 @@ missing = []
 for kind, i in want:
     if dom.ids.get(i) != kind:
         missing.append(f"{kind} #{i}" + ("" if i not in dom.ids else f" (found as <{dom.ids[i]}>)"))
-empty = [c for kind, c in want if kind == "svg" and c in dom.ids and dom.marks.get(c, 0) < 2]
+empty = [c for kind, c in want
+         if kind == "svg" and c in dom.ids and dom.marks.get(c, 0) < (1 if c in dom.empty else 2)]
 if "<script" in dom_text.lower() and "<script" not in src.lower():
     missing.append("the page grew a script")
 ntab = sum(1 for k, _ in want if k == "table")
@@ -115,6 +121,6 @@ if missing or empty:
     sys.exit(1)
 print(f"check_report_html: ok: {len(SECTIONS)} sections, {ntab} tables, "
       f"{sum(1 for k, _ in want if k == 'svg')} charts "
-      f"({', '.join(f'{c}: {dom.marks.get(c, 0)} marks' for k, c in want if k == 'svg')})")
+      f"({', '.join(f'{c}: ' + ('empty' if c in dom.empty else f'{dom.marks.get(c, 0)} marks') for k, c in want if k == 'svg')})")
 EOF
 echo "check_report_html: screenshot $png"
