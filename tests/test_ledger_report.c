@@ -223,6 +223,20 @@ static char *svg_of(const char *html, const char *id)
     return strndup(a, (size_t)(b - a));
 }
 
+/* Body rows of the HTML table with that id. */
+static size_t rows_of(const char *html, const char *id)
+{
+    char key[64];
+    snprintf(key, sizeof key, "<table id=\"%s\">", id);
+    const char *a = strstr(html, key);
+    assert_non_null(a);
+    a = strstr(a, "<tbody>");
+    const char *b = strstr(a, "</table>");
+    size_t n = 0;
+    for (const char *p = strstr(a, "<tr>"); p && p < b; p = strstr(p + 1, "<tr>")) n++;
+    return n;
+}
+
 static void save_sample(const char *name, const char *text)
 {
     const char *dir = getenv("GW_REPORT_SAMPLE_DIR");
@@ -420,16 +434,113 @@ static void test_ledger_report_empty(void **state)
         free(svg);
     }
     assert_non_null(strstr(h, "<title>gpuwatch report</title>"));
-    assert_non_null(strstr(h, "failures: none in this range."));
-    assert_non_null(strstr(h, "checkpoint events: none in this range."));
-    assert_non_null(strstr(h, "retry chains: none in this range."));
+    assert_non_null(strstr(h, "Failures: none in this range."));
+    assert_non_null(strstr(h, "Checkpoint events: none in this range."));
+    assert_non_null(strstr(h, "Retry chains: none in this range."));
     assert_null(strstr(h, "nan"));
     free(h);
     char *m = render(&in, GW_LED_MD);
     assert_non_null(strstr(m, "## Summary"));
-    assert_non_null(strstr(m, "failures: none in this range."));
+    assert_non_null(strstr(m, "Failures: none in this range."));
     assert_null(strstr(m, "nan"));
     free(m);
+}
+
+/* A fleet of the paper's size: 63 nodes, 224 sessions, 200 failures, 523
+ * checkpoints, 20 chains, 30 exclusions. Every failure is a table row; the
+ * charts stay bounded (at most 60 timeline rows and chains). */
+static void test_ledger_report_fleet(void **state)
+{
+    (void)state;
+    enum { NN = 63, NS = 224, NF = 200, NC = 523, NCH = 20, NX = 30 };
+    char (*names)[16] = calloc(NN, 16);
+    char **np = calloc(NN, sizeof *np);
+    struct gw_led_session *ss = calloc(NS, sizeof *ss);
+    struct gw_led_failure *fs = calloc(NF, sizeof *fs);
+    struct gw_det_ckpt *cs = calloc(NC, sizeof *cs);
+    struct gw_led_chain *chs = calloc(NCH, sizeof *chs);
+    struct gw_led_node *ls = calloc(NN, sizeof *ls);
+    struct gw_led_exclusion *xs = calloc(NX, sizeof *xs);
+    uint32_t members[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    assert_true(names && np && ss && fs && cs && chs && ls && xs);
+    for (int i = 0; i < NN; i++) {
+        snprintf(names[i], 16, "node-%02d", i);
+        np[i] = names[i];
+        ls[i] = (struct gw_led_node){.node = (uint32_t)i, .score = i < 10 ? 5.0 - i * 0.4 : 0, .failures = i < 40,
+                                     .exclusions = i < 30 ? 30 - i : 0, .hours_observed = 1752,
+                                     .mtbf_h = i < 40 ? 1752 : INFINITY, .rank = (uint32_t)i + 1, .lemon = i < 3};
+    }
+    for (int i = 0; i < NS; i++) {
+        int64_t t = T0 + i * 7 * HOUR;
+        ss[i] = (struct gw_led_session){.id = (uint32_t)i, .t_start = t, .t_steady = t + 10 * MIN,
+                                        .t_end = t + 6 * HOUR, .outcome = (enum gw_led_outcome)(i % 4),
+                                        .failure = -1, .chain = i < NCH ? i : -1, .nodes = members, .n_nodes = 8};
+    }
+    for (int i = 0; i < NF; i++) {
+        int64_t t = T0 + i * 8 * HOUR;
+        fs[i] = (struct gw_led_failure){.id = (uint32_t)i, .node = (uint32_t)(i % NN), .gpu = i % 8,
+                                        .xid = i % 3 ? 79 : 0, .repeat = 1, .t_first = t, .t_detect = t + MIN,
+                                        .t_xid = i % 3 ? t + 4 * MIN : NT, .t_session_end = NT,
+                                        .t_next_steady = NT, .session = -1, .lost_gpu_hours = 8};
+        snprintf(fs[i].cls, sizeof fs[i].cls, "%s", (const char *[]){"nvlink", "memory", "gpu_lost", "app",
+                                                                        "thermal"}[i % 5]);
+        snprintf(fs[i].detector, sizeof fs[i].detector, "D%d", 1 + i % 6);
+    }
+    for (int i = 0; i < NC; i++) {
+        cs[i] = (struct gw_det_ckpt){.id = (uint64_t)i, .t_start = T0 + i * 3 * HOUR,
+                                     .t_end = T0 + i * 3 * HOUR + 5 * MIN, .phase = 1 + i % 2,
+                                     .diag = i % GW_CKPT_DIAG_COUNT_, .mean_bps = 4e10, .peak_bps = 6e10,
+                                     .bytes = 1.2e13, .link_util = 0.016, .link_util_max = 0.1,
+                                     .queue_share = 0.931};
+    }
+    for (int i = 0; i < NCH; i++)
+        chs[i] = (struct gw_led_chain){.id = (uint32_t)i, .failed_session = i, .failure = i, .attempts = 6,
+                                       .success = i % 3 == 0, .automatic = i < 12, .t_fail = ss[i].t_end,
+                                       .t_recovered = i % 3 == 0 ? ss[i].t_end + HOUR : NT};
+    for (int i = 0; i < NX; i++)
+        xs[i] = (struct gw_led_exclusion){.node = (uint32_t)i, .source = GW_LEX_FAILURE,
+                                          .since = T0 + i * 20 * HOUR, .until = NT, .failure = i};
+    struct gw_led_result r;
+    memset(&r, 0, sizeof r);
+    gw_led_config_default(&r.cfg);
+    r.from = T0, r.to = T0 + 73 * 24 * HOUR, r.now = r.to;
+    r.nodes = np, r.n_nodes = NN;
+    r.sessions = ss, r.n_sessions = NS;
+    r.failures = fs, r.n_failures = NF;
+    r.chains = chs, r.n_chains = NCH;
+    r.ledger = ls, r.n_ledger = NN;
+    r.exclusions = xs, r.n_exclusions = NX;
+    r.stats.top_k_share = 0.52, r.stats.gini = 0.7, r.stats.goodput = 0.9, r.stats.fleet_mtbf_h = 500;
+    r.stats.chain_success_auto = 4.0 / 12, r.stats.chain_success_manual = 1.0 / 8;
+    r.stats.retry_interval_med_min = 11, r.stats.retry_interval_p25_min = 10, r.stats.retry_interval_p75_min = 11;
+    struct gw_led_report_in in = {.r = &r, .ckpts = cs, .n_ckpts = NC, .generated_at = T0};
+    char *h = render(&in, GW_LED_HTML);
+    save_sample("fleet.html", h);
+    assert_int_equal(rows_of(h, "tbl-failures"), NF);
+    assert_int_equal(rows_of(h, "tbl-fail-class"), 5);
+    assert_int_equal(rows_of(h, "tbl-fail-detector"), 6);
+    assert_int_equal(rows_of(h, "tbl-ckpt-diag"), GW_CKPT_DIAG_COUNT_);
+    assert_int_equal(rows_of(h, "tbl-ckpts"), NC);
+    assert_int_equal(rows_of(h, "tbl-ledger"), 40);
+    assert_int_equal(rows_of(h, "tbl-exclusions"), NX);
+    assert_int_equal(rows_of(h, "tbl-chains"), NCH);
+    assert_int_equal(rows_of(h, "tbl-mtbf"), NN);
+    char *tl = svg_of(h, "chart-timeline");
+    size_t drawn = 0;   /* the failures of the 60 nodes drawn */
+    for (int i = 0; i < NF; i++) drawn += i % NN < 60;
+    assert_int_equal(count(tl, "r=\"6\""), drawn);
+    free(tl);
+    char *rt = svg_of(h, "chart-retries");
+    assert_int_equal(count(rt, "<title>failed at"), NCH);
+    free(rt);
+    assert_non_null(strstr(h, "The top 3 of 63 nodes took 52.0 % of all exclusions"));
+    assert_non_null(strstr(h, "<details><summary>All 523 checkpoints</summary>\n<div class=\"tw\"><table id=\"tbl-ckpts\">"));
+    assert_non_null(strstr(h, "and 3 more nodes (in the tables)</text>"));
+    free(h);
+    char *m = render(&in, GW_LED_MD);
+    assert_true(count(m, "\n| 2025-") + count(m, "\n| 2026-") >= NF + NC);
+    free(m);
+    free(names), free(np), free(ss), free(fs), free(cs), free(chs), free(ls), free(xs);
 }
 
 static void test_ledger_report_args(void **state)
@@ -453,7 +564,7 @@ int main(void)
         cmocka_unit_test(test_ledger_report_html_sections), cmocka_unit_test(test_ledger_report_html_charts),
         cmocka_unit_test(test_ledger_report_escapes),       cmocka_unit_test(test_ledger_report_markdown),
         cmocka_unit_test(test_ledger_report_deterministic), cmocka_unit_test(test_ledger_report_empty),
-        cmocka_unit_test(test_ledger_report_args),
+        cmocka_unit_test(test_ledger_report_fleet),         cmocka_unit_test(test_ledger_report_args),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

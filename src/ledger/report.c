@@ -14,6 +14,7 @@
  * detector), checkpoints (report_sec.c), nodes (exclusions, lemon ranking),
  * retries (automatic vs manual recovery), MTBF and goodput. The output is
  * a pure function of the input except the generated_at line. */
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -118,8 +119,11 @@ void rep_para_end(struct rep *p)
 
 void rep_none(struct rep *p, const char *what)
 {
+    char b[128];
+    snprintf(b, sizeof b, "%s", what);
+    b[0] = (char)toupper((unsigned char)b[0]);
     if (p->html) rep_raw(p, "<p class=\"none\">");
-    rep_text(p, what);
+    rep_text(p, b);
     rep_raw(p, ": none in this range.");
     rep_para_end(p);
 }
@@ -218,6 +222,19 @@ void rep_cell_swatch(struct rep *p, const char *color, const char *s)
 void rep_tbl_end(struct rep *p)
 {
     rep_raw(p, p->html ? "\n</tbody></table></div>\n" : "\n\n");
+}
+
+void rep_fold_begin(struct rep *p, size_t rows, const char *what)
+{
+    if (!p->html || rows <= REP_FOLD_ROWS) return;
+    rep_rawf(p, "<details><summary>All %zu ", rows);
+    rep_text(p, what);
+    rep_raw(p, "</summary>\n");
+}
+
+void rep_fold_end(struct rep *p, size_t rows)
+{
+    if (p->html && rows > REP_FOLD_ROWS) rep_raw(p, "</details>\n");
 }
 
 /* ------------------------------------------------------------------ values */
@@ -625,15 +642,18 @@ static void mtbf_table(struct rep *p)
     memcpy(v, r->ledger, r->n_ledger * sizeof *v);
     qsort_r(v, r->n_ledger, sizeof *v, cmp_node_name, p);
     static const char *const h[] = {"node", "hours observed", "failures", "MTBF (h)"};
+    rep_fold_begin(p, r->n_ledger, "nodes");
     rep_tbl_begin(p, "tbl-mtbf", h, 4);
     for (size_t i = 0; i < r->n_ledger; i++) {
         rep_row(p);
         rep_cell(p, rep_node(p, v[i].node));
         rep_cell_num(p, v[i].hours_observed, 1);
         rep_cellf(p, "%u", v[i].failures);
-        rep_cell_num(p, v[i].mtbf_h, 1);
+        if (isinf(v[i].mtbf_h) && !v[i].failures) rep_cell(p, "no failure");
+        else rep_cell_num(p, v[i].mtbf_h, 1);
     }
     rep_tbl_end(p);
+    rep_fold_end(p, r->n_ledger);
     free(v);
 }
 
@@ -693,7 +713,7 @@ static const char rep_css[] =
     "border-top:1px solid #edf0f3;vertical-align:top;white-space:nowrap}td.w{white-space:normal;min-width:200px}\n"
     "tbody tr:nth-child(even){background:#fafbfc}.sw{display:inline-block;width:9px;height:9px;"
     "border-radius:50%;margin-right:5px}\n"
-    ".none{color:#6c757d;font-style:italic}.finding{background:#fff8e1;border-left:4px solid #f4a261;"
+    "summary{cursor:pointer;color:#1d3557;margin:6px 0}.none{color:#6c757d;font-style:italic}.finding{background:#fff8e1;border-left:4px solid #f4a261;"
     "padding:8px 12px}\n"
     "svg.chart{width:100%;height:auto;display:block;margin:8px 0 14px;background:#fff}\n"
     "svg text{font:11px system-ui,sans-serif;fill:#333}svg .ax{stroke:#adb5bd;stroke-width:1}"

@@ -45,6 +45,11 @@ void rep_cell_num(struct rep *p, double v, int decimals);   /* NAN/INF: "-" */
 void rep_cell_pct(struct rep *p, double share);             /* 0..1 as "12.5 %", NAN "-" */
 void rep_cell_swatch(struct rep *p, const char *color, const char *s);   /* colour dot in HTML */
 void rep_tbl_end(struct rep *p);
+/* HTML: a table of more than REP_FOLD_ROWS rows folds into <details>
+ * (open it with a click, no script); Markdown: nothing. */
+#define REP_FOLD_ROWS 40
+void rep_fold_begin(struct rep *p, size_t rows, const char *what);
+void rep_fold_end(struct rep *p, size_t rows);
 
 /* ---- values */
 void rep_fmt_time(int64_t t, char *out, size_t cap);         /* RFC 3339 UTC to the second, "-" none */

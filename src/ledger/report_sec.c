@@ -101,6 +101,7 @@ void rep_sec_checkpoints(struct rep *p)
     diag_table(p, d);
     static const char *const h[] = {"start", "phase", "duration", "nodes", "GB moved", "mean GB/s", "peak GB/s",
                                     "link utilisation (mean / max)", "queue share", "diagnosis", "remedy"};
+    rep_fold_begin(p, n, "checkpoints");
     rep_tbl_begin(p, "tbl-ckpts", h, 11);
     for (size_t i = 0; i < n; i++) {
         const struct gw_det_ckpt *e = &p->in->ckpts[i];
@@ -122,6 +123,7 @@ void rep_sec_checkpoints(struct rep *p)
         rep_cell(p, gw_ckpt_remedy(e->diag)[0] ? gw_ckpt_remedy(e->diag) : "-");
     }
     rep_tbl_end(p);
+    rep_fold_end(p, n);
     rep_section_end(p);
 }
 

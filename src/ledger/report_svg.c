@@ -214,7 +214,9 @@ static void timeline_marks(struct rep *p, const struct tscale *s, uint32_t node,
 void rep_chart_timeline(struct rep *p)
 {
     uint32_t rows[MAX_ROWS];
-    size_t n = timeline_rows(p, rows, MAX_ROWS);
+    size_t n = timeline_rows(p, rows, MAX_ROWS), more = 0;
+    for (uint32_t node = 0; node < p->r->n_nodes; node++) more += node_has_events(p, node);
+    more = more > n ? more - n : 0;
     double band = 14 + session_lanes(p) * 9.0, top = 34 + band, row_h = 24;
     double h = top + (n ? (double)n * row_h : 40) + 34;
     struct tscale s = {p->t0, p->t1, LABEL_W, W - RIGHT_W};
@@ -239,6 +241,11 @@ void rep_chart_timeline(struct rep *p)
                  W - RIGHT_W, y);
         svg_text(p, LABEL_W - 8, y + 4, "end", rep_node(p, rows[i]));
         timeline_marks(p, &s, rows[i], y);
+    }
+    if (more) {
+        char b[80];
+        snprintf(b, sizeof b, "and %zu more nodes (in the tables)", more);
+        svg_text(p, LABEL_W - 8, h - 4, "end", b);
     }
     rep_raw(p, "</svg>\n");
 }
@@ -440,7 +447,7 @@ static int ckpt_capacity_line(struct rep *p, const struct tscale *ts, const stru
 
 void rep_chart_ckpt(struct rep *p)
 {
-    double h = 360;
+    double h = p->in->n_ckpts ? 360 : 80;
     struct tscale ts = {p->t0, p->t1, LABEL_W, W - RIGHT_W};
     struct vscale vs = {.y0 = h - 40, .y1 = 40};
     svg_open(p, "chart-ckpt", h, "Checkpoint throughput (mean and peak GB/s) against the link capacity");
@@ -540,6 +547,11 @@ void rep_chart_retries(struct rep *p)
         snprintf(label, sizeof label, "chain %u (%s)", r->chains[i].id, r->chains[i].automatic ? "auto" : "manual");
         svg_text(p, LABEL_W - 8, y + 4, "end", label);
         chain_marks(p, &s, i, y);
+    }
+    if (r->n_chains > n) {
+        char b[80];
+        snprintf(b, sizeof b, "and %zu more chains (in the table)", r->n_chains - n);
+        svg_text(p, LABEL_W - 8, h - 4, "end", b);
     }
     rep_raw(p, "</svg>\n");
 }
