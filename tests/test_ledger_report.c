@@ -453,7 +453,7 @@ static void test_ledger_report_fleet(void **state)
 {
     (void)state;
     enum { NN = 63, NS = 224, NF = 200, NC = 523, NCH = 20, NX = 30 };
-    char (*names)[16] = calloc(NN, 16);
+    char (*names)[24] = calloc(NN, 24);
     char **np = calloc(NN, sizeof *np);
     struct gw_led_session *ss = calloc(NS, sizeof *ss);
     struct gw_led_failure *fs = calloc(NF, sizeof *fs);
@@ -464,7 +464,7 @@ static void test_ledger_report_fleet(void **state)
     uint32_t members[8] = {0, 1, 2, 3, 4, 5, 6, 7};
     assert_true(names && np && ss && fs && cs && chs && ls && xs);
     for (int i = 0; i < NN; i++) {
-        snprintf(names[i], 16, "node-%02d", i);
+        snprintf(names[i], 24, "node-%02d", i);
         np[i] = names[i];
         ls[i] = (struct gw_led_node){.node = (uint32_t)i, .score = i < 10 ? 5.0 - i * 0.4 : 0, .failures = i < 40,
                                      .exclusions = i < 30 ? 30 - i : 0, .hours_observed = 1752,
