@@ -153,6 +153,11 @@ int gw_alerts_foreach(struct gw_alerts *a, gw_alerts_cb cb, void *ud);
  * included), in activeAt order; needs log_dir. */
 int gw_alerts_log_foreach(struct gw_alerts *a, int64_t mint, int64_t maxt, gw_alerts_cb cb, void *ud,
                           struct gw_error *err);
+/* The same read from the log of a data dir (DIR/alerts/) without an alert
+ * table: for readers next to a running serve (what serve has not synced
+ * yet - at most 10 s - is missing). No log: GW_OK, no calls. */
+int gw_alerts_log_read(const char *data_dir, int64_t mint, int64_t maxt, gw_alerts_cb cb, void *ud,
+                       struct gw_error *err);
 /* Writes pending log changes to LMDB now; nothing else writes them except
  * gw_alerts_close() and gw_alerts_log_foreach() (`gpuwatch serve` calls it
  * every 10 s). */

@@ -124,7 +124,7 @@ struct gw_led_config {
     int64_t half_life_ms;        /* decay of the ledger score (14 d) */
     int64_t repeat_window_ms;    /* the same XID / GPU again within this escalates (30 d) */
     int64_t probation_ms;        /* a failed node stays excluded this long without a healthy run (24 h) */
-    double lemon_score;          /* decayed score at or above which a node is a lemon (2.5) */
+    double lemon_score;          /* decayed score at or above which a node is a lemon (2.0) */
     uint32_t top_k;              /* the lemon ranking's top-k share (3) */
 };
 void gw_led_config_default(struct gw_led_config *c);

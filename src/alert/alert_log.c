@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "gpuwatch/codec.h"
 #include "gpuwatch/kv.h"
@@ -340,5 +341,21 @@ int gw_alert_log_foreach(struct gw_alert_log *l, int64_t mint, int64_t maxt, gw_
     for (size_t i = 0; rc == GW_OK && i < c.n; i++)
         if (cb(ud, &c.v[i]) != 0) break;
     free(c.v);
+    return rc;
+}
+
+int gw_alerts_log_read(const char *data_dir, int64_t mint, int64_t maxt, gw_alerts_cb cb, void *ud,
+                       struct gw_error *err)
+{
+    char path[4096];
+    int n = snprintf(path, sizeof path, "%s/alerts", data_dir);
+    if (n < 0 || (size_t)n >= sizeof path) return gw_error_set(err, GW_EINVAL, "data dir too long: %s", data_dir);
+    struct stat st;
+    if (stat(path, &st) != 0) return GW_OK;   /* no alert log yet: no alerts */
+    struct gw_alert_log l = {0};
+    int rc = gw_kv_open(&l.kv, path, k_tables, 4, LOG_MAP_BYTES, LOG_MAP_MAX, err);
+    if (rc != GW_OK) return rc;
+    rc = gw_alert_log_foreach(&l, mint, maxt, cb, ud, err);
+    gw_kv_close(l.kv);
     return rc;
 }

@@ -48,7 +48,7 @@ void gw_led_config_default(struct gw_led_config *c)
         .half_life_ms = 14 * 86400000LL,
         .repeat_window_ms = 30 * 86400000LL,
         .probation_ms = 24 * 3600000LL,
-        .lemon_score = 2.5,
+        .lemon_score = 2.0,
         .top_k = 3,
     };
 }
