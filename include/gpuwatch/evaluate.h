@@ -72,6 +72,12 @@ struct gw_eval_opts {
     uint64_t shuffle_seed;
     unsigned shuffle_shards;   /* 4 */
     unsigned shuffle_skew;     /* scrapes a shard may lag (3) */
+    /* hooks of gw_eval_run (NULL: none): every change of an alert, and the
+       engine after its queues were drained (every few scrapes and at the
+       end: the caller may drain more, e.g. gw_det_activity_drain) */
+    void (*on_alert)(void *ud, const struct gw_alert *al);
+    void (*on_drain)(void *ud, struct gw_det *d);
+    void *hook_ud;
 };
 void gw_eval_opts_default(struct gw_eval_opts *o);
 
@@ -187,6 +193,31 @@ int gw_eval_score(const struct gw_sim_timeline *tl, const struct gw_eval_alert *
 int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc, const struct gw_eval_opts *o,
                 struct gw_eval_report *rep, struct gw_eval_alert **alerts_out, size_t *n_alerts_out,
                 struct gw_error *err);
+
+/* `--ledger`: the node ledger (D8, ledger.h) against the ground truth
+ * (src/eval/ledger.c has the matching rules). */
+struct gw_eval_ledger {
+    uint64_t seed;
+    double days;
+    uint32_t truth_sessions, found_sessions, matched, outcome_agree;
+    uint32_t truth_chains, chains;             /* automatic retry chains */
+    double truth_chain_success, chain_success; /* 0..1, NAN none */
+    double truth_interval_med_min, interval_med_min;
+    uint32_t truth_manual, manual;             /* manual recoveries */
+    double truth_manual_success, manual_success;
+    uint32_t failures;                         /* the ledger's failures */
+    uint32_t n_lemons, lemon_rank[16], lemon_hw[16];   /* per truth lemon: rank (0 unranked), hardware failures */
+    uint32_t lemons_failing, lemons_in_top;
+    double truth_top3_share, top3_share;
+    uint32_t truth_exclusions, implied_exclusions;
+    uint32_t implied_checked, implied_traceable;
+    uint32_t exclusions_now, exclusions_traceable;
+    size_t activity_samples;
+    double build_ms;                           /* gw_led_build's wall time */
+};
+int gw_eval_ledger_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc, const struct gw_eval_opts *o,
+                       struct gw_eval_ledger *v, struct gw_error *err);
+int gw_eval_ledger_print(const struct gw_eval_ledger *v, size_t n, FILE *f);
 
 /* Prints a report table (per detector rows + combined, the report's v1
  * figures beside: 10/10 caught, 2/10 before the XID, ~0.84 false alarms a

@@ -51,6 +51,10 @@ static const char usage_evaluate[] =
     "                       diagnosis confusion matrix, bottleneck alerts on healthy saves\n"
     "  --checkpoint-bottleneck B  what limits the simulated checkpoints: slots, server,\n"
     "                       link, none or mixed (drawn per checkpoint)\n"
+    "  --ledger             report the node ledger (D8) instead: sessions found against the\n"
+    "                       simulated ones (precision, recall), retry chains' success and\n"
+    "                       median interval beside the truth's, the ranks of the lemon\n"
+    "                       nodes, exclusion concentration and evidence\n"
     "  --json               one JSON object instead of the table\n"
     "  --verbose            also list every failure (detection, detector, lead/delay) and\n"
     "                       every false alarm; progress on stderr\n"
@@ -111,6 +115,7 @@ struct job {
     const char *family_name;
     size_t n_jobs, seq;
     struct gw_eval_report rep;
+    struct gw_eval_ledger led;
     struct gw_error err;
     int rc;
 };
@@ -120,7 +125,7 @@ struct pool {
     size_t n, next;
     const struct gw_det_config *dc;
     const struct gw_eval_opts *o;
-    int verbose, variations;
+    int verbose, variations, ledger;
     size_t done;
     pthread_mutex_t mu;
 };
@@ -147,8 +152,9 @@ static void *worker(void *arg)
         }
         if (p->verbose)
             fprintf(stderr, "gpuwatch evaluate: seed %" PRIu64 ": running\n", j->cfg.seed);
-        j->rc = gw_eval_run(&j->cfg, p->dc, p->o, &j->rep, NULL, NULL, &j->err);
-        if (p->verbose && j->rc == GW_OK)
+        if (p->ledger) j->rc = gw_eval_ledger_run(&j->cfg, p->dc, p->o, &j->led, &j->err);
+        else j->rc = gw_eval_run(&j->cfg, p->dc, p->o, &j->rep, NULL, NULL, &j->err);
+        if (p->verbose && j->rc == GW_OK && !p->ledger)
             fprintf(stderr, "gpuwatch evaluate: seed %" PRIu64 ": done in %.1f s (%" PRIu64 " samples)\n",
                     j->cfg.seed, j->rep.seconds, j->rep.samples);
     }
@@ -266,7 +272,7 @@ int gw_cli_evaluate(int argc, char **argv)
 {
     const char *profile = "paper", *config = NULL;
     int json = 0, verbose = 0, have_seed = 0, have_seeds = 0, have_days = 0, have_nodes = 0, have_scale = 0;
-    int have_interval = 0, variations = 0, checkpoints = 0, bottleneck = -2;
+    int have_interval = 0, variations = 0, checkpoints = 0, ledger = 0, bottleneck = -2;
     uint64_t seeds[MAX_SEEDS], nodes = 0, threads = 0;
     size_t n_seeds = 1;
     double days = 0, scale = 1;
@@ -284,8 +290,8 @@ int gw_cli_evaluate(int argc, char **argv)
         }
     }
     for (int i = 0; i < argc; i++) {
-        static const char *const flags[] = {"--json", "--verbose", "--variations", "--checkpoints", NULL};
-        static const char *const known[] = {"--json", "--verbose", "--variations", "--checkpoints",
+        static const char *const flags[] = {"--json", "--verbose", "--variations", "--checkpoints", "--ledger", NULL};
+        static const char *const known[] = {"--json", "--verbose", "--variations", "--checkpoints", "--ledger",
                                             "--checkpoint-bottleneck", "--profile", "--seed", "--seeds", "--days",
                                             "--nodes", "--failure-scale", "--interval", "--config", "--threads",
                                             "--label-style", "--gpu-model", "--bait-scale", "--failure-shapes", NULL};
@@ -297,6 +303,7 @@ int gw_cli_evaluate(int argc, char **argv)
         else if (!strcmp(name, "--verbose")) verbose = 1;
         else if (!strcmp(name, "--variations")) variations = 1;
         else if (!strcmp(name, "--checkpoints")) checkpoints = 1;
+        else if (!strcmp(name, "--ledger")) ledger = 1;
         else if (!strcmp(name, "--checkpoint-bottleneck")) {
             if ((bottleneck = parse_bottleneck(v)) == -2)
                 return bad(name, v, "slots, server, link, none or mixed");
@@ -417,7 +424,7 @@ int gw_cli_evaluate(int argc, char **argv)
         jobs[i].cfg = base;
         jobs[i].cfg.seed = seeds[i];
     }
-    struct pool p = {.jobs = jobs, .n = n_seeds, .next = 0, .dc = &dc, .o = &o, .verbose = verbose};
+    struct pool p = {.jobs = jobs, .n = n_seeds, .next = 0, .dc = &dc, .o = &o, .verbose = verbose, .ledger = ledger};
     run_pool(&p, threads);
 
     int status = 0;
@@ -433,8 +440,16 @@ int gw_cli_evaluate(int argc, char **argv)
                     jobs[i].err.msg[0] ? jobs[i].err.msg : gw_strerror(jobs[i].rc));
             status = 1;
         } else if (reps != NULL) {
+            if (ledger) jobs[n_ok].led = jobs[i].led;
             reps[n_ok++] = jobs[i].rep;
         }
+    }
+    if (ledger && n_ok > 0) {
+        struct gw_eval_ledger *lv = malloc(n_ok * sizeof *lv);
+        for (size_t i = 0; lv && i < n_ok; i++) lv[i] = jobs[i].led;
+        if (!lv || gw_eval_ledger_print(lv, n_ok, stdout) != GW_OK || fflush(stdout) != 0) status = 1;
+        free(lv);
+        n_ok = 0;
     }
     if (reps != NULL && n_ok > 0) {
         unsigned flags = (json ? GW_EVAL_PRINT_JSON : 0) | (verbose ? GW_EVAL_PRINT_VERBOSE : 0);

@@ -42,6 +42,7 @@ struct collector {
     struct alert_rec *v;   /* sorted by id (ids increase, so appends keep the order) */
     size_t n, cap;
     int oom;
+    const struct gw_eval_opts *o;   /* its hooks */
 };
 
 static struct alert_rec *find_rec(struct collector *c, uint64_t id)
@@ -62,6 +63,7 @@ static struct alert_rec *find_rec(struct collector *c, uint64_t id)
 static void on_change(void *ud, const struct gw_alert *al)
 {
     struct collector *c = ud;
+    if (c->o->on_alert) c->o->on_alert(c->o->hook_ud, al);
     struct alert_rec *r = find_rec(c, al->id);
     if (r == NULL) {
         if (c->oom || c->n >= MAX_ALERTS)
@@ -254,6 +256,7 @@ int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc,
     struct ckpt_store ck = {0};
     uint64_t samples = 0, series = 0, det_ns = 0, scrapes = 0;
     memset(&col, 0, sizeof col);
+    col.o = o;
     struct feed fd = {.handles = &handles, .cap = &cap, .samples = &samples, .series = &series};
 
     if ((rc = gw_sim_timeline_build(cfg, &tl, err)) != GW_OK)
@@ -310,6 +313,7 @@ int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc,
         if (++scrapes % DRAIN_SCRAPES == 0) {
             gw_alerts_drain_samples(al, discard_samples, NULL);
             gw_det_ckpt_drain(d, keep_ckpt, &ck);
+            if (o->on_drain) o->on_drain(o->hook_ud, d);
         }
     }
     if (fd.sh != NULL) {
@@ -327,6 +331,7 @@ int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc,
     det_ns += cpu_ns() - c0;
     gw_alerts_drain_samples(al, discard_samples, NULL);
     gw_det_ckpt_drain(d, keep_ckpt, &ck);
+    if (o->on_drain) o->on_drain(o->hook_ud, d);
     if (col.oom || ck.oom) {
         rc = gw_error_set(err, GW_ENOMEM, "evaluate: out of memory collecting alerts");
         goto out;

@@ -75,9 +75,9 @@ python3 - "$pr" "$gw" "$s_start" "$s_end" <<'PY' || failed=1
 import json, sys, time, urllib.parse, urllib.request
 ref, got, start, end = sys.argv[1:5]
 def series(base):
-    # gpuwatch's own series (its detectors' ALERTS, the checkpoint events' gpuwatch_checkpoint_*)
+    # gpuwatch's own series (its detectors' ALERTS, the checkpoint events' gpuwatch_checkpoint_*, D8's gpuwatch_node_activity)
     # are not part of the sent data
-    q = urllib.parse.urlencode({"match[]": '{__name__=~".+",__name__!="ALERTS",__name__!~"gpuwatch_checkpoint_.*"}',
+    q = urllib.parse.urlencode({"match[]": '{__name__=~".+",__name__!="ALERTS",__name__!~"gpuwatch_checkpoint_.*|gpuwatch_node_activity"}',
                                 "start": start, "end": end})
     with urllib.request.urlopen(base + "/api/v1/series?" + q, timeout=60) as r:
         doc = json.load(r)
