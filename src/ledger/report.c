@@ -573,13 +573,13 @@ static int cmp_i64(const void *a, const void *b)
 static void lead_finding(struct rep *p)
 {
     const struct gw_led_result *r = p->r;
-    int64_t leads[256];
+    int64_t *leads = malloc((r->n_failures ? r->n_failures : 1) * sizeof *leads);
     size_t n = 0, with_xid = 0;
     for (size_t i = 0; i < r->n_failures; i++) {
         const struct gw_led_failure *fl = &r->failures[i];
         if (fl->t_xid == GW_LED_NO_TIME || fl->t_detect == GW_LED_NO_TIME) continue;
         with_xid++;
-        if (fl->t_detect < fl->t_xid && n < 256) leads[n++] = fl->t_xid - fl->t_detect;
+        if (fl->t_detect < fl->t_xid && leads) leads[n++] = fl->t_xid - fl->t_detect;
     }
     rep_para_begin(p);
     rep_textf(p, "%zu failures on %u nodes. ", r->n_failures, r->stats.hw_nodes);
@@ -595,6 +595,7 @@ static void lead_finding(struct rep *p)
     rep_text(p, "Lead = XID time minus detection (critical alert) time; delay = detection minus the first "
                 "warning; the last two durations run from detection.");
     rep_para_end(p);
+    free(leads);
 }
 
 static void sec_failures(struct rep *p)
