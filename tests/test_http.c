@@ -29,6 +29,7 @@
 #include "gpuwatch/detect.h"
 #include "gpuwatch/kv.h"
 #include "gpuwatch/http.h"
+#include "gpuwatch/ledger.h"
 #include "gpuwatch/rw.h"
 
 #define BODY_CAP (256u * 1024u)
@@ -1226,6 +1227,75 @@ static void test_http_checkpoints(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* POST/GET /api/v1/events: 503 without a store, 415 on a form body, 400
+ * naming the bad line with nothing stored, 200 with the count, GET back. */
+static void test_http_events(void **state)
+{
+    (void)state;
+    char dir[256];
+    const char *base = getenv("GW_TEST_TMP");
+    snprintf(dir, sizeof dir, "%s/gwhevXXXXXX", base && *base ? base : "/tmp");
+    assert_non_null(mkdtemp(dir));
+    struct gw_error err = {0};
+    struct gw_http_opts o;
+    gw_http_opts_default(&o);
+    o.listen = "127.0.0.1:0";
+    o.threads = 1;
+    struct gw_http *h = NULL;
+    struct resp r;
+    assert_int_equal(gw_http_start(&h, NULL, &o, &err), GW_OK);
+    http_do(gw_http_port(h), "GET", "/api/v1/events", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 503);
+    assert_non_null(strstr(r.body, "\"errorType\":\"unavailable\""));
+    resp_free(&r);
+    gw_http_stop(h);
+
+    struct gw_led_events *ev = NULL;
+    assert_int_equal(gw_led_events_open(&ev, dir, &err), GW_OK);
+    o.events = ev;
+    assert_int_equal(gw_http_start(&h, NULL, &o, &err), GW_OK);
+    uint16_t port = gw_http_port(h);
+    const char *nd = "Content-Type: application/x-ndjson\r\n";
+    const char *good = "{\"type\":\"node_excluded\",\"time\":1796119200,\"node\":\"N1\"}\n"
+                       "{\"type\":\"node_returned\",\"time\":\"2026-12-01T11:00:00Z\",\"node\":\"n1\"}\n";
+    const char *bad = "{\"type\":\"node_excluded\",\"time\":1796119200,\"node\":\"n2\"}\n"
+                      "{\"type\":\"node_excluded\",\"time\":1796119200}\n";
+    http_do(port, "POST", "/api/v1/events", "Content-Type: application/x-www-form-urlencoded\r\n", good,
+            strlen(good), &r);
+    assert_int_equal(r.status, 415);
+    resp_free(&r);
+    http_do(port, "POST", "/api/v1/events", nd, bad, strlen(bad), &r);
+    assert_int_equal(r.status, 400);
+    assert_string_equal(r.body, "{\"status\":\"error\",\"errorType\":\"bad_data\","
+                                "\"error\":\"line 2: node_excluded needs \\\"node\\\"\"}");
+    resp_free(&r);
+    http_do(port, "POST", "/api/v1/events", nd, good, strlen(good), &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":{\"stored\":2}}");
+    resp_free(&r);
+    http_do(port, "GET", "/api/v1/events?start=2026-12-01T10:00:00Z&end=1796122800&type=node_returned", NULL, NULL,
+            0, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":[{\"seq\":2,\"time\":\"2026-12-01T11:00:00Z\","
+                                "\"type\":\"node_returned\",\"node\":\"n1\"}]}");
+    resp_free(&r);
+    http_do(port, "GET", "/api/v1/events?node=n2", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":[]}");
+    resp_free(&r);
+    http_do(port, "GET", "/api/v1/events?limit=x", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 400);
+    resp_free(&r);
+    http_do(port, "PUT", "/api/v1/events", NULL, NULL, 0, &r);
+    assert_int_equal(r.status, 405);
+    resp_free(&r);
+    gw_http_stop(h);
+    gw_led_events_close(ev);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1247,6 +1317,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_http_stalled_upload_does_not_block, setup, teardown),
         cmocka_unit_test(test_http_listen_addresses),
         cmocka_unit_test(test_http_checkpoints),
+        cmocka_unit_test(test_http_events),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -77,7 +77,9 @@ struct gw_eval_opts {
        end: the caller may drain more, e.g. gw_det_activity_drain) */
     void (*on_alert)(void *ud, const struct gw_alert *al);
     void (*on_drain)(void *ud, struct gw_det *d);
+    void (*on_ckpt)(void *ud, const struct gw_det_ckpt *e);   /* each finished D7 event */
     void *hook_ud;
+    const char *log_dir;       /* keep the alert log in log_dir/alerts/ as serve does (NULL: none) */
 };
 void gw_eval_opts_default(struct gw_eval_opts *o);
 

@@ -15,6 +15,7 @@
 #include "gpuwatch/kv.h"
 
 struct gw_alerts;
+struct gw_led_events;
 
 struct gw_http_opts {
     const char *listen;          /* "host:port", "[v6]:port" or ":port"; default 127.0.0.1:9201 */
@@ -35,6 +36,10 @@ struct gw_http_opts {
     /* Source of /api/v1/checkpoints: the checkpoint event store (kv.h, table
      * GW_CKPT_TABLE of detect.h; borrowed); NULL answers an empty list. */
     struct gw_kv *checkpoints;
+    /* The scheduler event store (ledger.h) behind /api/v1/events and read
+     * by /api/v1/sessions and /api/v1/exclusions (borrowed); NULL: those
+     * answer 503. */
+    struct gw_led_events *events;
 };
 void gw_http_opts_default(struct gw_http_opts *o);
 

@@ -60,29 +60,39 @@ struct gw_led_event {
     char outcome[16];            /* session_end: "completed", "cancelled"; "" absent */
     char node[GW_LED_NAME];      /* node_* and session_fail: the node */
     char reason[GW_LED_TEXT];
-    char **nodes;                /* session_start / session_retry: members (owned) */
+    char **nodes;                /* session_start / session_retry: members (owned: the array and each
+                                    string, malloc'd; gw_led_events_free frees them) */
     uint32_t n_nodes;
 };
 
 /* Parses a request body of JSON lines (one object per line, blank lines
- * skipped; at most max_events) into *out. Times are "time": RFC 3339 or
- * Unix seconds (a number, fractions allowed). Unknown fields, a missing
+ * skipped; at most max_events, 0 = no limit) into *out (owned: free with
+ * gw_led_events_free). Times are "time" (required): RFC 3339 or Unix
+ * seconds (a number, fractions allowed). Unknown fields, a missing
  * required field, a wrong type, an unknown "type", a node name that is
- * not a host name: GW_EINVAL with the message naming the line
- * ("line 3: session_start needs \"nodes\""), and nothing in *out. */
+ * not a host name (letters, digits, '-', '.', '_'; lower-cased), a
+ * duplicate node: GW_EINVAL with the message naming the line
+ * ("line 3: session_start needs \"nodes\""), and nothing in *out;
+ * GW_ELIMIT past max_events. "seq" is accepted (GET's answers can be
+ * posted again) and replaced when stored. Rules: src/ledger/events.c. */
 int gw_led_events_parse(const char *body, size_t len, size_t max_events, struct gw_led_event **out,
                         size_t *n, struct gw_error *err);
 void gw_led_events_free(struct gw_led_event *ev, size_t n);   /* NULL ok */
 /* One event as a JSON object (the same fields, "time" in RFC 3339). */
 int gw_led_event_json(struct gw_buf *b, const struct gw_led_event *e);
 
-/* The event store: DIR/events/ (kv.h), key = time (biased) then seq. */
+/* The event store: DIR/events/ (kv.h), key = time (biased) then seq;
+ * layout and worked example atop src/ledger/events.c. One handle may be
+ * used by many threads. Errors as kv.h. */
 struct gw_led_events;
 int gw_led_events_open(struct gw_led_events **out, const char *data_dir, struct gw_error *err);
 void gw_led_events_close(struct gw_led_events *s);   /* NULL ok */
-/* Stores all n events in one transaction (all or nothing), setting seq. */
+/* Stores all n events in one transaction (all or nothing), setting their
+ * seq (1, 2, ... continuing across restarts) only on success; an event
+ * the parser would refuse is GW_EINVAL and nothing is stored. */
 int gw_led_events_append(struct gw_led_events *s, struct gw_led_event *ev, size_t n, struct gw_error *err);
-/* Events with mint <= t <= maxt in time order (at most limit, 0 = all). */
+/* Events with mint <= t <= maxt in time order, then seq (at most limit,
+ * 0 = all) into *out (owned: gw_led_events_free). */
 int gw_led_events_load(struct gw_led_events *s, int64_t mint, int64_t maxt, size_t limit,
                        struct gw_led_event **out, size_t *n, struct gw_error *err);
 
@@ -291,6 +301,10 @@ struct gw_db;
 int gw_led_load_live(struct gw_db *db, struct gw_alerts *alerts, struct gw_led_events *ev, int64_t from,
                      int64_t to, struct gw_led_data *d, struct gw_error *err);
 void gw_led_data_free(struct gw_led_data *d);   /* frees what a load filled; d itself is the caller's */
+/* The newest time in d's inputs (activity samples, alert times, scheduler
+ * events) not after d->in.to, or d->in.to when there is none: the "now"
+ * of `gpuwatch exclusions` and /api/v1/exclusions (src/ledger/newest.c). */
+int64_t gw_led_data_newest(const struct gw_led_data *d);
 
 /* ---------------------------------------------------------------- report */
 

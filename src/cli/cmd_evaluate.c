@@ -55,6 +55,9 @@ static const char usage_evaluate[] =
     "                       simulated ones (precision, recall), retry chains' success and\n"
     "                       median interval beside the truth's, the ranks of the lemon\n"
     "                       nodes, exclusion concentration and evidence\n"
+    "  --history-dir DIR    with --ledger and one seed: also keep what serve would keep\n"
+    "                       (the alert log, gpuwatch_node_activity, D7's checkpoint events)\n"
+    "                       in the data dir DIR, for gpuwatch report\n"
     "  --json               one JSON object instead of the table\n"
     "  --verbose            also list every failure (detection, detector, lead/delay) and\n"
     "                       every false alarm; progress on stderr\n"
@@ -270,7 +273,7 @@ static int run_variations(const struct gw_det_config *dc, const uint64_t *seeds_
 
 int gw_cli_evaluate(int argc, char **argv)
 {
-    const char *profile = "paper", *config = NULL;
+    const char *profile = "paper", *config = NULL, *history = NULL;
     int json = 0, verbose = 0, have_seed = 0, have_seeds = 0, have_days = 0, have_nodes = 0, have_scale = 0;
     int have_interval = 0, variations = 0, checkpoints = 0, ledger = 0, bottleneck = -2;
     uint64_t seeds[MAX_SEEDS], nodes = 0, threads = 0;
@@ -292,7 +295,7 @@ int gw_cli_evaluate(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         static const char *const flags[] = {"--json", "--verbose", "--variations", "--checkpoints", "--ledger", NULL};
         static const char *const known[] = {"--json", "--verbose", "--variations", "--checkpoints", "--ledger",
-                                            "--checkpoint-bottleneck", "--profile", "--seed", "--seeds", "--days",
+                                            "--history-dir", "--checkpoint-bottleneck", "--profile", "--seed", "--seeds", "--days",
                                             "--nodes", "--failure-scale", "--interval", "--config", "--threads",
                                             "--label-style", "--gpu-model", "--bait-scale", "--failure-shapes", NULL};
         char name[64];
@@ -304,6 +307,7 @@ int gw_cli_evaluate(int argc, char **argv)
         else if (!strcmp(name, "--variations")) variations = 1;
         else if (!strcmp(name, "--checkpoints")) checkpoints = 1;
         else if (!strcmp(name, "--ledger")) ledger = 1;
+        else if (!strcmp(name, "--history-dir")) history = v;
         else if (!strcmp(name, "--checkpoint-bottleneck")) {
             if ((bottleneck = parse_bottleneck(v)) == -2)
                 return bad(name, v, "slots, server, link, none or mixed");
@@ -415,6 +419,11 @@ int gw_cli_evaluate(int argc, char **argv)
 
     struct gw_eval_opts o;
     gw_eval_opts_default(&o);
+    if (history && (!ledger || n_seeds != 1)) {
+        fprintf(stderr, "gpuwatch evaluate: --history-dir needs --ledger and one seed\n");
+        return 2;
+    }
+    o.log_dir = history;
     struct job *jobs = calloc(n_seeds, sizeof *jobs);
     if (jobs == NULL) {
         fprintf(stderr, "gpuwatch evaluate: out of memory\n");

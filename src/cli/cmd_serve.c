@@ -25,6 +25,7 @@
 #include "gpuwatch/db.h"
 #include "gpuwatch/detect.h"
 #include "gpuwatch/http.h"
+#include "gpuwatch/ledger.h"
 #include "gpuwatch/httpc.h"
 #include "gpuwatch/log.h"
 #include "cli.h"
@@ -65,7 +66,8 @@ static const char usage_serve[] =
     "Alerts are served at /api/v1/alerts and /api/v1/rules, written back as ALERTS series,\n"
     "and logged in DIR/alerts/; checkpoint events (D7) are kept in DIR/checkpoints/, served\n"
     "at /api/v1/checkpoints and written back as gpuwatch_checkpoint_* series; the detector state is saved to DIR/detect.state every\n"
-    "5 minutes and at shutdown.\n";
+    "5 minutes and at shutdown.\n"
+    "Scheduler events posted to /api/v1/events are kept in DIR/events/ (docs/ledger.md).\n";
 
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:9201"
 
@@ -91,6 +93,7 @@ struct serve {
     struct gw_http *h;
     struct gw_serve_alerts *sa;
     struct gw_kv *ckv;             /* DIR/checkpoints/: D7's checkpoint events */
+    struct gw_led_events *events;  /* DIR/events/: scheduler events (POST /api/v1/events) */
     int addr_written;              /* DIR/serve.addr exists */
     struct gw_error err;
 };
@@ -284,6 +287,11 @@ static int serve_open(struct serve *s)
         fprintf(stderr, "gpuwatch serve: cannot open the checkpoint store %s: %s\n", ck_dir, s->err.msg);
         return 1;
     }
+    if (gw_led_events_open(&s->events, s->dbo.dir, &s->err) != GW_OK) {
+        s->events = NULL;
+        fprintf(stderr, "gpuwatch serve: cannot open the scheduler event store in %s: %s\n", s->dbo.dir, s->err.msg);
+        return 1;
+    }
     if (!s->no_detectors && serve_open_detectors(s) != 0)
         return 1;
     if (gw_db_open(&s->db, &s->dbo, &s->err) != GW_OK) {
@@ -301,6 +309,7 @@ static int serve_start(struct serve *s)
 {
     s->ho.alerts = s->alerts;
     s->ho.checkpoints = s->ckv;
+    s->ho.events = s->events;
     if (gw_http_start(&s->h, s->db, &s->ho, &s->err) != GW_OK) {
         s->h = NULL;
         fprintf(stderr, "gpuwatch serve: cannot listen on %s: %s\n", s->ho.listen ? s->ho.listen : "default",
@@ -352,6 +361,7 @@ static void serve_stop(struct serve *s)
     gw_http_stop(s->h);
     gw_serve_alerts_stop(s->sa);   /* last ALERTS samples, checkpoints, detector state, alert log */
     gw_kv_close(s->ckv);
+    gw_led_events_close(s->events);
     gw_db_close(s->db);
     gw_det_free(s->det);
     gw_alerts_close(s->alerts);    /* sends what is due once more */

@@ -32,18 +32,26 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <sys/stat.h>
 
+#include "gpuwatch/db.h"
 #include "gpuwatch/evaluate.h"
+#include "gpuwatch/kv.h"
+#include "gpuwatch/labels.h"
+#include "gpuwatch/rw.h"
 #include "gpuwatch/ledger.h"
 #include "eval/eval_int.h"
 
 struct hook {
+    struct gw_det_ckpt *ckpts;   /* D7's events (only when writing a history) */
+    size_t n_ckpts, cap_ckpts;
     struct gw_alert *alerts;     /* by id */
     size_t n_alerts, cap_alerts;
     struct gw_led_act *act;
     size_t n_act, cap_act;
     char **names;
-    uint32_t n_names, cap_names;
+    uint32_t n_names, cap_names, last;
     int oom;
 };
 
@@ -82,9 +90,13 @@ static void on_alert(void *ud, const struct gw_alert *al)
 
 static int name_index(struct hook *h, const char *node, uint32_t *out)
 {
+    if (h->n_names && strcmp(h->names[h->last], node) == 0) {
+        *out = h->last;
+        return 0;
+    }
     for (uint32_t i = h->n_names; i-- > 0;)
         if (strcmp(h->names[i], node) == 0) {
-            *out = i;
+            *out = h->last = i;
             return 0;
         }
     if (h->n_names == h->cap_names) {
@@ -113,6 +125,85 @@ static int on_level(void *ud, const char *node, int64_t t, int level)
     }
     h->act[h->n_act++] = (struct gw_led_act){.t = t, .node = ni, .level = (uint8_t)level};
     return 0;
+}
+
+static void on_ckpt(void *ud, const struct gw_det_ckpt *e)
+{
+    struct hook *h = ud;
+    if (h->n_ckpts == h->cap_ckpts) {
+        size_t nc = h->cap_ckpts ? h->cap_ckpts * 2 : 256;
+        struct gw_det_ckpt *p = realloc(h->ckpts, nc * sizeof *p);
+        if (!p) {
+            h->oom = 1;
+            return;
+        }
+        h->ckpts = p;
+        h->cap_ckpts = nc;
+    }
+    h->ckpts[h->n_ckpts++] = *e;
+}
+
+/* ---- a history for `gpuwatch report` ---- */
+
+static int cmp_act_node(const void *a, const void *b)
+{
+    const struct gw_led_act *x = a, *y = b;
+    if (x->node != y->node) return x->node < y->node ? -1 : 1;
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+/* What serve writes next to the alert log: gpuwatch_node_activity in the
+ * series store, D7's events in DIR/checkpoints/. */
+static int write_history(const char *dir, struct hook *h, int64_t end, struct gw_error *err)
+{
+    struct gw_db_opts o;
+    gw_db_opts_default(&o);
+    o.dir = dir;
+    o.retention_ms = 3650LL * 86400000;   /* simulated time may lie in the past */
+    struct gw_db *db = NULL;
+    int rc = gw_db_open(&db, &o, err);
+    if (rc != GW_OK) return rc;
+    qsort(h->act, h->n_act, sizeof *h->act, cmp_act_node);
+    enum { CHUNK = 1 << 16 };
+    struct gw_sample *smp = malloc(CHUNK * sizeof *smp);
+    if (!smp) rc = gw_error_set(err, GW_ENOMEM, "out of memory");
+    for (size_t i = 0; rc == GW_OK && i < h->n_act;) {
+        size_t j = i, k = 0;
+        while (j < h->n_act && h->act[j].node == h->act[i].node && k < CHUNK) {
+            smp[k++] = (struct gw_sample){.t = h->act[j].t, .v = h->act[j].level};
+            j++;
+        }
+        const char *node = h->names[h->act[i].node];
+        struct gw_label ls[2] = {{"__name__", 8, "gpuwatch_node_activity", 22}, {"node", 4, node, (uint32_t)strlen(node)}};
+        struct gw_rw_series ser = {.labels = ls, .n_labels = 2, .samples = smp, .n_samples = (uint32_t)k};
+        struct gw_rw_request req = {.version = 1, .series = &ser, .n_series = 1, .n_samples = k};
+        struct gw_append_result res;
+        memset(&res, 0, sizeof res);
+        rc = gw_db_append(db, &req, end, &res, err);
+        i = j;
+    }
+    free(smp);
+    if (rc == GW_OK) rc = gw_db_flush(db, err);
+    gw_db_close(db);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/checkpoints", dir);
+    static const char *const tables[] = {GW_CKPT_TABLE};
+    struct gw_kv *kv = NULL;
+    struct gw_kv_txn *t = NULL;
+    if (rc == GW_OK) rc = gw_kv_open(&kv, path, tables, 1, (size_t)16 << 20, (size_t)4 << 30, err);
+    if (rc == GW_OK) rc = gw_kv_begin(kv, 1, &t, err);
+    for (size_t i = 0; rc == GW_OK && i < h->n_ckpts; i++) {
+        uint8_t k[GW_CKPT_KEY_BYTES], v[GW_CKPT_ENC_BYTES];
+        gw_det_ckpt_key(h->ckpts[i].t_start, h->ckpts[i].id, k);
+        gw_det_ckpt_encode(&h->ckpts[i], v);
+        rc = gw_kv_put(t, 0, k, sizeof k, v, sizeof v, err);
+    }
+    if (t) {
+        if (rc == GW_OK) rc = gw_kv_commit(t, err);
+        else gw_kv_abort(t);
+    }
+    gw_kv_close(kv);
+    return rc;
 }
 
 static void on_drain(void *ud, struct gw_det *d)
@@ -323,13 +414,17 @@ int gw_eval_ledger_run(const struct gw_sim_config *cfg, const struct gw_det_conf
     struct gw_eval_opts oo = *o;
     oo.on_alert = on_alert;
     oo.on_drain = on_drain;
+    oo.on_ckpt = o->log_dir ? on_ckpt : NULL;
     oo.hook_ud = &h;
     struct gw_eval_report rep;
     memset(&rep, 0, sizeof rep);
     struct gw_sim_timeline *tl = NULL;
     struct gw_led_result *r = NULL;
     int *tmap = NULL;
-    int rc = gw_eval_run(cfg, dc, &oo, &rep, NULL, NULL, err);
+    int rc = GW_OK;
+    if (o->log_dir && mkdir(o->log_dir, 0755) != 0 && errno != EEXIST)
+        rc = gw_error_set(err, GW_EIO, "evaluate: cannot create %s: %s", o->log_dir, strerror(errno));
+    if (rc == GW_OK) rc = gw_eval_run(cfg, dc, &oo, &rep, NULL, NULL, err);
     if (rc == GW_OK && h.oom) rc = gw_error_set(err, GW_ENOMEM, "evaluate: out of memory collecting activity");
     if (rc == GW_OK) rc = gw_sim_timeline_build(cfg, &tl, err);
     int64_t end = cfg->start_ms + cfg->duration_ms;
@@ -363,6 +458,7 @@ int gw_eval_ledger_run(const struct gw_sim_config *cfg, const struct gw_det_conf
         score_lemons(tl, r, tmap, v);
         score_exclusions(tl, r, &h, v);
         v->activity_samples = h.n_act;
+        if (o->log_dir) rc = write_history(o->log_dir, &h, end, err);
     }
     gw_led_result_free(r);
     free(tmap);
@@ -372,6 +468,7 @@ int gw_eval_ledger_run(const struct gw_sim_config *cfg, const struct gw_det_conf
     free(h.names);
     free(h.act);
     free(h.alerts);
+    free(h.ckpts);
     return rc;
 }
 

@@ -118,12 +118,14 @@ struct ckpt_store {
     struct gw_det_ckpt *v;
     size_t n, cap;
     int oom;
+    const struct gw_eval_opts *o;   /* its on_ckpt hook */
 };
 
 static int keep_ckpt(void *ud, const struct gw_det_ckpt *e, const int64_t *t, const double *bps, size_t n)
 {
     struct ckpt_store *c = ud;
     (void)t, (void)bps, (void)n;
+    if (c->o && c->o->on_ckpt) c->o->on_ckpt(c->o->hook_ud, e);
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 256;
         struct gw_det_ckpt *v = realloc(c->v, cap * sizeof *v);
@@ -257,6 +259,7 @@ int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc,
     uint64_t samples = 0, series = 0, det_ns = 0, scrapes = 0;
     memset(&col, 0, sizeof col);
     col.o = o;
+    ck.o = o;
     struct feed fd = {.handles = &handles, .cap = &cap, .samples = &samples, .series = &series};
 
     if ((rc = gw_sim_timeline_build(cfg, &tl, err)) != GW_OK)
@@ -265,7 +268,7 @@ int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc,
         goto out;
     struct gw_alerts_opts ao;
     gw_alerts_opts_default(&ao);
-    ao.log_dir = NULL;
+    ao.log_dir = o->log_dir;   /* NULL: no log */
     ao.max_active = 1000000;
     ao.samples_interval_ms = -1;   /* no ALERTS series: nothing stores them here */
     if ((rc = gw_alerts_open(&al, &ao, err)) != GW_OK)

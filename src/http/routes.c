@@ -9,6 +9,8 @@
  *   /api/v1/query_exemplars GET|POST (form bodies merged with the URL),
  *   /api/v1/format_query GET|POST,
  *   /api/v1/alerts, /api/v1/rules GET|POST (api_alerts.c),
+ *   /api/v1/events GET|POST (api_events.c; a POST body is JSON lines),
+ *   /api/v1/sessions, /api/v1/exclusions GET (api_ledger.c),
  *   /api/v1/label/<name>/values, /api/v1/metadata, /api/v1/status/buildinfo GET,
  *   /-/ready, /-/healthy, /metrics GET.
  * Unknown /api/ paths answer a JSON 404, other unknown paths plain text.
@@ -152,7 +154,8 @@ static const char *route_names[GW_R_COUNT] = {
     "/api/v1/write", "/api/v1/read", "/api/v1/query", "/api/v1/query_range", "/api/v1/series",
     "/api/v1/labels", "/api/v1/label/:name/values", "/api/v1/metadata", "/api/v1/query_exemplars",
     "/api/v1/status/buildinfo", "/-/ready", "/-/healthy", "/metrics", "/api/v1/admin/retention",
-    "/api/v1/admin/flush", "/api/v1/format_query", "/api/v1/alerts", "/api/v1/rules", "/api/v1/checkpoints", "other"};
+    "/api/v1/admin/flush", "/api/v1/format_query", "/api/v1/alerts", "/api/v1/rules", "/api/v1/checkpoints",
+    "/api/v1/events", "/api/v1/sessions", "/api/v1/exclusions", "other"};
 
 static int metric_line(struct gw_buf *b, const char *name, uint64_t v)
 {
@@ -308,6 +311,9 @@ static const struct gw_route routes[] = {
     {GW_R_ALERTS, "alerts", "/api/v1/alerts", GP, "GET, POST", 1, 1, NULL, gw_api_alerts},
     {GW_R_RULES, "rules", "/api/v1/rules", GP, "GET, POST", 1, 1, NULL, gw_api_rules},
     {GW_R_CHECKPOINTS, "checkpoints", "/api/v1/checkpoints", G, "GET", 1, 0, NULL, gw_api_checkpoints},
+    {GW_R_EVENTS, "events", "/api/v1/events", GP, "GET, POST", 1, 0, NULL, gw_api_events},
+    {GW_R_SESSIONS, "sessions", "/api/v1/sessions", G, "GET", 1, 0, NULL, gw_api_sessions},
+    {GW_R_EXCLUSIONS, "exclusions", "/api/v1/exclusions", G, "GET", 1, 0, NULL, gw_api_exclusions},
 };
 static const struct gw_route label_values_route = {
     GW_R_LABEL_VALUES, "label_values", "/api/v1/label/", G, "GET", 1, 0, NULL, gw_api_label_values};

@@ -382,6 +382,7 @@ int gw_http_start(struct gw_http **out, struct gw_db *db, const struct gw_http_o
             h->opts.query_max_samples = o->query_max_samples;
         h->opts.alerts = o->alerts;
         h->opts.checkpoints = o->checkpoints;
+        h->opts.events = o->events;
     }
     snprintf(h->listen, sizeof h->listen, "%s", h->opts.listen);
     h->opts.listen = h->listen;

@@ -141,6 +141,8 @@ static int name_others(struct loader *L)
     for (size_t i = 0; i < d->in.n_events; i++) {
         const struct gw_led_event *e = &d->events[i];
         if (e->node[0] && add_node(L, e->node, strlen(e->node), &ni) != GW_OK) return L->err->code;
+        for (uint32_t k = 0; k < e->n_nodes; k++)   /* session members too */
+            if (add_node(L, e->nodes[k], strlen(e->nodes[k]), &ni) != GW_OK) return L->err->code;
     }
     return GW_OK;
 }
