@@ -29,6 +29,7 @@ static const char usage_main[] =
     "  simulate    simulate a GPU cluster's exporters and remote-write them (with ground truth)\n"
     "  evaluate    score the failure detectors against a simulated cluster's ground truth\n"
     "  exclusions  the nodes to keep out of the next job (node ledger), for a scheduler\n"
+    "  report      reliability report of a data dir (Markdown or HTML; read-only)\n"
     "  version     print the version\n"
     "\n"
     "Run 'gpuwatch <command> --help' for the options of a command.\n";
@@ -266,6 +267,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "simulate")) return gw_cli_simulate(argc - 2, argv + 2);
     if (!strcmp(cmd, "evaluate")) return gw_cli_evaluate(argc - 2, argv + 2);
     if (!strcmp(cmd, "exclusions")) return gw_cli_exclusions(argc - 2, argv + 2);
+    if (!strcmp(cmd, "report")) return gw_cli_report(argc - 2, argv + 2);
     if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
         printf("gpuwatch %s\n", GW_VERSION);
         return 0;
