@@ -491,8 +491,12 @@ static void per_class(struct rep *p)
         c[k].escalated += fl->escalation[0] != '\0';
         c[k].with_xid += fl->t_xid != GW_LED_NO_TIME;
         c[k].before_xid += fl->t_xid != GW_LED_NO_TIME && fl->t_detect != GW_LED_NO_TIME && fl->t_detect < fl->t_xid;
-        if (isfinite(fl->lost_gpu_hours)) c[k].lost += fl->lost_gpu_hours;
     }
+    /* GPU-hours lost per class: the fleet figures (stats.causes), which
+     * count every failed session's loss by the class of its failure */
+    for (uint32_t k = 0; k < n; k++)
+        for (uint32_t i = 0; i < r->stats.n_causes && i < 16; i++)
+            if (!strcmp(c[k].name, r->stats.causes[i].cls)) c[k].lost += r->stats.causes[i].lost_gpu_hours;
     rep_raw(p, p->html ? "<h3>Per class</h3>\n" : "### Per class\n\n");
     static const char *const h[] = {"class", "failures", "with XID", "detected before the XID", "escalated",
                                     "GPU-hours lost"};
