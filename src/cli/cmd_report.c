@@ -82,8 +82,9 @@ static int report_args_read(int argc, char **argv, struct report_args *a)
     return -1;
 }
 
-/* T as --from/--to take it: "now", "now-DUR" or "-DUR" (before now),
- * RFC 3339, or Unix seconds (fractions allowed). 0, or -1. */
+/* T as --from/--to take it: "now", "now-DUR" or "-DUR" (DUR before now,
+ * a Prometheus duration: 7d, 12h, 1h30m), RFC 3339, or Unix seconds
+ * (fractions allowed). 0, or -1. */
 static int report_time(const char *v, int64_t now, int64_t *out)
 {
     int64_t d;
@@ -92,17 +93,14 @@ static int report_time(const char *v, int64_t now, int64_t *out)
         *out = now;
         return 0;
     }
-    const char *rel = !strncmp(v, "now-", 4) ? v + 4 : v[0] == '-' && v[1] && (v[1] < '0' || v[1] > '9' ||
-                                                                                   strpbrk(v + 1, "smhdwy"))
-                                                           ? v + 1
-                                                           : NULL;
+    const char *rel = !strncmp(v, "now-", 4) ? v + 4 : v[0] == '-' ? v + 1 : NULL;
     if (rel) {
         if (gw_parse_duration_ms(rel, &d) != GW_OK || d <= 0) return -1;
         *out = now - d;
         return 0;
     }
     if (gw_parse_rfc3339(v, out) == GW_OK) return 0;
-    if (gw_cli_parse_double(v, &s) == 0 && s > -9.2e15 && s < 9.2e15) {
+    if (gw_cli_parse_double(v, &s) == 0 && s >= 0 && s < 9.2e15) {
         *out = (int64_t)(s * 1000.0);
         return 0;
     }
