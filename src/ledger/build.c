@@ -39,11 +39,47 @@ int led_is_member(const struct gw_led_session *s, uint32_t node)
     return lo < s->n_nodes && s->nodes[lo] == node;
 }
 
-int led_node_index(const struct gw_led_result *r, const char *name)
+int led_node_index(const struct led_ctx *x, const char *name)
 {
-    for (uint32_t i = 0; i < r->n_nodes; i++)
-        if (strcmp(r->nodes[i], name) == 0) return (int)i;
+    const struct gw_led_result *r = x->r;
+    size_t lo = 0, hi = r->n_nodes;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(r->nodes[x->by_name[mid]], name);
+        if (c == 0) return (int)x->by_name[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
     return -1;
+}
+
+struct name_ref {
+    const char *name;
+    uint32_t i;
+};
+
+static int cmp_name_ref(const void *a, const void *b)
+{
+    const struct name_ref *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+/* by_name: the first index of each name wins (duplicates are unreachable). */
+static int index_names(struct led_ctx *x, struct gw_error *err)
+{
+    const struct gw_led_result *r = x->r;
+    struct name_ref *v = malloc((r->n_nodes ? r->n_nodes : 1) * sizeof *v);
+    x->by_name = malloc((r->n_nodes ? r->n_nodes : 1) * sizeof *x->by_name);
+    if (!v || !x->by_name) {
+        free(v);
+        return gw_error_set(err, GW_ENOMEM, "out of memory (nodes)");
+    }
+    for (uint32_t i = 0; i < r->n_nodes; i++) v[i] = (struct name_ref){r->nodes[i], i};
+    qsort(v, r->n_nodes, sizeof *v, cmp_name_ref);
+    for (uint32_t i = 0; i < r->n_nodes; i++) x->by_name[i] = v[i].i;
+    free(v);
+    return GW_OK;
 }
 
 static int cmp_session(const void *a, const void *b)
@@ -94,6 +130,7 @@ int gw_led_build(const struct gw_led_input *in, const struct gw_led_config *c, s
     r->to = in->to;
     r->now = in->now ? in->now : in->to;
     int rc = copy_nodes(r, in, err);
+    if (rc == GW_OK) rc = index_names(&x, err);
     if (rc == GW_OK) rc = led_runs(&x, err);
     if (rc == GW_OK) rc = led_sessions(&x, err);
     if (rc == GW_OK) rc = led_sessions_from_events(&x, err);
@@ -107,6 +144,7 @@ int gw_led_build(const struct gw_led_input *in, const struct gw_led_config *c, s
     if (rc == GW_OK) led_stats(&x);
     free(x.runs);
     free(x.node_hours);
+    free(x.by_name);
     if (rc != GW_OK) {
         gw_led_result_free(r);
         return rc;

@@ -63,7 +63,7 @@ static int app_abort(const struct led_ctx *x, const struct gw_led_session *s)
         if (strcmp(a->cls, "app") != 0 || a->active_at < s->t_end - slack(x) || a->active_at > s->t_end + slack(x))
             continue;
         if (!a->hostname[0]) return 1;   /* a job-level collective abort */
-        int ni = led_node_index(x->r, a->hostname);
+        int ni = led_node_index(x, a->hostname);
         if (ni >= 0 && led_is_member(s, (uint32_t)ni)) return 1;
     }
     return 0;

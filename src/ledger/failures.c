@@ -133,7 +133,7 @@ int led_failures(struct led_ctx *x, struct gw_error *err)
     for (size_t i = 0; i < in->n_alerts; i++) {
         const struct gw_alert *a = &in->alerts[i];
         if (!hw_class(a)) continue;
-        int ni = led_node_index(r, a->hostname);
+        int ni = led_node_index(x, a->hostname);
         if (ni < 0) continue;
         refs[n++] = (struct ref){a, ni};
     }

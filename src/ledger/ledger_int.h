@@ -32,6 +32,7 @@ struct led_ctx {
     size_t n_runs;
     double *node_hours;          /* per node: hours with activity data */
     int64_t data_end;            /* newest activity sample + iv */
+    uint32_t *by_name;           /* node indices sorted by name (led_node_index) */
     size_t cap_sessions;
 };
 
@@ -45,7 +46,7 @@ int led_nodes(struct led_ctx *x, struct gw_error *err);
 void led_stats(struct led_ctx *x);
 
 /* helpers (build.c) */
-int led_node_index(const struct gw_led_result *r, const char *name);   /* -1 unknown */
+int led_node_index(const struct led_ctx *x, const char *name);   /* -1 unknown (binary search) */
 int led_is_member(const struct gw_led_session *s, uint32_t node);
 double led_quantile(double *v, size_t n, double q);   /* sorts v; NAN when n == 0 */
 int led_cmp_i64(const void *a, const void *b);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "gpuwatch/codec.h"
 #include "gpuwatch/db.h"
 #include "gpuwatch/kv.h"
 #include "gpuwatch/labels.h"
@@ -25,17 +26,40 @@
 struct loader {
     struct gw_led_data *d;
     size_t cap_nodes, cap_act, cap_alerts, cap_ckpts;
+    uint32_t *slots;             /* open addressing by name hash: node index + 1 */
+    size_t mask;
     struct gw_error *err;
 };
+
+static int rehash(struct loader *L, size_t nmask)
+{
+    uint32_t *ns = calloc(nmask + 1, sizeof *ns);
+    if (!ns) return gw_error_set(L->err, GW_ENOMEM, "out of memory (nodes)");
+    const struct gw_led_input *in = &L->d->in;
+    for (uint32_t i = 0; i < in->n_nodes; i++) {
+        size_t k = gw_hash64(in->nodes[i], strlen(in->nodes[i])) & nmask;
+        while (ns[k]) k = (k + 1) & nmask;
+        ns[k] = i + 1;
+    }
+    free(L->slots);
+    L->slots = ns;
+    L->mask = nmask;
+    return GW_OK;
+}
 
 static int add_node(struct loader *L, const char *name, size_t len, uint32_t *out)
 {
     struct gw_led_input *in = &L->d->in;
-    for (uint32_t i = in->n_nodes; i-- > 0;)
-        if (strlen(in->nodes[i]) == len && memcmp(in->nodes[i], name, len) == 0) {
-            *out = i;
+    if ((in->n_nodes + 1) * 2 > (L->slots ? L->mask + 1 : 0) && rehash(L, L->slots ? L->mask * 2 + 1 : 255) != GW_OK)
+        return L->err->code;
+    size_t k = gw_hash64(name, len) & L->mask;
+    for (; L->slots[k]; k = (k + 1) & L->mask) {
+        const char *n = in->nodes[L->slots[k] - 1];
+        if (strlen(n) == len && memcmp(n, name, len) == 0) {
+            *out = L->slots[k] - 1;
             return GW_OK;
         }
+    }
     if (in->n_nodes == L->cap_nodes) {
         size_t nc = L->cap_nodes ? L->cap_nodes * 2 : 64;
         char **p = realloc(in->nodes, nc * sizeof *p);
@@ -46,6 +70,7 @@ static int add_node(struct loader *L, const char *name, size_t len, uint32_t *ou
     char *s = strndup(name, len);
     if (!s) return gw_error_set(L->err, GW_ENOMEM, "out of memory (nodes)");
     in->nodes[in->n_nodes] = s;
+    L->slots[k] = in->n_nodes + 1;
     *out = in->n_nodes++;
     return GW_OK;
 }
@@ -237,6 +262,7 @@ int gw_led_load(const char *data_dir, int64_t from, int64_t to, struct gw_led_da
     }
     rc = finish(&L, rc);
     if (rc == GW_OK) rc = load_ckpts(&L, data_dir);
+    free(L.slots);
     if (rc != GW_OK) gw_led_data_free(d);
     return rc;
 }
@@ -253,6 +279,7 @@ int gw_led_load_live(struct gw_db *db, struct gw_alerts *alerts, struct gw_led_e
         if (rc == GW_OK && err->code) rc = err->code;
     }
     rc = finish(&L, rc);
+    free(L.slots);
     if (rc != GW_OK) gw_led_data_free(d);
     return rc;
 }

@@ -227,7 +227,7 @@ int led_sessions_from_events(struct led_ctx *x, struct gw_error *err)
         s->nodes = malloc(e->n_nodes * sizeof *s->nodes);
         if (!s->nodes) return gw_error_set(err, GW_ENOMEM, "out of memory (session)");
         for (uint32_t k = 0; k < e->n_nodes; k++) {
-            int ni = led_node_index(x->r, e->nodes[k]);
+            int ni = led_node_index(x, e->nodes[k]);
             if (ni >= 0) s->nodes[s->n_nodes++] = (uint32_t)ni;
         }
         qsort(s->nodes, s->n_nodes, sizeof *s->nodes, cmp_u32);
