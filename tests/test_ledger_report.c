@@ -106,6 +106,8 @@ static void alert(struct fixture *f, uint32_t i, const char *name, const char *d
     snprintf(a->hostname, sizeof a->hostname, "%s", host);
     a->severity = sev;
     a->active_at = T0 + i * HOUR;
+    a->fired_at = sev == GW_SEV_CRITICAL ? a->active_at + MIN : INT64_MIN;
+    if (i == 3) a->fired_at = T0;
 }
 
 static void ledger_node(struct fixture *f, uint32_t i, uint32_t node, double score, uint32_t fails, uint32_t excl,
@@ -134,6 +136,8 @@ static struct fixture *fixture_new(void)
     failure(f, 2, 1, 5, 145, "nvlink", "D3", "NvlinkErrors", T0 + 31 * HOUR, T0 + 31 * HOUR + 2 * MIN,
             T0 + 31 * HOUR + MIN, 4);
     snprintf(f->failures[1].escalation, sizeof f->failures[1].escalation, "second memory failure on GPU | 30 d");
+    f->failures[1].alert_ids[1] = 103;   /* NvlinkErrors (D3), critical, fired before RowRemapPending */
+    f->failures[1].n_alert_ids = 2;
     f->chains[0] = (struct gw_led_chain){.id = 0, .failed_session = 0, .failure = 0, .attempts = 2, .success = 1,
                                          .automatic = 1, .t_fail = T0 + 5 * HOUR,
                                          .t_recovered = T0 + 5 * HOUR + 45 * MIN, .median_interval_ms = 11 * MIN,
@@ -292,6 +296,9 @@ static void test_ledger_report_html_sections(void **state)
     assert_non_null(strstr(h, "<td>3m 00s</td>"));
     assert_non_null(strstr(h, "<td>-1m 00s</td>"));
     assert_non_null(strstr(h, "2025-12-01T04:50:00Z"));
+    /* how it was detected: the defining alert, and the critical one that fired first when another */
+    assert_non_null(strstr(h, ">D2 RowRemapPending (first: D3 NvlinkErrors)</td>"));
+    assert_non_null(strstr(h, "<td>D1 GpuFellOffBus</td>"));
     free(h);
     free(f);
 }

@@ -446,6 +446,20 @@ static void sec_summary(struct rep *p)
 
 /* ----------------------------------------------------------------- failures */
 
+/* The failure's critical alert that fired first (its evidence ids looked
+ * up in the alert log), NULL when the log does not have them. */
+static const struct gw_alert *first_critical(const struct rep *p, const struct gw_led_failure *fl)
+{
+    const struct gw_alert *best = NULL;
+    for (uint32_t k = 0; k < fl->n_alert_ids && k < 8; k++)
+        for (size_t i = 0; i < p->in->n_alerts; i++) {
+            const struct gw_alert *a = &p->in->alerts[i];
+            if (a->id != fl->alert_ids[k] || a->severity != GW_SEV_CRITICAL || a->fired_at == INT64_MIN) continue;
+            if (!best || a->fired_at < best->fired_at) best = a;
+        }
+    return best;
+}
+
 static void failure_row(struct rep *p, const struct gw_led_failure *fl)
 {
     char act[GW_LED_TEXT + 48];
@@ -457,7 +471,11 @@ static void failure_row(struct rep *p, const struct gw_led_failure *fl)
     rep_cell_swatch(p, rep_class_color(p, fl->cls), fl->cls);
     if (fl->xid) rep_cellf(p, "%u", fl->xid);
     else rep_cell(p, "-");
-    rep_cellf(p, "%s %s", fl->detector, fl->alertname);
+    const struct gw_alert *first = first_critical(p, fl);
+    if (first && strcmp(first->alertname, fl->alertname) != 0)
+        rep_cellf(p, "%s %s (first: %s %s)", fl->detector, fl->alertname, first->detector, first->alertname);
+    else
+        rep_cellf(p, "%s %s", fl->detector, fl->alertname);
     rep_cell_dur(p, rep_diff(fl->t_xid, fl->t_detect));
     rep_cell_dur(p, rep_diff(fl->t_detect, fl->t_first));
     rep_cell_dur(p, rep_diff(fl->t_session_end, fl->t_detect));

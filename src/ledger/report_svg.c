@@ -421,28 +421,39 @@ static void ckpt_mark(struct rep *p, const struct tscale *ts, const struct vscal
     rep_raw(p, "</g>\n");
 }
 
-/* The link capacity (mean / utilisation) as a dashed line through the
- * checkpoints that know it. */
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The link capacity (mean / utilisation): a faint tick per checkpoint that
+ * knows it, and their median as a dashed line across the chart. */
 static int ckpt_capacity_line(struct rep *p, const struct tscale *ts, const struct vscale *vs)
 {
-    int n = 0;
-    double last_x = 0, last_y = 0;
+    size_t n = 0;
+    double *caps = malloc((p->in->n_ckpts ? p->in->n_ckpts : 1) * sizeof *caps);
+    if (!caps) return 0;
     for (size_t i = 0; i < p->in->n_ckpts; i++) {
-        double cap = ckpt_capacity(&p->in->ckpts[i]);
+        double cap = ckpt_capacity(&p->in->ckpts[i]), x = tx(ts, p->in->ckpts[i].t_start);
         if (!isfinite(cap)) continue;
-        if (!n) rep_raw(p, "<polyline id=\"ckpt-capacity\" fill=\"none\" stroke=\"#1d3557\" stroke-width=\"1.5\" "
-                           "stroke-dasharray=\"6 3\" points=\"");
-        last_x = tx(ts, p->in->ckpts[i].t_start);
-        last_y = vy(vs, cap);
-        rep_rawf(p, "%s%.1f,%.1f", n ? " " : "", last_x, last_y);
-        n++;
+        caps[n++] = cap;
+        rep_rawf(p, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#1d3557\" opacity=\"0.35\"/>\n",
+                 x - 3, vy(vs, cap), x + 3, vy(vs, cap));
     }
     if (n) {
-        rep_raw(p, "\"><title>link capacity = mean throughput / link utilisation</title></polyline>\n");
-        svg_text(p, last_x > W - 200 ? last_x - 6 : last_x + 8, last_y - 6, last_x > W - 200 ? "end" : "start",
-                 "link capacity");
+        qsort(caps, n, sizeof *caps, cmp_dbl);
+        double med = n % 2 ? caps[n / 2] : (caps[n / 2 - 1] + caps[n / 2]) / 2, y = vy(vs, med);
+        char label[64];
+        snprintf(label, sizeof label, "link capacity ~%.0f GB/s", med);
+        rep_rawf(p, "<line id=\"ckpt-capacity\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#1d3557\" "
+                    "stroke-width=\"1.5\" stroke-dasharray=\"6 3\"><title>link capacity: median %.1f GB/s over %zu "
+                    "checkpoints (mean throughput / link utilisation)</title></line>\n",
+                 ts->x0, y, ts->x1, y, med, n);
+        svg_text(p, ts->x1 - 4, y - 6, "end", label);
     }
-    return n;
+    free(caps);
+    return n > 0;
 }
 
 void rep_chart_ckpt(struct rep *p)
