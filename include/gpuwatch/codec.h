@@ -11,6 +11,16 @@
 size_t gw_uvarint_put(uint8_t *buf, uint64_t v);
 /* Returns bytes consumed, 0 on truncation or overlong (> 10 bytes). */
 size_t gw_uvarint_get(const uint8_t *p, size_t len, uint64_t *v);
+/* Bytes gw_uvarint_put writes for v (1..10), for sizing a buffer first. */
+static inline size_t gw_uvarint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
 
 static inline uint64_t gw_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static inline int64_t gw_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }

@@ -3,7 +3,6 @@
  * the simulator's ground truth (evaluate.h, docs/evaluation.md). Several
  * seeds run in parallel threads, one seed per thread at a time; the
  * reports are printed in seed order, then their totals. */
-#include "cli_parse.h"
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -15,75 +14,12 @@
 
 #include "gpuwatch/codec.h"
 #include "gpuwatch/evaluate.h"
+#include "cli_parse.h"
+#include "cli_sim.h"
 
 #define MAX_SEEDS 256
 /* Fixed start so that a seed gives the same run whatever the day. */
 #define EVAL_START_MS 1767225600000LL /* 2026-01-01T00:00:00Z */
-
-static const char usage_evaluate[] =
-    "usage: gpuwatch evaluate [--profile paper|smoke] [--seed N | --seeds 1,2,3] [options]\n"
-    "\n"
-    "Simulates a GPU training cluster in memory (only the series a detector reads),\n"
-    "feeds every sample in time order through the same detectors ingest runs, and\n"
-    "scores their alerts against the simulator's ground truth: per detector D1-D6 and\n"
-    "combined, failures caught, caught before the XID with the lead time, delay from\n"
-    "fault to alert, false alarms per day; the report's v1 figures printed beside.\n"
-    "A failure is caught by a warning/critical alert on its node firing within\n"
-    "[fault - 60 min, fault + 5 min]; false alarms on one node within 30 min count once.\n"
-    "\n"
-    "  --profile P          paper (63 nodes incl. 3 spares, 55 days; default) or smoke\n"
-    "                       (4 nodes incl. 1 spare, 1 day)\n"
-    "  --seed N             one seed (default 1)\n"
-    "  --seeds LIST         several seeds, comma-separated (e.g. 1,2,3): run in parallel,\n"
-    "                       printed one after the other, then their totals\n"
-    "  --days D             simulated days (fractions allowed)\n"
-    "  --nodes N            nodes, spares included (1..1024)\n"
-    "  --failure-scale X    multiply every failure hazard by X (0..100, default 1)\n"
-    "  --interval DUR       scrape interval (default 30s)\n"
-    "  --config FILE        detector thresholds (key = value lines, see docs/detectors.md)\n"
-    "  --threads N          seeds evaluated at once (default: CPUs, at most the seeds)\n"
-    "  --label-style S      hostname (default), Hostname, kube, fqdn or ip\n"
-    "  --gpu-model M        b200 (default), a100 or h100\n"
-    "  --bait-scale X       multiply every bait hazard by X (default 1)\n"
-    "  --failure-shapes S   fixed (default) or random (within published ranges)\n"
-    "  --checkpoints        report D7's checkpoint events instead: precision and recall\n"
-    "                       against the simulated checkpoints, start/end error, the\n"
-    "                       diagnosis confusion matrix, bottleneck alerts on healthy saves\n"
-    "  --checkpoint-bottleneck B  what limits the simulated checkpoints: slots, server,\n"
-    "                       link, none or mixed (drawn per checkpoint)\n"
-    "  --ledger             report the node ledger (D8) instead: sessions found against the\n"
-    "                       simulated ones (precision, recall), retry chains' success and\n"
-    "                       median interval beside the truth's, the ranks of the lemon\n"
-    "                       nodes, exclusion concentration and evidence\n"
-    "  --history-dir DIR    with --ledger and one seed: also keep what serve would keep\n"
-    "                       (the alert log, gpuwatch_node_activity, D7's checkpoint events)\n"
-    "                       in the data dir DIR, for gpuwatch report\n"
-    "  --json               one JSON object instead of the table\n"
-    "  --verbose            also list every failure (detection, detector, lead/delay) and\n"
-    "                       every false alarm; progress on stderr\n"
-    "  --variations         run the variation families (baseline, labels-kube,\n"
-    "                       labels-fqdn-ip, interval-15s, interval-60s, small-cluster,\n"
-    "                       large-cluster, gpu-a100-h100, baits-x2, arrival-shuffled), each\n"
-    "                       scored on its own: paper profile with random failure shapes,\n"
-    "                       default --days 10, --failure-scale 3, --seeds 1,2,3\n"
-    "\n"
-    "Runs start at 2026-01-01T00:00:00Z so that a seed always gives the same result.\n"
-    "Exit status: 0 when the evaluation ran, 1 when a run failed, 2 on bad options.\n";
-
-/* "slots" .. "none" -> enum gw_sim_ckpt_bottleneck, "mixed" -> GW_SIM_BN_MIXED; -2 unknown. */
-static int parse_bottleneck(const char *v)
-{
-    if (!strcmp(v, "mixed")) return GW_SIM_BN_MIXED;
-    for (int b = 0; b < GW_SIM_BN_COUNT_; b++)
-        if (!strcmp(v, gw_sim_bottleneck_name((enum gw_sim_ckpt_bottleneck)b))) return b;
-    return -2;
-}
-
-static int bad(const char *opt, const char *v, const char *expect)
-{
-    fprintf(stderr, "gpuwatch evaluate: invalid value for %s: \"%s\" (%s)\n", opt, v, expect);
-    return 2;
-}
 
 /* "1,2,3" -> seeds (no empty items, no duplicates, at most MAX_SEEDS). */
 static int parse_seeds(const char *v, uint64_t *seeds, size_t *n)
@@ -271,206 +207,215 @@ static int run_variations(const struct gw_det_config *dc, const uint64_t *seeds_
     return status;
 }
 
-int gw_cli_evaluate(int argc, char **argv)
+/* The options of one evaluation. */
+struct eval_args {
+    const char *profile, *config, *history;
+    int json, verbose, variations, checkpoints, ledger, have_seed, have_seeds, have_scale;
+    uint64_t seeds[MAX_SEEDS], threads;
+    size_t n_seeds;
+    double scale;
+    struct gw_cli_cluster cl;
+};
+
+static int set_seed(void *base, const char *v)
 {
-    const char *profile = "paper", *config = NULL, *history = NULL;
-    int json = 0, verbose = 0, have_seed = 0, have_seeds = 0, have_days = 0, have_nodes = 0, have_scale = 0;
-    int have_interval = 0, variations = 0, checkpoints = 0, ledger = 0, bottleneck = -2;
-    uint64_t seeds[MAX_SEEDS], nodes = 0, threads = 0;
-    size_t n_seeds = 1;
-    double days = 0, scale = 1;
-    int64_t interval_ms = 0;
-    enum gw_sim_label_style label_style = GW_SIM_LABELS_HOSTNAME;
-    enum gw_sim_gpu_model gpu_model = GW_SIM_GPU_B200;
-    double bait_scale = 1;
-    int have_style = 0, have_model = 0, have_baits = 0, have_shapes = 0, shapes_random = 0;
-    seeds[0] = 1;
+    struct eval_args *a = base;
+    if (gw_cli_parse_u64(v, 0, UINT64_MAX, &a->seeds[0]) != 0)
+        return -1;
+    a->n_seeds = 1;
+    return 0;
+}
 
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage_evaluate, stdout);
-            return 0;
-        }
-    }
-    for (int i = 0; i < argc; i++) {
-        static const char *const flags[] = {"--json", "--verbose", "--variations", "--checkpoints", "--ledger", NULL};
-        static const char *const known[] = {"--json", "--verbose", "--variations", "--checkpoints", "--ledger",
-                                            "--history-dir", "--checkpoint-bottleneck", "--profile", "--seed", "--seeds", "--days",
-                                            "--nodes", "--failure-scale", "--interval", "--config", "--threads",
-                                            "--label-style", "--gpu-model", "--bait-scale", "--failure-shapes", NULL};
-        char name[64];
-        const char *v;
-        if (gw_cli_option(argc, argv, &i, "evaluate", usage_evaluate, flags, known, name, sizeof name, &v))
-            return 2;
-        if (!strcmp(name, "--json")) json = 1;
-        else if (!strcmp(name, "--verbose")) verbose = 1;
-        else if (!strcmp(name, "--variations")) variations = 1;
-        else if (!strcmp(name, "--checkpoints")) checkpoints = 1;
-        else if (!strcmp(name, "--ledger")) ledger = 1;
-        else if (!strcmp(name, "--history-dir")) history = v;
-        else if (!strcmp(name, "--checkpoint-bottleneck")) {
-            if ((bottleneck = parse_bottleneck(v)) == -2)
-                return bad(name, v, "slots, server, link, none or mixed");
-        }
-        else if (!strcmp(name, "--profile")) {
-            if (strcmp(v, "smoke") != 0 && strcmp(v, "paper") != 0)
-                return bad(name, v, "paper or smoke");
-            profile = v;
-        } else if (!strcmp(name, "--seed")) {
-            if (gw_cli_parse_u64(v, 0, UINT64_MAX, &seeds[0]) != 0)
-                return bad(name, v, "an unsigned integer");
-            n_seeds = 1;
-            have_seed = 1;
-        } else if (!strcmp(name, "--seeds")) {
-            if (parse_seeds(v, seeds, &n_seeds) != 0)
-                return bad(name, v, "distinct unsigned integers separated by commas, at most 256, e.g. 1,2,3");
-            have_seeds = 1;
-        } else if (!strcmp(name, "--days")) {
-            if (gw_cli_parse_double(v, &days) != 0 || !(days > 0) || days > 400)
-                return bad(name, v, "a number of days > 0 and <= 400, e.g. 55 or 0.5");
-            have_days = 1;
-        } else if (!strcmp(name, "--nodes")) {
-            if (gw_cli_parse_u64(v, 1, GW_SIM_MAX_NODES, &nodes) != 0)
-                return bad(name, v, "1..1024");
-            have_nodes = 1;
-        } else if (!strcmp(name, "--failure-scale")) {
-            if (gw_cli_parse_double(v, &scale) != 0 || scale < 0 || scale > 100)
-                return bad(name, v, "a factor from 0 to 100");
-            have_scale = 1;
-        } else if (!strcmp(name, "--interval")) {
-            if (gw_parse_duration_ms(v, &interval_ms) != GW_OK || interval_ms < 1000 || interval_ms > 3600000)
-                return bad(name, v, "a duration from 1s to 1h, e.g. 30s or 15s");
-            have_interval = 1;
-        } else if (!strcmp(name, "--config")) {
-            if (v[0] == '\0')
-                return bad(name, v, "a file name");
-            config = v;
-        } else if (!strcmp(name, "--threads")) {
-            if (gw_cli_parse_u64(v, 1, 256, &threads) != 0)
-                return bad(name, v, "1..256");
-        } else if (!strcmp(name, "--label-style")) {
-            if (gw_sim_label_style_parse(v, &label_style) != 0)
-                return bad(name, v, "hostname, Hostname, kube, fqdn or ip");
-            have_style = 1;
-        } else if (!strcmp(name, "--gpu-model")) {
-            if (gw_sim_gpu_model_parse(v, &gpu_model) != 0)
-                return bad(name, v, "a100, h100 or b200");
-            have_model = 1;
-        } else if (!strcmp(name, "--bait-scale")) {
-            if (gw_cli_parse_double(v, &bait_scale) != 0 || bait_scale < 0 || bait_scale > 100)
-                return bad(name, v, "a factor from 0 to 100");
-            have_baits = 1;
-        } else if (!strcmp(name, "--failure-shapes")) {
-            if (strcmp(v, "fixed") != 0 && strcmp(v, "random") != 0)
-                return bad(name, v, "fixed or random");
-            shapes_random = !strcmp(v, "random");
-            have_shapes = 1;
-        } else {
-            fprintf(stderr, "gpuwatch evaluate: unknown option \"%s\"\n\n%s", name, usage_evaluate);
-            return 2;
-        }
-    }
-    if (have_seed && have_seeds) {
-        fprintf(stderr, "gpuwatch evaluate: give --seed or --seeds, not both\n");
-        return 2;
-    }
+static int set_seeds(void *base, const char *v)
+{
+    struct eval_args *a = base;
+    return parse_seeds(v, a->seeds, &a->n_seeds) == 0 ? 0 : -1;
+}
 
+static const char *const profile_names[] = {"paper", "smoke", NULL};
+
+static const struct gw_cli_opt eval_opts[] = {
+    {.name = "--profile", .arg = "P", .type = GW_CLI_STR, GW_CLI_AT(struct eval_args, profile),
+     .choices = profile_names,
+     .help = "paper (63 nodes incl. 3 spares, 55 days; default) or smoke\n(4 nodes incl. 1 spare, 1 day)"},
+    {.name = "--seed", .arg = "N", .type = GW_CLI_CALL, GW_CLI_SEEN(struct eval_args, have_seed), .set = set_seed,
+     .expect = "an unsigned integer", .help = "one seed (default 1)"},
+    {.name = "--seeds", .arg = "LIST", .type = GW_CLI_CALL, GW_CLI_SEEN(struct eval_args, have_seeds),
+     .set = set_seeds, .expect = "distinct unsigned integers separated by commas, at most 256, e.g. 1,2,3",
+     .help = "several seeds, comma-separated (e.g. 1,2,3): run in parallel,\n"
+             "printed one after the other, then their totals"},
+    {.type = GW_CLI_TABLE, .sub = gw_cli_cluster_opts, GW_CLI_AT(struct eval_args, cl)},
+    {.name = "--failure-scale", .arg = "X", .type = GW_CLI_DOUBLE, GW_CLI_AT(struct eval_args, scale),
+     GW_CLI_SEEN(struct eval_args, have_scale), .dmin = 0, .dmax = 100, .expect = "a factor from 0 to 100",
+     .help = "multiply every failure hazard by X (0..100, default 1)"},
+    {.name = "--config", .arg = "FILE", .type = GW_CLI_STR, GW_CLI_AT(struct eval_args, config),
+     .flags = GW_CLI_NONEMPTY, .expect = "a file name",
+     .help = "detector thresholds (key = value lines, see docs/detectors.md)"},
+    {.name = "--threads", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct eval_args, threads), .min = 1,
+     .max = 256, .help = "seeds evaluated at once (default: CPUs, at most the seeds)"},
+    {.name = "--checkpoints", .type = GW_CLI_FLAG, GW_CLI_AT(struct eval_args, checkpoints),
+     .help = "report D7's checkpoint events instead: precision and recall\n"
+             "against the simulated checkpoints, start/end error, the\n"
+             "diagnosis confusion matrix, bottleneck alerts on healthy saves"},
+    {.name = "--ledger", .type = GW_CLI_FLAG, GW_CLI_AT(struct eval_args, ledger),
+     .help = "report the node ledger (D8) instead: sessions found against the\n"
+             "simulated ones (precision, recall), retry chains' success and\n"
+             "median interval beside the truth's, the ranks of the lemon\n"
+             "nodes, exclusion concentration and evidence (docs/ledger.md)"},
+    {.name = "--history-dir", .arg = "DIR", .type = GW_CLI_STR, GW_CLI_AT(struct eval_args, history),
+     .flags = GW_CLI_NONEMPTY, .expect = "a directory",
+     .help = "with --ledger and one seed: also keep what serve would keep\n"
+             "(the alert log, gpuwatch_node_activity, D7's checkpoint events)\n"
+             "in the data dir DIR, for gpuwatch report"},
+    {.name = "--json", .type = GW_CLI_FLAG, GW_CLI_AT(struct eval_args, json),
+     .help = "one JSON object instead of the table"},
+    {.name = "--verbose", .type = GW_CLI_FLAG, GW_CLI_AT(struct eval_args, verbose),
+     .help = "also list every failure (detection, detector, lead/delay) and\n"
+             "every false alarm; progress on stderr"},
+    {.name = "--variations", .type = GW_CLI_FLAG, GW_CLI_AT(struct eval_args, variations),
+     .help = "run the variation families (baseline, labels-kube,\n"
+             "labels-fqdn-ip, interval-15s, interval-60s, small-cluster,\n"
+             "large-cluster, gpu-a100-h100, baits-x2, arrival-shuffled), each\n"
+             "scored on its own: paper profile with random failure shapes,\n"
+             "default --days 10, --failure-scale 3, --seeds 1,2,3"},
+    {0},
+};
+
+static const struct gw_cli_cmd eval_cmd = {
+    .name = "evaluate",
+    .synopsis = "[--profile paper|smoke] [--seed N | --seeds 1,2,3] [options]",
+    .intro = "Simulates a GPU training cluster in memory (only the series a detector reads),\n"
+             "feeds every sample in time order through the same detectors ingest runs, and\n"
+             "scores their alerts against the simulator's ground truth: per detector D1-D6 and\n"
+             "combined, failures caught, caught before the XID with the lead time, delay from\n"
+             "fault to alert, false alarms per day; the report's v1 figures printed beside.\n"
+             "A failure is caught by a warning/critical alert on its node firing within\n"
+             "[fault - 60 min, fault + 5 min]; false alarms on one node within 30 min count once.\n",
+    .opts = eval_opts,
+    .outro = "\nRuns start at 2026-01-01T00:00:00Z so that a seed always gives the same result.\n"
+             "Exit status: 0 when the evaluation ran, 1 when a run failed, 2 on bad options.\n",
+};
+
+/* Options into a. -1 to go on, else the exit status. */
+static int eval_parse(int argc, char **argv, struct eval_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->profile = "paper";
+    a->seeds[0] = 1;
+    a->n_seeds = 1;
+    a->scale = 1;
+    int rc = gw_cli_parse(&eval_cmd, argc, argv, a);
+    if (rc >= 0)
+        return rc;
+    if (a->have_seed && a->have_seeds)
+        return gw_cli_usage_error(&eval_cmd, 0, "give --seed or --seeds, not both");
+    if (a->history && (!a->ledger || a->n_seeds != 1))
+        return gw_cli_usage_error(&eval_cmd, 0, "--history-dir needs --ledger and one seed");
+    return -1;
+}
+
+/* The simulator's settings every seed shares. -1 to go on, else the exit status. */
+static int eval_base_config(const struct eval_args *a, struct gw_sim_config *base)
+{
     struct gw_error err = {0};
-    struct gw_det_config dc;
-    gw_det_config_default(&dc);
-    if (config != NULL && gw_det_config_load(&dc, config, &err) != GW_OK) {
-        fprintf(stderr, "gpuwatch evaluate: --config: %s\n", err.msg);
-        return 2;
-    }
-    if (variations)
-        return run_variations(&dc, have_seed || have_seeds ? seeds : NULL, n_seeds, have_days ? days : 10.0,
-                              have_scale ? scale : 3.0, threads, json, verbose);
-    struct gw_sim_config base;
-    gw_sim_config_default(&base);
-    base.start_ms = EVAL_START_MS;
-    if (gw_sim_config_profile(&base, profile, &err) != GW_OK) {
+    gw_sim_config_default(base);
+    base->start_ms = EVAL_START_MS;
+    if (gw_sim_config_profile(base, a->profile, &err) != GW_OK) {
         fprintf(stderr, "gpuwatch evaluate: --profile: %s\n", err.msg);
         return 2;
     }
-    if (have_nodes)
-        gw_sim_config_set_nodes(&base, (uint32_t)nodes);
-    if (have_days)
-        base.duration_ms = (int64_t)llround(days * 86400000.0);
-    if (have_interval)
-        base.interval_ms = interval_ms;
-    if (base.jitter_ms * 2 >= base.interval_ms)
-        base.jitter_ms = base.interval_ms / 2 - 1;
-    if (have_scale)
-        base.failure_scale = scale;
-    if (have_style)
-        base.label_style = label_style;
-    if (have_model)
-        base.gpu_model = gpu_model;
-    if (have_baits)
-        base.bait_scale = bait_scale;
-    if (have_shapes)
-        base.shape_jitter = shapes_random;
-    if (bottleneck != -2)
-        base.ckpt_bottleneck = bottleneck;
-    if (gw_sim_config_check(&base, &err) != GW_OK) {
+    gw_cli_cluster_apply(&a->cl, base);
+    if (a->have_scale)
+        base->failure_scale = a->scale;
+    if (gw_sim_config_check(base, &err) != GW_OK) {
         fprintf(stderr, "gpuwatch evaluate: invalid settings: %s\n", err.msg);
         return 2;
     }
+    return -1;
+}
 
-    struct gw_eval_opts o;
-    gw_eval_opts_default(&o);
-    if (history && (!ledger || n_seeds != 1)) {
-        fprintf(stderr, "gpuwatch evaluate: --history-dir needs --ledger and one seed\n");
-        return 2;
-    }
-    o.log_dir = history;
-    struct job *jobs = calloc(n_seeds, sizeof *jobs);
-    if (jobs == NULL) {
-        fprintf(stderr, "gpuwatch evaluate: out of memory\n");
-        return 1;
-    }
-    for (size_t i = 0; i < n_seeds; i++) {
-        jobs[i].cfg = base;
-        jobs[i].cfg.seed = seeds[i];
-    }
-    struct pool p = {.jobs = jobs, .n = n_seeds, .next = 0, .dc = &dc, .o = &o, .verbose = verbose, .ledger = ledger};
-    run_pool(&p, threads);
-
+/* Prints the reports of the seeds that ran (in seed order), then their
+ * totals. 0, or 1 when a seed failed or the report could not be written. */
+static int eval_print(const struct eval_args *a, struct job *jobs)
+{
     int status = 0;
-    struct gw_eval_report *reps = calloc(n_seeds, sizeof *reps);
+    struct gw_eval_report *reps = calloc(a->n_seeds, sizeof *reps);
     size_t n_ok = 0;
     if (reps == NULL) {
         fprintf(stderr, "gpuwatch evaluate: out of memory\n");
         status = 1;
     }
-    for (size_t i = 0; i < n_seeds; i++) {
+    for (size_t i = 0; i < a->n_seeds; i++) {
         if (jobs[i].rc != GW_OK) {
             fprintf(stderr, "gpuwatch evaluate: seed %" PRIu64 ": %s\n", jobs[i].cfg.seed,
                     jobs[i].err.msg[0] ? jobs[i].err.msg : gw_strerror(jobs[i].rc));
             status = 1;
         } else if (reps != NULL) {
-            if (ledger) jobs[n_ok].led = jobs[i].led;
             reps[n_ok++] = jobs[i].rep;
         }
     }
-    if (ledger && n_ok > 0) {
+    if (a->ledger && n_ok > 0) {
         struct gw_eval_ledger *lv = malloc(n_ok * sizeof *lv);
-        for (size_t i = 0; lv && i < n_ok; i++) lv[i] = jobs[i].led;
-        if (!lv || gw_eval_ledger_print(lv, n_ok, stdout) != GW_OK || fflush(stdout) != 0) status = 1;
+        size_t k = 0;
+        for (size_t i = 0; lv && i < a->n_seeds; i++)
+            if (jobs[i].rc == GW_OK) lv[k++] = jobs[i].led;
+        if (!lv || gw_eval_ledger_print(lv, k, stdout) != GW_OK || fflush(stdout) != 0) {
+            fprintf(stderr, "gpuwatch evaluate: cannot write the report\n");
+            status = 1;
+        }
         free(lv);
-        n_ok = 0;
-    }
-    if (reps != NULL && n_ok > 0) {
-        unsigned flags = (json ? GW_EVAL_PRINT_JSON : 0) | (verbose ? GW_EVAL_PRINT_VERBOSE : 0);
-        int prc = checkpoints ? gw_eval_ckpt_print(reps, n_ok, json, stdout) : gw_eval_print_flags(reps, n_ok, flags, stdout);
+    } else if (reps != NULL && n_ok > 0) {
+        unsigned flags = (a->json ? GW_EVAL_PRINT_JSON : 0) | (a->verbose ? GW_EVAL_PRINT_VERBOSE : 0);
+        int prc = a->checkpoints ? gw_eval_ckpt_print(reps, n_ok, a->json, stdout)
+                                 : gw_eval_print_flags(reps, n_ok, flags, stdout);
         if (prc != GW_OK || fflush(stdout) != 0) {
             fprintf(stderr, "gpuwatch evaluate: cannot write the report\n");
             status = 1;
         }
     }
-    for (size_t i = 0; i < n_seeds; i++)
-        gw_eval_report_free(&jobs[i].rep);
     free(reps);
+    return status;
+}
+
+int gw_cli_evaluate(int argc, char **argv)
+{
+    struct eval_args a;
+    int rc = eval_parse(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    struct gw_error err = {0};
+    struct gw_det_config dc;
+    gw_det_config_default(&dc);
+    if (a.config != NULL && gw_det_config_load(&dc, a.config, &err) != GW_OK) {
+        fprintf(stderr, "gpuwatch evaluate: --config: %s\n", err.msg);
+        return 2;
+    }
+    if (a.variations)
+        return run_variations(&dc, a.have_seed || a.have_seeds ? a.seeds : NULL, a.n_seeds,
+                              a.cl.have_days ? a.cl.days : 10.0, a.have_scale ? a.scale : 3.0, a.threads, a.json,
+                              a.verbose);
+    struct gw_sim_config base;
+    if ((rc = eval_base_config(&a, &base)) >= 0)
+        return rc;
+
+    struct gw_eval_opts o;
+    gw_eval_opts_default(&o);
+    o.log_dir = a.history;
+    struct job *jobs = calloc(a.n_seeds, sizeof *jobs);
+    if (jobs == NULL) {
+        fprintf(stderr, "gpuwatch evaluate: out of memory\n");
+        return 1;
+    }
+    for (size_t i = 0; i < a.n_seeds; i++) {
+        jobs[i].cfg = base;
+        jobs[i].cfg.seed = a.seeds[i];
+    }
+    struct pool p = {.jobs = jobs, .n = a.n_seeds, .next = 0, .dc = &dc, .o = &o, .verbose = a.verbose,
+                     .ledger = a.ledger};
+    run_pool(&p, a.threads);
+    int status = eval_print(&a, jobs);
+    for (size_t i = 0; i < a.n_seeds; i++)
+        gw_eval_report_free(&jobs[i].rep);
     free(jobs);
     return status;
 }

@@ -22,17 +22,6 @@
 #include "cli.h"
 #include "cli_parse.h"
 
-static const char usage_exclusions[] =
-    "usage: gpuwatch exclusions (--url URL | --data-dir DIR) [--format hosts|slurm|json]\n"
-    "\n"
-    "  --url URL        a running gpuwatch serve, e.g. http://127.0.0.1:9201\n"
-    "  --data-dir DIR   compute from a data dir, read-only (safe next to a running serve)\n"
-    "  --format F       hosts: one node per line (default); slurm: comma-separated, for\n"
-    "                   sbatch --exclude; json: the /api/v1/exclusions answer with reasons\n"
-    "\n"
-    "Nodes excluded now by the node ledger (failures, repeats, lemons, scheduler\n"
-    "exclusions) over the last 30 days of data; see docs/ledger.md.\n";
-
 #define EXCL_RANGE_MS (30 * 86400000LL)
 #define EXCL_MAX_RESPONSE ((size_t)256 << 20)
 
@@ -40,31 +29,40 @@ struct excl_opts {
     const char *url, *dir, *format;
 };
 
-/* Options: 0, or 2 after printing the problem. */
+static const char *const formats[] = {"hosts", "slurm", "json", NULL};
+
+static const struct gw_cli_opt excl_opts_table[] = {
+    {.name = "--url", .arg = "URL", .type = GW_CLI_STR, GW_CLI_AT(struct excl_opts, url), .flags = GW_CLI_NONEMPTY,
+     .expect = "a URL", .help = "a running gpuwatch serve, e.g. http://127.0.0.1:9201"},
+    {.name = "--data-dir", .arg = "DIR", .type = GW_CLI_STR, GW_CLI_AT(struct excl_opts, dir),
+     .flags = GW_CLI_NONEMPTY, .expect = "a directory",
+     .help = "compute from a data dir, read-only (safe next to a running serve)"},
+    {.name = "--format", .arg = "F", .type = GW_CLI_STR, GW_CLI_AT(struct excl_opts, format), .choices = formats,
+     .help = "hosts: one node per line (default); slurm: comma-separated, for\n"
+             "sbatch --exclude; json: the /api/v1/exclusions answer with reasons"},
+    {0},
+};
+
+static const struct gw_cli_cmd excl_cmd = {
+    .name = "exclusions",
+    .synopsis = "(--url URL | --data-dir DIR) [--format hosts|slurm|json]",
+    .opts = excl_opts_table,
+    .outro = "\nNodes excluded now by the node ledger (failures, repeats, lemons, scheduler\n"
+             "exclusions) over the last 30 days of data; see docs/ledger.md.\n"
+             "Exit status: 0 (also with no exclusion: empty output), 1 failure, 2 bad usage.\n",
+};
+
+/* Options: -1 to go on, else the exit status. */
 static int excl_parse(int argc, char **argv, struct excl_opts *o)
 {
-    static const char *const flags[] = {NULL};
-    static const char *const known[] = {"--url", "--data-dir", "--format", NULL};
     o->url = o->dir = NULL;
     o->format = "hosts";
-    for (int i = 0; i < argc; i++) {
-        char name[32];
-        const char *v;
-        if (gw_cli_option(argc, argv, &i, "exclusions", usage_exclusions, flags, known, name, sizeof name, &v))
-            return 2;
-        if (!strcmp(name, "--url")) o->url = v;
-        else if (!strcmp(name, "--data-dir")) o->dir = v;
-        else o->format = v;
-    }
-    if (!o->url == !o->dir) {
-        fprintf(stderr, "gpuwatch exclusions: give one of --url and --data-dir\n\n%s", usage_exclusions);
-        return 2;
-    }
-    if (strcmp(o->format, "hosts") && strcmp(o->format, "slurm") && strcmp(o->format, "json")) {
-        fprintf(stderr, "gpuwatch exclusions: --format must be hosts, slurm or json, not \"%s\"\n", o->format);
-        return 2;
-    }
-    return 0;
+    int rc = gw_cli_parse(&excl_cmd, argc, argv, o);
+    if (rc >= 0)
+        return rc;
+    if (!o->url == !o->dir)
+        return gw_cli_usage_error(&excl_cmd, 0, "give one of --url and --data-dir");
+    return -1;
 }
 
 static int excl_from_server(const struct excl_opts *o)
@@ -164,12 +162,8 @@ static int excl_from_dir(const struct excl_opts *o)
 
 int gw_cli_exclusions(int argc, char **argv)
 {
-    if (gw_cli_want_help(argc, argv)) {
-        fputs(usage_exclusions, stdout);
-        return 0;
-    }
     struct excl_opts o;
     int rc = excl_parse(argc, argv, &o);
-    if (rc) return rc;
+    if (rc >= 0) return rc;
     return o.url ? excl_from_server(&o) : excl_from_dir(&o);
 }

@@ -31,26 +31,9 @@
 #include "gpuwatch/db.h"
 #include "gpuwatch/http.h"
 #include "gpuwatch/httpc.h"
+#include "cli_parse.h"
 
 int gw_cli_query(int argc, char **argv);
-
-static const char usage_query[] =
-    "usage: gpuwatch query 'EXPR' [--server URL | --data-dir DIR] [--time T]\n"
-    "                      [--start T [--end T] [--step D]] [--json] [--promql-compat 2|3]\n"
-    "\n"
-    "  --server URL         a running gpuwatch (or any Prometheus API), e.g. http://127.0.0.1:9201\n"
-    "                       (the default when --data-dir is not given)\n"
-    "  --data-dir DIR       evaluate directly on a data dir, read-only (safe next to a running serve;\n"
-    "                       it sees the stored blocks, not a running serve's unflushed newest samples)\n"
-    "  --time T             instant query at T (default now)\n"
-    "  --start T --end T    range query from start to end (end defaults to now)\n"
-    "  --step D             range query resolution, e.g. 15s, 1m (default (end - start) / 250)\n"
-    "  --json               print the API's JSON answer instead of a table\n"
-    "  --promql-compat N    3: Prometheus 3 range windows (default); 2: Prometheus 2 (--data-dir only;\n"
-    "                       a server uses its own setting)\n"
-    "  --timeout D          evaluation timeout (default 2m)\n"
-    "\n"
-    "T is float Unix seconds, RFC 3339, now or now-DURATION (now-2h).\n";
 
 #define RESP_MAX ((size_t)1 << 30)
 #define JSON_MAX_DEPTH 64
@@ -682,23 +665,6 @@ static int print_error(unsigned status, const char *body, size_t len)
 
 /* ------------------------------------------------------------ command */
 
-static const char *optval(int argc, char **argv, int *i, const char *name)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0)
-        return NULL;
-    if (argv[*i][n] == '=')
-        return argv[*i] + n + 1;
-    if (argv[*i][n] != '\0')
-        return NULL;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "gpuwatch query: option %s needs a value\n", name);
-        exit(2);
-    }
-    (*i)++;
-    return argv[*i];
-}
-
 /* What the command line asks for. */
 struct query_opts {
     const char *expr, *server, *dir, *time_s, *start_s, *end_s, *step_s, *timeout_s;
@@ -707,43 +673,64 @@ struct query_opts {
     char tbuf[3][48], stepbuf[48];
 };
 
+/* --timeout: checked here, sent to the API as given. */
+static int query_timeout(void *base, const char *v)
+{
+    struct query_opts *q = base;
+    if (gw_parse_duration_ms(v, &q->timeout_ms) != GW_OK || q->timeout_ms <= 0)
+        return -1;
+    q->timeout_s = v;
+    return 0;
+}
+
+static const char *const compat_names[] = {"2", "3", NULL};
+static const int compat_values[] = {2, 3};
+
+static const struct gw_cli_opt query_opts[] = {
+    {.name = "--server", .arg = "URL", .type = GW_CLI_STR, GW_CLI_AT(struct query_opts, server),
+     .help = "a running gpuwatch (or any Prometheus API), e.g. http://127.0.0.1:9201\n"
+             "(the default when --data-dir is not given)"},
+    {.name = "--data-dir", .arg = "DIR", .type = GW_CLI_STR, GW_CLI_AT(struct query_opts, dir),
+     .help = "evaluate directly on a data dir, read-only (safe next to a running serve;\n"
+             "it sees the stored blocks, not a running serve's unflushed newest samples)"},
+    {.name = "--time", .arg = "T", .type = GW_CLI_STR, GW_CLI_AT(struct query_opts, time_s),
+     .help = "instant query at T (default now)"},
+    {.name = "--start", .arg = "T", .type = GW_CLI_STR, GW_CLI_AT(struct query_opts, start_s),
+     .help = "range query from T (to --end, by --step)"},
+    {.name = "--end", .arg = "T", .type = GW_CLI_STR, GW_CLI_AT(struct query_opts, end_s),
+     .help = "end of a range query (default now)"},
+    {.name = "--step", .arg = "D", .type = GW_CLI_STR, GW_CLI_AT(struct query_opts, step_s),
+     .help = "range query resolution, e.g. 15s, 1m (default (end - start) / 250)"},
+    {.name = "--json", .type = GW_CLI_FLAG, GW_CLI_AT(struct query_opts, json),
+     .help = "print the API's JSON answer instead of a table"},
+    {.name = "--promql-compat", .arg = "N", .type = GW_CLI_CHOICE, GW_CLI_AT(struct query_opts, compat),
+     .choices = compat_names, .values = compat_values,
+     .help = "3: Prometheus 3 range windows (default); 2: Prometheus 2 (--data-dir only;\n"
+             "a server uses its own setting)"},
+    {.name = "--timeout", .arg = "D", .type = GW_CLI_CALL, .set = query_timeout,
+     .expect = "a duration such as 30s or 2m", .help = "evaluation timeout (default 2m)"},
+    {0},
+};
+
+static const struct gw_cli_cmd query_cmd = {
+    .name = "query",
+    .synopsis = "'EXPR' [--server URL | --data-dir DIR] [--time T]\n"
+                "                      [--start T [--end T] [--step D]] [--json] [--promql-compat 2|3]",
+    .opts = query_opts,
+    .outro = "\nT is float Unix seconds, RFC 3339, now or now-DURATION (now-2h).\n",
+    .operand = "expression",
+    GW_CLI_AT(struct query_opts, expr),
+};
+
 /* Options into q. -1 to go on, else the exit status (0 after --help, 2
  * for a usage error). */
 static int query_parse(struct query_opts *q, int argc, char **argv)
 {
-    for (int i = 0; i < argc; i++) {
-        const char *v;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage_query, stdout);
-            return 0;
-        }
-        if ((v = optval(argc, argv, &i, "--server"))) q->server = v;
-        else if ((v = optval(argc, argv, &i, "--data-dir"))) q->dir = v;
-        else if ((v = optval(argc, argv, &i, "--time"))) q->time_s = v;
-        else if ((v = optval(argc, argv, &i, "--start"))) q->start_s = v;
-        else if ((v = optval(argc, argv, &i, "--end"))) q->end_s = v;
-        else if ((v = optval(argc, argv, &i, "--step"))) q->step_s = v;
-        else if ((v = optval(argc, argv, &i, "--timeout"))) q->timeout_s = v;
-        else if ((v = optval(argc, argv, &i, "--promql-compat"))) {
-            if (strcmp(v, "2") && strcmp(v, "3")) {
-                fprintf(stderr, "gpuwatch query: --promql-compat must be 2 or 3 (got \"%s\")\n", v);
-                return 2;
-            }
-            q->compat = v[0] - '0';
-        } else if (!strcmp(argv[i], "--json")) q->json = 1;
-        else if (argv[i][0] == '-' && argv[i][1] != '\0' && q->expr == NULL && strncmp(argv[i], "--", 2) == 0) {
-            fprintf(stderr, "gpuwatch query: unknown option \"%s\"\n\n%s", argv[i], usage_query);
-            return 2;
-        } else if (q->expr == NULL) q->expr = argv[i];
-        else {
-            fprintf(stderr, "gpuwatch query: one expression only (got \"%s\" too)\n", argv[i]);
-            return 2;
-        }
-    }
-    if (q->expr == NULL) {
-        fprintf(stderr, "gpuwatch query: an expression is required\n\n%s", usage_query);
-        return 2;
-    }
+    int rc = gw_cli_parse(&query_cmd, argc, argv, q);
+    if (rc >= 0)
+        return rc;
+    if (q->expr == NULL)
+        return gw_cli_usage_error(&query_cmd, 1, "an expression is required");
     if (q->server && q->dir) {
         fprintf(stderr, "gpuwatch query: give --server or --data-dir, not both\n");
         return 2;
@@ -755,10 +742,6 @@ static int query_parse(struct query_opts *q, int argc, char **argv)
     }
     if (q->range && q->start_s == NULL) {
         fprintf(stderr, "gpuwatch query: a range query needs --start\n");
-        return 2;
-    }
-    if (q->timeout_s && (gw_parse_duration_ms(q->timeout_s, &q->timeout_ms) != GW_OK || q->timeout_ms <= 0)) {
-        fprintf(stderr, "gpuwatch query: invalid --timeout \"%s\"\n", q->timeout_s);
         return 2;
     }
     return -1;

@@ -32,43 +32,6 @@
 #include "cli_parse.h"
 #include "serve_alerts.h"
 
-static const char usage_serve[] =
-    "usage: gpuwatch serve --data-dir DIR [options]\n"
-    "\n"
-    "  --listen ADDR        address to listen on (default 127.0.0.1:9201; ':PORT' for all interfaces)\n"
-    "  --data-dir DIR       data directory (created if missing; one gpuwatch per dir)\n"
-    "  --retention DUR      keep this much history, e.g. 55d, 8w (default 55d)\n"
-    "  --fsync MODE         always: fsync the WAL before answering (survives power loss)\n"
-    "                       batch:  write before answering, fsync every 100 ms (default;\n"
-    "                               survives a crash of gpuwatch)\n"
-    "                       off:    write before answering, never fsync explicitly\n"
-    "  --threads N          HTTP worker threads (default 4)\n"
-    "  --max-body-bytes N   largest accepted request body (default 33554432)\n"
-    "  --log-level LEVEL    debug, info, warn or error (default info)\n"
-    "  --promql-compat N    3: Prometheus 3 range and lookback windows (t-r, t] (default);\n"
-    "                       2: Prometheus 2.42's closed windows [t-r, t], its function set\n"
-    "                       (holt_winters) and its numeric quirks\n"
-    "  --query.lookback-delta DUR  how far back a selector looks for a sample (default 5m)\n"
-    "  --query.timeout DUR  longest evaluation of one query (default 2m)\n"
-    "  --query.max-samples N  samples one query may hold in memory (default 50000000)\n"
-    "\n"
-    "failure detection and alerts (docs/alerts.md):\n"
-    "  --alertmanager URL   send alerts to this Alertmanager (API v2, e.g. http://127.0.0.1:9093);\n"
-    "                       repeatable, up to 8; firing alerts are resent every minute\n"
-    "  --web.external-url URL  base of the generatorURL of sent alerts\n"
-    "                       (default http://<listen address>)\n"
-    "  --detector-config FILE  detector thresholds (\"key = value\" lines over the defaults,\n"
-    "                       see docs/detectors.md); a bad file exits with status 2\n"
-    "  --no-detectors       store and serve only: run no detector (alerts reloaded from\n"
-    "                       the alert log are still reported)\n"
-    "  --print-detector-config  print every detector threshold with its meaning (the\n"
-    "                       defaults, or --detector-config's values) and exit\n"
-    "Alerts are served at /api/v1/alerts and /api/v1/rules, written back as ALERTS series,\n"
-    "and logged in DIR/alerts/; checkpoint events (D7) are kept in DIR/checkpoints/, served\n"
-    "at /api/v1/checkpoints and written back as gpuwatch_checkpoint_* series; the detector state is saved to DIR/detect.state every\n"
-    "5 minutes and at shutdown.\n"
-    "Scheduler events posted to /api/v1/events are kept in DIR/events/ (docs/ledger.md).\n";
-
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:9201"
 
 struct serve {
@@ -76,7 +39,7 @@ struct serve {
     struct gw_db_opts dbo;
     struct gw_http_opts ho;
     const char *am_urls[GW_NOTIFY_MAX_URLS];
-    size_t n_am;
+    int n_am;
     const char *external_url, *det_config;
     int print_det_config;
     int no_detectors;
@@ -131,74 +94,111 @@ static const char *serve_listen(const struct serve *s)
     return s->ho.listen ? s->ho.listen : SERVE_DEFAULT_LISTEN;
 }
 
-/* Options into s. 0 to go on, else the exit status (2: a usage error). */
+static int serve_log_level(void *base, const char *v)
+{
+    static const char *const names[] = {"debug", "info", "warn", "error"};
+    static const int levels[] = {GW_LOG_DEBUG, GW_LOG_INFO, GW_LOG_WARN, GW_LOG_ERROR};
+    (void)base;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(v, names[i])) {
+            gw_log_min_level = levels[i];
+            return 0;
+        }
+    return -1;
+}
+
+static int serve_external_url(void *base, const char *v)
+{
+    struct serve *s = base;
+    if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0)
+        return -1;
+    s->external_url = v;
+    return 0;
+}
+
+static const char *const fsync_names[] = {"always", "batch", "off", NULL};
+static const int fsync_modes[] = {GW_FSYNC_ALWAYS, GW_FSYNC_BATCH, GW_FSYNC_OFF};
+
+static const struct gw_cli_opt serve_opts[] = {
+    {.name = "--listen", .arg = "ADDR", .type = GW_CLI_STR, GW_CLI_AT(struct serve, ho.listen),
+     .help = "address to listen on (default 127.0.0.1:9201; ':PORT' for all interfaces)"},
+    {.name = "--data-dir", .arg = "DIR", .type = GW_CLI_STR, GW_CLI_AT(struct serve, dbo.dir),
+     .help = "data directory (created if missing; one gpuwatch per dir)"},
+    {.name = "--retention", .arg = "DUR", .type = GW_CLI_DUR, GW_CLI_AT(struct serve, dbo.retention_ms),
+     .help = "keep this much history, e.g. 55d, 8w (default 55d)"},
+    {.name = "--fsync", .arg = "MODE", .type = GW_CLI_CHOICE, GW_CLI_AT(struct serve, dbo.fsync),
+     .choices = fsync_names, .values = fsync_modes,
+     .help = "always: fsync the WAL before answering (survives power loss)\n"
+             "batch:  write before answering, fsync every 100 ms (default;\n"
+             "        survives a crash of gpuwatch)\n"
+             "off:    write before answering, never fsync explicitly"},
+    {.name = "--threads", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct serve, ho.threads), .min = 1,
+     .max = 256, .help = "HTTP worker threads (default 4)"},
+    {.name = "--max-body-bytes", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct serve, ho.max_body_bytes),
+     .min = 1024, .max = 1u << 30, .help = "largest accepted request body (default 33554432)"},
+    {.name = "--log-level", .arg = "LEVEL", .type = GW_CLI_CALL, .set = serve_log_level,
+     .expect = "debug, info, warn or error", .help = "debug, info, warn or error (default info)"},
+    {.name = "--promql-compat", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct serve, ho.promql_compat),
+     .min = 2, .max = 3,
+     .help = "3: Prometheus 3 range and lookback windows (t-r, t] (default);\n"
+             "2: Prometheus 2.42's closed windows [t-r, t], its function set\n"
+             "(holt_winters) and its numeric quirks"},
+    {.name = "--query.lookback-delta", .arg = "DUR", .type = GW_CLI_DUR, GW_CLI_AT(struct serve, ho.lookback_ms),
+     .help = "how far back a selector looks for a sample (default 5m)"},
+    {.name = "--query.timeout", .arg = "DUR", .type = GW_CLI_DUR, GW_CLI_AT(struct serve, ho.query_timeout_ms),
+     .help = "longest evaluation of one query (default 2m)"},
+    {.name = "--query.max-samples", .arg = "N", .type = GW_CLI_UINT,
+     GW_CLI_AT(struct serve, ho.query_max_samples), .min = 1, .max = UINT64_C(1) << 40,
+     .help = "samples one query may hold in memory (default 50000000)"},
+    {.help = "\nfailure detection and alerts (docs/alerts.md):"},
+    {.name = "--alertmanager", .arg = "URL", .type = GW_CLI_STRS, GW_CLI_AT(struct serve, am_urls),
+     GW_CLI_SEEN(struct serve, n_am),
+     .help = "send alerts to this Alertmanager (API v2, e.g. http://127.0.0.1:9093);\n"
+             "repeatable, up to 8; firing alerts are resent every minute"},
+    {.name = "--web.external-url", .arg = "URL", .type = GW_CLI_CALL, .set = serve_external_url,
+     .expect = "must start with http:// or https://",
+     .help = "base of the generatorURL of sent alerts\n(default http://<listen address>)"},
+    {.name = "--detector-config", .arg = "FILE", .type = GW_CLI_STR, GW_CLI_AT(struct serve, det_config),
+     .help = "detector thresholds (\"key = value\" lines over the defaults,\n"
+             "see docs/detectors.md); a bad file exits with status 2"},
+    {.name = "--no-detectors", .type = GW_CLI_FLAG, GW_CLI_AT(struct serve, no_detectors),
+     .help = "store and serve only: run no detector (alerts reloaded from\nthe alert log are still reported)"},
+    {.name = "--print-detector-config", .type = GW_CLI_FLAG, GW_CLI_AT(struct serve, print_det_config),
+     .help = "print every detector threshold with its meaning (the\n"
+             "defaults, or --detector-config's values) and exit"},
+    {0},
+};
+
+static const struct gw_cli_cmd serve_cmd = {
+    .name = "serve",
+    .synopsis = "--data-dir DIR [options]",
+    .opts = serve_opts,
+    .outro = "Alerts are served at /api/v1/alerts and /api/v1/rules, written back as ALERTS series,\n"
+             "and logged in DIR/alerts/; checkpoint events (D7) are kept in DIR/checkpoints/, served\n"
+             "at /api/v1/checkpoints and written back as gpuwatch_checkpoint_* series; the detector\n"
+             "state is saved to DIR/detect.state every 5 minutes and at shutdown. D8's node activity\n"
+             "is written back as gpuwatch_node_activity; scheduler events posted to /api/v1/events are\n"
+             "kept in DIR/events/; /api/v1/sessions and /api/v1/exclusions serve the node ledger\n"
+             "(docs/ledger.md).\n",
+};
+
+/* Options into s. -1 to go on, else the exit status (0 after --help, 2:
+ * a usage error). */
 static int serve_parse(struct serve *s, int argc, char **argv)
 {
     gw_db_opts_default(&s->dbo);
     s->dbo.background = 1;
     gw_http_opts_default(&s->ho);   /* fields it leaves alone stay 0 (default) */
-    for (int i = 0; i < argc; i++) {
-        const char *v;
-        if ((v = gw_cli_opt_value(argc, argv, &i, "--listen"))) s->ho.listen = v;
-        else if ((v = gw_cli_opt_value(argc, argv, &i, "--data-dir"))) s->dbo.dir = v;
-        else if ((v = gw_cli_opt_value(argc, argv, &i, "--retention")))
-            s->dbo.retention_ms = gw_cli_parse_dur_or_exit("--retention", v);
-        else if ((v = gw_cli_opt_value(argc, argv, &i, "--fsync"))) {
-            if (!strcmp(v, "always")) s->dbo.fsync = GW_FSYNC_ALWAYS;
-            else if (!strcmp(v, "batch")) s->dbo.fsync = GW_FSYNC_BATCH;
-            else if (!strcmp(v, "off")) s->dbo.fsync = GW_FSYNC_OFF;
-            else {
-                fprintf(stderr, "gpuwatch: --fsync must be always, batch or off (got \"%s\")\n", v);
-                return 2;
-            }
-        } else if ((v = gw_cli_opt_value(argc, argv, &i, "--threads")))
-            s->ho.threads = (unsigned)gw_cli_parse_long_or_exit("--threads", v, 1, 256);
-        else if ((v = gw_cli_opt_value(argc, argv, &i, "--max-body-bytes")))
-            s->ho.max_body_bytes = (size_t)gw_cli_parse_long_or_exit("--max-body-bytes", v, 1024, 1L << 30);
-        else if ((v = gw_cli_opt_value(argc, argv, &i, "--promql-compat")))
-            s->ho.promql_compat = (int)gw_cli_parse_long_or_exit("--promql-compat", v, 2, 3);
-        else if ((v = gw_cli_opt_value(argc, argv, &i, "--query.lookback-delta")))
-            s->ho.lookback_ms = gw_cli_parse_dur_or_exit("--query.lookback-delta", v);
-        else if ((v = gw_cli_opt_value(argc, argv, &i, "--query.timeout")))
-            s->ho.query_timeout_ms = gw_cli_parse_dur_or_exit("--query.timeout", v);
-        else if ((v = gw_cli_opt_value(argc, argv, &i, "--query.max-samples")))
-            s->ho.query_max_samples = (uint64_t)gw_cli_parse_long_or_exit("--query.max-samples", v, 1, 1L << 40);
-        else if ((v = gw_cli_opt_value(argc, argv, &i, "--alertmanager"))) {
-            struct gw_url u;
-            struct gw_error uerr = {0};
-            if (gw_url_parse(v, &u, &uerr) != GW_OK) {
-                fprintf(stderr, "gpuwatch serve: bad --alertmanager URL \"%s\": %s\n", v, uerr.msg);
-                return 2;
-            }
-            if (s->n_am == GW_NOTIFY_MAX_URLS) {
-                fprintf(stderr, "gpuwatch serve: at most %d --alertmanager URLs\n", GW_NOTIFY_MAX_URLS);
-                return 2;
-            }
-            s->am_urls[s->n_am++] = v;
-        } else if ((v = gw_cli_opt_value(argc, argv, &i, "--web.external-url"))) {
-            if (strncmp(v, "http://", 7) != 0 && strncmp(v, "https://", 8) != 0) {
-                fprintf(stderr, "gpuwatch serve: --web.external-url must start with http:// or https:// (got \"%s\")\n", v);
-                return 2;
-            }
-            s->external_url = v;
-        } else if ((v = gw_cli_opt_value(argc, argv, &i, "--detector-config"))) s->det_config = v;
-        else if (!strcmp(argv[i], "--no-detectors")) s->no_detectors = 1;
-        else if (!strcmp(argv[i], "--print-detector-config")) s->print_det_config = 1;
-        else if ((v = gw_cli_opt_value(argc, argv, &i, "--log-level"))) {
-            if (!strcmp(v, "debug")) gw_log_min_level = GW_LOG_DEBUG;
-            else if (!strcmp(v, "info")) gw_log_min_level = GW_LOG_INFO;
-            else if (!strcmp(v, "warn")) gw_log_min_level = GW_LOG_WARN;
-            else if (!strcmp(v, "error")) gw_log_min_level = GW_LOG_ERROR;
-            else {
-                fprintf(stderr, "gpuwatch: unknown --log-level \"%s\"\n", v);
-                return 2;
-            }
-        } else {
-            fprintf(stderr, "gpuwatch serve: unknown option \"%s\"\n\n%s", argv[i], usage_serve);
-            return 2;
-        }
+    int rc = gw_cli_parse(&serve_cmd, argc, argv, s);
+    if (rc >= 0)
+        return rc;
+    for (int i = 0; i < s->n_am; i++) {
+        struct gw_url u;
+        struct gw_error uerr = {0};
+        if (gw_url_parse(s->am_urls[i], &u, &uerr) != GW_OK)
+            return gw_cli_usage_error(&serve_cmd, 0, "bad --alertmanager URL \"%s\": %s", s->am_urls[i], uerr.msg);
     }
-    return 0;
+    return -1;
 }
 
 /* --print-detector-config: the defaults or --detector-config's values. */
@@ -219,8 +219,7 @@ static int serve_print_det_config(const struct serve *s)
 static int serve_check(struct serve *s)
 {
     if (!s->dbo.dir) {
-        fprintf(stderr, "gpuwatch serve: --data-dir is required\n\n%s", usage_serve);
-        return 2;
+        return gw_cli_usage_error(&serve_cmd, 1, "--data-dir is required");
     }
     gw_det_config_default(&s->dc);
     if (s->det_config && !s->no_detectors && gw_det_config_load(&s->dc, s->det_config, &s->err) != GW_OK) {
@@ -323,12 +322,12 @@ static int serve_start(struct serve *s)
             default_external_url(s->ext, sizeof s->ext, serve_listen(s), gw_http_port(s->h));
             s->external_url = s->ext;
         }
-        struct gw_notifier_opts no = {s->am_urls, s->n_am, s->external_url, 0, 0};
+        struct gw_notifier_opts no = {s->am_urls, (size_t)s->n_am, s->external_url, 0, 0};
         if (gw_alerts_notifier_start(s->alerts, &no, &s->err) != GW_OK) {
             fprintf(stderr, "gpuwatch serve: %s\n", s->err.msg);
             return 2;
         }
-        for (size_t i = 0; i < s->n_am; i++)
+        for (int i = 0; i < s->n_am; i++)
             gw_log(GW_LOG_INFO, "serve", "msg=\"sending alerts\" alertmanager=%s", s->am_urls[i]);
     }
     if (gw_serve_alerts_start(&s->sa, s->db, s->alerts, s->det, s->ckv, s->state_path) != GW_OK) {
@@ -374,14 +373,10 @@ static void serve_stop(struct serve *s)
 
 int gw_cli_serve(int argc, char **argv)
 {
-    if (gw_cli_want_help(argc, argv)) {
-        fputs(usage_serve, stdout);
-        return 0;
-    }
     struct serve s;
     memset(&s, 0, sizeof s);
     int rc = serve_parse(&s, argc, argv);
-    if (rc != 0)
+    if (rc >= 0)
         return rc;
     if (s.print_det_config)
         return serve_print_det_config(&s);

@@ -4,7 +4,6 @@
  * or only counts them), then prints a summary: the run's settings, event
  * counts by type and class, and series / samples / requests / seconds /
  * samples per second, as key=value pairs. */
-#include "cli_parse.h"
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -20,63 +19,8 @@
 #include "gpuwatch/json.h"
 #include "gpuwatch/detect.h"
 #include "gpuwatch/sim.h"
-
-static const char usage_simulate[] =
-    "usage: gpuwatch simulate --profile smoke|paper --seed N (--url URL | --out DIR | --dry-run) [options]\n"
-    "\n"
-    "Simulates a GPU training cluster (dcgm-exporter and node_exporter series of N nodes\n"
-    "x 8 GPUs, sessions, checkpoints, failures with precursors, baits) and sends it as\n"
-    "Prometheus remote write 1.0.\n"
-    "\n"
-    "  --profile P          smoke (4 nodes incl. 1 spare, 1 day) or paper (63 nodes incl.\n"
-    "                       3 spares, 55 days); default smoke\n"
-    "  --seed N             random seed (default 1); the same seed gives the same data\n"
-    "  --url URL            remote-write endpoint, e.g. http://127.0.0.1:9201/api/v1/write\n"
-    "  --out DIR            write the request bodies as DIR/000000001.rw ... + DIR/index.tsv\n"
-    "  --dry-run            generate and encode, send nothing (measures the generator)\n"
-    "  --truth FILE         write the ground truth (JSON lines) to FILE ('-': stdout)\n"
-    "  --truth-only         write the ground truth and print event counts, no samples\n"
-    "  --nodes N            nodes, spares included (1..1024)\n"
-    "  --gpus N             GPUs per node (1..16, default 8)\n"
-    "  --days D             simulated days (fractions allowed, e.g. 0.25)\n"
-    "  --duration DUR       simulated time, e.g. 6h (instead of --days)\n"
-    "  --interval DUR       scrape interval (default 30s; 15s option)\n"
-    "  --start T            first scrape: RFC3339 (2026-11-01T00:00:00Z), Unix ms, now or\n"
-    "                       now-DUR (default: now - duration)\n"
-    "  --legacy-hostname    label DCGM series with Hostname instead of hostname\n"
-    "                       (the same as --label-style Hostname)\n"
-    "  --label-style S      how series name their node: hostname (default), Hostname,\n"
-    "                       kube (GPU operator: Hostname = exporter pod, node label, pod\n"
-    "                       and host IPs), fqdn, ip\n"
-    "  --gpu-model M        b200 (default), h100 or a100: power, clocks, memory, modelName\n"
-    "  --bait-scale X       multiply every bait hazard by X (0..100, default 1)\n"
-    "  --failure-shapes S   fixed (default) or random: failure signatures drawn per\n"
-    "                       failure within the documented ranges\n"
-    "  --checkpoint-bottleneck K\n"
-    "                       what limits checkpoint I/O: slots (default: the client's RPC\n"
-    "                       slot table, as in the paper), server (slow NFS server), link\n"
-    "                       (storage NICs at line rate), none (healthy), or mixed: drawn\n"
-    "                       per checkpoint (slots 40%, none 25%, server 25%, link 10%).\n"
-    "                       Sessions under 8 nodes never saturate slots or server: their\n"
-    "                       checkpoints are none. The truth names each checkpoint's kind\n"
-    "  --shard-seed N       random sharded arrival: series to connections by a seeded\n"
-    "                       hash, random batch sizes in [1, --batch], connections up to\n"
-    "                       --max-skew scrapes apart, ~1% duplicate requests (0: lockstep)\n"
-    "  --max-skew K         scrapes a connection may lag with --shard-seed (1..1000, default 3)\n"
-    "  --only-detector-series  send only the series a detector reads\n"
-    "  --failure-scale X    multiply every failure hazard by X (default 1)\n"
-    "  --speed S            max (default); realtime (= 1): each scrape is sent when the\n"
-    "                       wall clock reaches its timestamp (a start in the past is\n"
-    "                       backfilled first); K: K x real time from the first scrape\n"
-    "  --connections N      parallel connections (default 4)\n"
-    "  --batch N            samples per request (default 2000)\n"
-    "  --progress           print progress to stderr every second\n";
-
-static int bad(const char *opt, const char *v, const char *expect)
-{
-    fprintf(stderr, "gpuwatch simulate: invalid value for %s: \"%s\" (%s)\n", opt, v, expect);
-    return 2;
-}
+#include "cli_parse.h"
+#include "cli_sim.h"
 
 static int64_t align_down(int64_t t, int64_t step)
 {
@@ -211,143 +155,110 @@ static int want_detector_metric(void *ud, const char *metric)
 /* The options of one run. */
 struct sim_args {
     const char *profile, *url, *out_dir, *truth, *start_s;
-    int dry_run, truth_only, legacy, progress, have_nodes, have_days, have_dur;
-    int have_interval, have_scale, only_det, have_style, shapes_random;
-    int bottleneck;
-    uint64_t seed, nodes, gpus, conns, batch, shard_seed, max_skew;
-    double days, speed, scale, bait_scale;
-    enum gw_sim_label_style style;
-    enum gw_sim_gpu_model model;
-    int64_t duration_ms, interval_ms;
+    int dry_run, truth_only, legacy, progress, have_dur, have_scale, only_det;
+    uint64_t seed, gpus, conns, batch, shard_seed, max_skew;
+    double speed, scale;
+    int64_t duration_ms;
+    struct gw_cli_cluster cl;
+};
+
+static int set_speed(void *p, const char *v)
+{
+    double *speed = p;
+    if (!strcmp(v, "max"))
+        *speed = 0;
+    else if (!strcmp(v, "realtime"))
+        *speed = 1;
+    else if (gw_cli_parse_double(v, speed) != 0 || !(*speed > 0) || *speed > 1e9)
+        return -1;
+    return 0;
+}
+
+static const char *const profile_names[] = {"smoke", "paper", NULL};
+
+static const struct gw_cli_opt sim_opts[] = {
+    {.name = "--profile", .arg = "P", .type = GW_CLI_STR, GW_CLI_AT(struct sim_args, profile),
+     .choices = profile_names,
+     .help = "smoke (4 nodes incl. 1 spare, 1 day) or paper (63 nodes incl.\n3 spares, 55 days); default smoke"},
+    {.name = "--seed", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct sim_args, seed),
+     .expect = "an unsigned integer", .help = "random seed (default 1); the same seed gives the same data"},
+    {.name = "--url", .arg = "URL", .type = GW_CLI_STR, GW_CLI_AT(struct sim_args, url),
+     .help = "remote-write endpoint, e.g. http://127.0.0.1:9201/api/v1/write"},
+    {.name = "--out", .arg = "DIR", .type = GW_CLI_STR, GW_CLI_AT(struct sim_args, out_dir),
+     .help = "write the request bodies as DIR/000000001.rw ... + DIR/index.tsv"},
+    {.name = "--dry-run", .type = GW_CLI_FLAG, GW_CLI_AT(struct sim_args, dry_run),
+     .help = "generate and encode, send nothing (measures the generator)"},
+    {.name = "--truth", .arg = "FILE", .type = GW_CLI_STR, GW_CLI_AT(struct sim_args, truth),
+     .flags = GW_CLI_NONEMPTY, .expect = "a file name, or - for stdout",
+     .help = "write the ground truth (JSON lines) to FILE ('-': stdout)"},
+    {.name = "--truth-only", .type = GW_CLI_FLAG, GW_CLI_AT(struct sim_args, truth_only),
+     .help = "write the ground truth and print event counts, no samples"},
+    {.name = "--gpus", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct sim_args, gpus), .min = 1,
+     .max = GW_SIM_MAX_GPUS, .help = "GPUs per node (1..16, default 8)"},
+    {.type = GW_CLI_TABLE, .sub = gw_cli_cluster_opts, GW_CLI_AT(struct sim_args, cl)},
+    {.name = "--duration", .arg = "DUR", .type = GW_CLI_DUR, GW_CLI_AT(struct sim_args, duration_ms),
+     GW_CLI_SEEN(struct sim_args, have_dur), .expect = "a duration such as 6h, 90m or 2d",
+     .help = "simulated time, e.g. 6h (instead of --days)"},
+    {.name = "--start", .arg = "T", .type = GW_CLI_STR, GW_CLI_AT(struct sim_args, start_s),
+     .help = "first scrape: RFC3339 (2026-11-01T00:00:00Z), Unix ms, now or\nnow-DUR (default: now - duration)"},
+    {.name = "--legacy-hostname", .type = GW_CLI_FLAG, GW_CLI_AT(struct sim_args, legacy),
+     .help = "label DCGM series with Hostname instead of hostname\n(the same as --label-style Hostname)"},
+    {.name = "--shard-seed", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct sim_args, shard_seed),
+     .expect = "an unsigned integer (0: lockstep)",
+     .help = "random sharded arrival: series to connections by a seeded\n"
+             "hash, random batch sizes in [1, --batch], connections up to\n"
+             "--max-skew scrapes apart, ~1% duplicate requests (0: lockstep)"},
+    {.name = "--max-skew", .arg = "K", .type = GW_CLI_UINT, GW_CLI_AT(struct sim_args, max_skew), .min = 1,
+     .max = 1000, .expect = "1..1000 scrapes",
+     .help = "scrapes a connection may lag with --shard-seed (1..1000, default 3)"},
+    {.name = "--only-detector-series", .type = GW_CLI_FLAG, GW_CLI_AT(struct sim_args, only_det),
+     .help = "send only the series a detector reads"},
+    {.name = "--failure-scale", .arg = "X", .type = GW_CLI_DOUBLE, GW_CLI_AT(struct sim_args, scale),
+     GW_CLI_SEEN(struct sim_args, have_scale), .dmin = 0, .dmax = 1000, .expect = "a factor from 0 to 1000",
+     .help = "multiply every failure hazard by X (default 1)"},
+    {.name = "--speed", .arg = "S", .type = GW_CLI_CALL, GW_CLI_AT(struct sim_args, speed), .set = set_speed,
+     .expect = "max, realtime or a factor > 0",
+     .help = "max (default); realtime (= 1): each scrape is sent when the\n"
+             "wall clock reaches its timestamp (a start in the past is\n"
+             "backfilled first); K: K x real time from the first scrape"},
+    {.name = "--connections", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct sim_args, conns), .min = 1,
+     .max = 256, .help = "parallel connections (default 4)"},
+    {.name = "--batch", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct sim_args, batch), .min = 1,
+     .max = 100000, .expect = "1..100000 samples per request", .help = "samples per request (default 2000)"},
+    {.name = "--progress", .type = GW_CLI_FLAG, GW_CLI_AT(struct sim_args, progress),
+     .help = "print progress to stderr every second"},
+    {0},
+};
+
+static const struct gw_cli_cmd sim_cmd = {
+    .name = "simulate",
+    .synopsis = "--profile smoke|paper --seed N (--url URL | --out DIR | --dry-run) [options]",
+    .intro = "Simulates a GPU training cluster (dcgm-exporter and node_exporter series of N nodes\n"
+             "x 8 GPUs, sessions, checkpoints, failures with precursors, baits) and sends it as\n"
+             "Prometheus remote write 1.0.\n",
+    .opts = sim_opts,
 };
 
 /* Options into a. -1 to go on, else the exit status. */
 static int sim_parse(int argc, char **argv, struct sim_args *a)
 {
-    *a = (struct sim_args){.profile = "smoke", .bottleneck = GW_SIM_BN_SLOTS, .seed = 1, .conns = 4, .batch = 2000,
-                           .max_skew = 3, .scale = 1, .bait_scale = 1, .style = GW_SIM_LABELS_HOSTNAME,
-                           .model = GW_SIM_GPU_B200};
-    for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(usage_simulate, stdout);
-            return 0;
-        }
-    }
-    for (int i = 0; i < argc; i++) {
-        static const char *const flags[] = {"--dry-run", "--truth-only", "--legacy-hostname", "--progress",
-                                            "--only-detector-series", NULL};
-        char name[64];
-        const char *v;
-        if (gw_cli_option(argc, argv, &i, "simulate", usage_simulate, flags, NULL, name, sizeof name, &v))
-            return 2;
-        if (!strcmp(name, "--dry-run")) a->dry_run = 1;
-        else if (!strcmp(name, "--truth-only")) a->truth_only = 1;
-        else if (!strcmp(name, "--legacy-hostname")) a->legacy = 1;
-        else if (!strcmp(name, "--progress")) a->progress = 1;
-        else if (!strcmp(name, "--only-detector-series")) a->only_det = 1;
-        else if (!strcmp(name, "--label-style")) {
-            if (gw_sim_label_style_parse(v, &a->style) != 0)
-                return bad(name, v, "hostname, Hostname, kube, fqdn or ip");
-            a->have_style = 1;
-        } else if (!strcmp(name, "--gpu-model")) {
-            if (gw_sim_gpu_model_parse(v, &a->model) != 0)
-                return bad(name, v, "a100, h100 or b200");
-        } else if (!strcmp(name, "--bait-scale")) {
-            if (gw_cli_parse_double(v, &a->bait_scale) != 0 || !(a->bait_scale >= 0) || a->bait_scale > 100)
-                return bad(name, v, "a factor from 0 to 100");
-        } else if (!strcmp(name, "--failure-shapes")) {
-            if (!strcmp(v, "fixed")) a->shapes_random = 0;
-            else if (!strcmp(v, "random")) a->shapes_random = 1;
-            else return bad(name, v, "fixed or random");
-        } else if (!strcmp(name, "--checkpoint-bottleneck")) {
-            if (gw_sim_bottleneck_parse(v, &a->bottleneck) != 0)
-                return bad(name, v, "slots, server, link, none or mixed");
-        } else if (!strcmp(name, "--shard-seed")) {
-            if (gw_cli_parse_u64(v, 0, UINT64_MAX, &a->shard_seed) != 0)
-                return bad(name, v, "an unsigned integer (0: lockstep)");
-        } else if (!strcmp(name, "--max-skew")) {
-            if (gw_cli_parse_u64(v, 1, 1000, &a->max_skew) != 0)
-                return bad(name, v, "1..1000 scrapes");
-        }
-        else if (!strcmp(name, "--profile")) {
-            if (strcmp(v, "smoke") != 0 && strcmp(v, "paper") != 0)
-                return bad(name, v, "smoke or paper");
-            a->profile = v;
-        } else if (!strcmp(name, "--seed")) {
-            if (gw_cli_parse_u64(v, 0, UINT64_MAX, &a->seed) != 0)
-                return bad(name, v, "an unsigned integer");
-        } else if (!strcmp(name, "--url")) {
-            a->url = v;
-        } else if (!strcmp(name, "--out")) {
-            a->out_dir = v;
-        } else if (!strcmp(name, "--truth")) {
-            if (v[0] == '\0')
-                return bad(name, v, "a file name, or - for stdout");
-            a->truth = v;
-        } else if (!strcmp(name, "--nodes")) {
-            if (gw_cli_parse_u64(v, 1, GW_SIM_MAX_NODES, &a->nodes) != 0)
-                return bad(name, v, "1..1024");
-            a->have_nodes = 1;
-        } else if (!strcmp(name, "--gpus")) {
-            if (gw_cli_parse_u64(v, 1, GW_SIM_MAX_GPUS, &a->gpus) != 0)
-                return bad(name, v, "1..16");
-        } else if (!strcmp(name, "--days")) {
-            if (gw_cli_parse_double(v, &a->days) != 0 || !(a->days > 0) || a->days > 400)
-                return bad(name, v, "a number of days > 0 and <= 400, e.g. 1 or 0.25");
-            a->have_days = 1;
-        } else if (!strcmp(name, "--duration")) {
-            if (gw_parse_duration_ms(v, &a->duration_ms) != GW_OK || a->duration_ms <= 0)
-                return bad(name, v, "a duration such as 6h, 90m or 2d");
-            a->have_dur = 1;
-        } else if (!strcmp(name, "--interval")) {
-            if (gw_parse_duration_ms(v, &a->interval_ms) != GW_OK || a->interval_ms < 1000 || a->interval_ms > 3600000)
-                return bad(name, v, "a duration from 1s to 1h, e.g. 30s or 15s");
-            a->have_interval = 1;
-        } else if (!strcmp(name, "--start")) {
-            a->start_s = v;
-        } else if (!strcmp(name, "--failure-scale")) {
-            if (gw_cli_parse_double(v, &a->scale) != 0 || a->scale < 0 || a->scale > 1000)
-                return bad(name, v, "a factor from 0 to 1000");
-            a->have_scale = 1;
-        } else if (!strcmp(name, "--speed")) {
-            if (!strcmp(v, "max")) a->speed = 0;
-            else if (!strcmp(v, "realtime")) a->speed = 1;
-            else if (gw_cli_parse_double(v, &a->speed) != 0 || !(a->speed > 0) || a->speed > 1e9)
-                return bad(name, v, "max, realtime or a factor > 0");
-        } else if (!strcmp(name, "--connections")) {
-            if (gw_cli_parse_u64(v, 1, 256, &a->conns) != 0)
-                return bad(name, v, "1..256");
-        } else if (!strcmp(name, "--batch")) {
-            if (gw_cli_parse_u64(v, 1, 100000, &a->batch) != 0)
-                return bad(name, v, "1..100000 samples per request");
-        } else {
-            fprintf(stderr, "gpuwatch simulate: unknown option \"%s\"\n\n%s", name, usage_simulate);
-            return 2;
-        }
-    }
-    if (a->have_days && a->have_dur) {
-        fprintf(stderr, "gpuwatch simulate: give --days or --duration, not both\n");
-        return 2;
-    }
+    *a = (struct sim_args){.profile = "smoke", .seed = 1, .conns = 4, .batch = 2000, .max_skew = 3, .scale = 1};
+    int rc = gw_cli_parse(&sim_cmd, argc, argv, a);
+    if (rc >= 0)
+        return rc;
+    if (a->cl.have_days && a->have_dur)
+        return gw_cli_usage_error(&sim_cmd, 0, "give --days or --duration, not both");
     if (a->url != NULL && a->url[0] == '\0')
         a->url = NULL;
     if (a->out_dir != NULL && a->out_dir[0] == '\0')
         a->out_dir = NULL;
-    if (a->dry_run && (a->url || a->out_dir)) {
-        fprintf(stderr, "gpuwatch simulate: --dry-run sends and writes nothing; drop --url/--out\n");
-        return 2;
-    }
-    if (!a->truth_only && !a->dry_run && !a->url && !a->out_dir) {
-        fprintf(stderr, "gpuwatch simulate: say where the samples go: --url URL, --out DIR or --dry-run "
-                        "(or --truth-only)\n\n%s",
-                usage_simulate);
-        return 2;
-    }
-    if (a->truth_only && (a->url || a->out_dir || a->dry_run)) {
-        fprintf(stderr, "gpuwatch simulate: --truth-only generates no samples; drop --url/--out/--dry-run\n");
-        return 2;
-    }
-
+    if (a->dry_run && (a->url || a->out_dir))
+        return gw_cli_usage_error(&sim_cmd, 0, "--dry-run sends and writes nothing; drop --url/--out");
+    if (!a->truth_only && !a->dry_run && !a->url && !a->out_dir)
+        return gw_cli_usage_error(&sim_cmd, 1,
+                                  "say where the samples go: --url URL, --out DIR or --dry-run (or --truth-only)");
+    if (a->truth_only && (a->url || a->out_dir || a->dry_run))
+        return gw_cli_usage_error(&sim_cmd, 0, "--truth-only generates no samples; drop --url/--out/--dry-run");
     return -1;
 }
 
@@ -373,33 +284,20 @@ static int sim_config(const struct sim_args *a, struct gw_sim_config *cfg)
         return 2;
     }
     cfg->seed = a->seed;
-    if (a->have_nodes)
-        gw_sim_config_set_nodes(cfg, (uint32_t)a->nodes);
     if (a->gpus > 0)
         cfg->gpus = (uint32_t)a->gpus;
-    if (a->have_days)
-        cfg->duration_ms = (int64_t)llround(a->days * 86400000.0);
     if (a->have_dur)
         cfg->duration_ms = a->duration_ms;
-    if (a->have_interval)
-        cfg->interval_ms = a->interval_ms;
-    if (cfg->jitter_ms * 2 >= cfg->interval_ms)
-        cfg->jitter_ms = cfg->interval_ms / 2 - 1;
+    gw_cli_cluster_apply(&a->cl, cfg);
     cfg->legacy_hostname = a->legacy;
-    if (a->have_style && a->legacy && a->style != GW_SIM_LABELS_LEGACY) {
-        fprintf(stderr, "gpuwatch simulate: --legacy-hostname is --label-style Hostname; give one of them\n");
-        return 2;
-    }
-    cfg->label_style = a->style;
-    cfg->gpu_model = a->model;
-    cfg->bait_scale = a->bait_scale;
-    cfg->shape_jitter = a->shapes_random;
-    cfg->ckpt_bottleneck = a->bottleneck;
+    if (a->cl.have_style && a->legacy && a->cl.style != GW_SIM_LABELS_LEGACY)
+        return gw_cli_usage_error(&sim_cmd, 0, "--legacy-hostname is --label-style Hostname; give one of them");
     if (a->have_scale)
         cfg->failure_scale = a->scale;
     if (a->start_s != NULL) {
         if (parse_start(a->start_s, cfg->interval_ms, &cfg->start_ms) != 0)
-            return bad("--start", a->start_s, "RFC3339 like 2026-11-01T00:00:00Z, Unix ms, now or now-2d");
+            return gw_cli_usage_error(&sim_cmd, 0, "invalid value for --start: \"%s\" (%s)", a->start_s,
+                                      "RFC3339 like 2026-11-01T00:00:00Z, Unix ms, now or now-2d");
     } else {
         cfg->start_ms = align_down(gw_now_ms() - cfg->duration_ms, cfg->interval_ms);
     }

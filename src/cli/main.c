@@ -18,34 +18,57 @@
 #include "cli.h"
 #include "cli_parse.h"
 
-static const char usage_main[] =
-    "usage: gpuwatch <command> [options]\n"
-    "\n"
-    "commands:\n"
-    "  serve       receive Prometheus remote write, store it, answer the Prometheus API\n"
-    "  stats       series, samples and bytes on disk of a data dir (per partition)\n"
-    "  retention   drop stored data older than a duration\n"
-    "  query       evaluate a PromQL expression against a running serve or a data dir\n"
-    "  simulate    simulate a GPU cluster's exporters and remote-write them (with ground truth)\n"
-    "  evaluate    score the failure detectors against a simulated cluster's ground truth\n"
-    "  exclusions  the nodes to keep out of the next job (node ledger), for a scheduler\n"
-    "  report      reliability report of a data dir (Markdown or HTML; read-only)\n"
-    "  version     print the version\n"
-    "\n"
-    "Run 'gpuwatch <command> --help' for the options of a command.\n";
+struct stats_args {
+    const char *dir;
+    int json;
+};
 
-static const char usage_stats[] =
-    "usage: gpuwatch stats --data-dir DIR [--json]\n"
-    "\n"
-    "Prints series, samples, bytes on disk and bytes per sample, in total and per\n"
-    "day partition. Safe while 'gpuwatch serve' runs on the same dir.\n";
+static const struct gw_cli_opt stats_opts[] = {
+    {.name = "--data-dir", .arg = "DIR", .help = "the data directory", .type = GW_CLI_STR,
+     GW_CLI_AT(struct stats_args, dir), .flags = GW_CLI_REQUIRED},
+    {.name = "--json", .help = "one JSON object instead of the table", .type = GW_CLI_FLAG,
+     GW_CLI_AT(struct stats_args, json)},
+    {0},
+};
 
-static const char usage_retention[] =
-    "usage: gpuwatch retention --data-dir DIR --keep DUR\n"
-    "\n"
-    "Drops day partitions whose data is older than DUR (e.g. 55d). When a\n"
-    "'gpuwatch serve' runs on DIR the request is handed to it over HTTP;\n"
-    "otherwise the dir is changed directly.\n";
+static const struct gw_cli_cmd stats_cmd = {
+    .name = "stats",
+    .synopsis = "--data-dir DIR [--json]",
+    .intro = "Prints series, samples, bytes on disk and bytes per sample, in total and per\n"
+             "day partition. Safe while 'gpuwatch serve' runs on the same dir.\n",
+    .opts = stats_opts,
+};
+
+struct retention_args {
+    const char *dir, *keep_s;
+    int64_t keep_ms;
+};
+
+static int retention_keep(void *base, const char *v)
+{
+    struct retention_args *a = base;
+    if (gw_parse_duration_ms(v, &a->keep_ms) != GW_OK || a->keep_ms <= 0)
+        return -1;
+    a->keep_s = v;
+    return 0;
+}
+
+static const struct gw_cli_opt retention_opts[] = {
+    {.name = "--data-dir", .arg = "DIR", .help = "the data directory", .type = GW_CLI_STR,
+     GW_CLI_AT(struct retention_args, dir), .flags = GW_CLI_REQUIRED},
+    {.name = "--keep", .arg = "DUR", .help = "keep this much history, e.g. 55d", .type = GW_CLI_CALL,
+     .set = retention_keep, .expect = "a duration such as 55d, 12h or 8w", .flags = GW_CLI_REQUIRED},
+    {0},
+};
+
+static const struct gw_cli_cmd retention_cmd = {
+    .name = "retention",
+    .synopsis = "--data-dir DIR --keep DUR",
+    .intro = "Drops day partitions whose data is older than DUR (e.g. 55d). When a\n"
+             "'gpuwatch serve' runs on DIR the request is handed to it over HTTP;\n"
+             "otherwise the dir is changed directly.\n",
+    .opts = retention_opts,
+};
 
 static uint64_t dir_bytes(const char *dir)
 {
@@ -97,25 +120,12 @@ static int part_print(void *ud, int64_t day, uint64_t blocks, uint64_t samples, 
 
 static int cmd_stats(int argc, char **argv)
 {
-    if (gw_cli_want_help(argc, argv)) {
-        fputs(usage_stats, stdout);
-        return 0;
-    }
-    const char *dir = NULL;
-    int json = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *v;
-        if ((v = gw_cli_opt_value(argc, argv, &i, "--data-dir"))) dir = v;
-        else if (!strcmp(argv[i], "--json")) json = 1;
-        else {
-            fprintf(stderr, "gpuwatch stats: unknown option \"%s\"\n\n%s", argv[i], usage_stats);
-            return 2;
-        }
-    }
-    if (!dir) {
-        fprintf(stderr, "gpuwatch stats: --data-dir is required\n");
-        return 2;
-    }
+    struct stats_args a = {0};
+    int rc = gw_cli_parse(&stats_cmd, argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    const char *dir = a.dir;
+    int json = a.json;
     struct gw_db_opts o;
     gw_db_opts_default(&o);
     o.dir = dir;
@@ -191,31 +201,18 @@ static int http_post(const char *hostport, const char *path, char *resp, size_t 
 
 static int cmd_retention(int argc, char **argv)
 {
-    if (gw_cli_want_help(argc, argv)) {
-        fputs(usage_retention, stdout);
-        return 0;
-    }
-    const char *dir = NULL, *keep_s = NULL;
-    for (int i = 0; i < argc; i++) {
-        const char *v;
-        if ((v = gw_cli_opt_value(argc, argv, &i, "--data-dir"))) dir = v;
-        else if ((v = gw_cli_opt_value(argc, argv, &i, "--keep"))) keep_s = v;
-        else {
-            fprintf(stderr, "gpuwatch retention: unknown option \"%s\"\n\n%s", argv[i], usage_retention);
-            return 2;
-        }
-    }
-    if (!dir || !keep_s) {
-        fprintf(stderr, "gpuwatch retention: --data-dir and --keep are required\n");
-        return 2;
-    }
-    int64_t keep = gw_cli_parse_dur_or_exit("--keep", keep_s);
+    struct retention_args a = {0};
+    int rc = gw_cli_parse(&retention_cmd, argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    const char *dir = a.dir, *keep_s = a.keep_s;
+    int64_t keep = a.keep_ms;
     struct gw_db_opts o;
     gw_db_opts_default(&o);
     o.dir = dir;
     struct gw_error err = {0};
     struct gw_db *db = NULL;
-    int rc = gw_db_open(&db, &o, &err);
+    rc = gw_db_open(&db, &o, &err);
     if (rc != GW_OK) {
         /* A running serve holds the dir: hand the request to it. */
         char addr_path[4096], addr[300] = {0};
@@ -253,25 +250,52 @@ static int cmd_retention(int argc, char **argv)
 }
 
 
+static int cmd_version(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    printf("gpuwatch %s\n", GW_VERSION);
+    return 0;
+}
+
+/* The subcommands: a new one is a line here and its gw_cli_<name> (cli.h). */
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} commands[] = {
+    {"serve", gw_cli_serve, "receive Prometheus remote write, store it, answer the Prometheus API"},
+    {"stats", cmd_stats, "series, samples and bytes on disk of a data dir (per partition)"},
+    {"retention", cmd_retention, "drop stored data older than a duration"},
+    {"query", gw_cli_query, "evaluate a PromQL expression against a running serve or a data dir"},
+    {"simulate", gw_cli_simulate, "simulate a GPU cluster's exporters and remote-write them (with ground truth)"},
+    {"evaluate", gw_cli_evaluate, "score the failure detectors against a simulated cluster's ground truth"},
+    {"exclusions", gw_cli_exclusions, "the nodes to keep out of the next job (node ledger), for a scheduler"},
+    {"report", gw_cli_report, "reliability report of a data dir (Markdown or HTML; read-only)"},
+    {"version", cmd_version, "print the version"},
+};
+
+static void usage_main(FILE *f)
+{
+    fputs("usage: gpuwatch <command> [options]\n\ncommands:\n", f);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
+    fputs("\nRun 'gpuwatch <command> --help' for the options of a command.\n", f);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        fputs(usage_main, argc < 2 ? stderr : stdout);
+        usage_main(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
     const char *cmd = argv[1];
-    if (!strcmp(cmd, "serve")) return gw_cli_serve(argc - 2, argv + 2);
-    if (!strcmp(cmd, "stats")) return cmd_stats(argc - 2, argv + 2);
-    if (!strcmp(cmd, "retention")) return cmd_retention(argc - 2, argv + 2);
-    if (!strcmp(cmd, "query")) return gw_cli_query(argc - 2, argv + 2);
-    if (!strcmp(cmd, "simulate")) return gw_cli_simulate(argc - 2, argv + 2);
-    if (!strcmp(cmd, "evaluate")) return gw_cli_evaluate(argc - 2, argv + 2);
-    if (!strcmp(cmd, "exclusions")) return gw_cli_exclusions(argc - 2, argv + 2);
-    if (!strcmp(cmd, "report")) return gw_cli_report(argc - 2, argv + 2);
-    if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-        printf("gpuwatch %s\n", GW_VERSION);
-        return 0;
-    }
-    fprintf(stderr, "gpuwatch: unknown command \"%s\"\n\n%s", cmd, usage_main);
+    if (!strcmp(cmd, "--version"))
+        return cmd_version(0, NULL);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(cmd, commands[i].name))
+            return commands[i].run(argc - 2, argv + 2);
+    fprintf(stderr, "gpuwatch: unknown command \"%s\"\n\n", cmd);
+    usage_main(stderr);
     return 2;
 }

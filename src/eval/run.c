@@ -234,6 +234,185 @@ static void feed_batch_end(void *ud, int64_t t_max)
     gw_det_advance(f->d, t_max);
 }
 
+/* One evaluation's resources, released by run_close, and its counters. */
+struct run {
+    const struct gw_sim_config *cfg;
+    struct gw_sim_timeline *tl;
+    struct gw_sim_gen *g;
+    struct gw_alerts *al;
+    struct gw_det *d;
+    uint32_t *handles;
+    size_t cap;
+    struct collector col;
+    struct host_ix *hosts;
+    struct gw_eval_alert *out;     /* the fired alerts, D1-D6 first, then D7 */
+    size_t n_out, n_fail_alerts;
+    struct ckpt_store ck;
+    uint64_t samples, series, det_ns, scrapes;
+    struct feed fd;
+};
+
+/* Timeline, generator (detector series only), alert set, detectors and,
+ * with o->shuffle_seed, the arrival shuffler. */
+static int run_open(struct run *r, const struct gw_det_config *dc, const struct gw_eval_opts *o,
+                    struct gw_error *err)
+{
+    int rc;
+    if ((rc = gw_sim_timeline_build(r->cfg, &r->tl, err)) != GW_OK)
+        return rc;
+    if ((rc = gw_sim_gen_open(&r->g, r->tl, want_metric, NULL, err)) != GW_OK)
+        return rc;
+    struct gw_alerts_opts ao;
+    gw_alerts_opts_default(&ao);
+    ao.log_dir = o->log_dir;   /* NULL: no log */
+    ao.max_active = 1000000;
+    ao.samples_interval_ms = -1;   /* no ALERTS series: nothing stores them here */
+    if ((rc = gw_alerts_open(&r->al, &ao, err)) != GW_OK)
+        return rc;
+    gw_alerts_on_change(r->al, on_change, &r->col);
+    if ((rc = gw_det_new(&r->d, dc, r->al, err)) != GW_OK)
+        return rc;
+    r->fd.d = r->d;
+    r->fd.g = r->g;
+    if (o->shuffle_seed != 0 &&
+        (rc = gw_eval_shuffler_new(&r->fd.sh, o->shuffle_seed, o->shuffle_shards ? o->shuffle_shards : 4,
+                                   o->shuffle_skew ? o->shuffle_skew : 3, feed_sample, feed_batch_end, &r->fd)) !=
+            GW_OK)
+        return gw_error_set(err, rc, "evaluate: out of memory for the arrival shuffler");
+    return GW_OK;
+}
+
+/* Every scrape through the detectors (directly or through the shuffler),
+ * then the end of the data; the detectors' CPU time into r->det_ns. */
+static int run_feed(struct run *r, struct gw_error *err)
+{
+    struct gw_sim_scrape s;
+    int64_t last_t = r->cfg->start_ms;
+    int rc;
+    for (;;) {
+        int more = gw_sim_gen_next(r->g, &s, err);
+        if (more < 0)
+            return more;
+        if (more == 0)
+            break;
+        uint64_t c0 = cpu_ns();
+        if (r->fd.sh != NULL) {
+            if ((rc = gw_eval_shuffler_scrape(r->fd.sh, &s)) != GW_OK)
+                return gw_error_set(err, rc, "evaluate: out of memory buffering samples");
+        } else {
+            for (size_t i = 0; i < s.n; i++)
+                feed_sample(&r->fd, s.series[i], s.t, s.v[i]);
+            gw_det_advance(r->d, s.t);
+        }
+        r->det_ns += cpu_ns() - c0;
+        if (r->fd.oom)
+            return gw_error_set(err, GW_ENOMEM, "evaluate: out of memory for series handles");
+        if (s.t > last_t)
+            last_t = s.t;
+        if (++r->scrapes % DRAIN_SCRAPES == 0) {
+            gw_alerts_drain_samples(r->al, discard_samples, NULL);
+            gw_det_ckpt_drain(r->d, keep_ckpt, &r->ck);
+            if (r->col.o->on_drain) r->col.o->on_drain(r->col.o->hook_ud, r->d);
+        }
+    }
+    if (r->fd.sh != NULL) {
+        uint64_t c1 = cpu_ns();
+        gw_eval_shuffler_flush(r->fd.sh);
+        r->det_ns += cpu_ns() - c1;
+        if (r->fd.oom)
+            return gw_error_set(err, GW_ENOMEM, "evaluate: out of memory for series handles");
+    }
+    int64_t end = r->cfg->start_ms + r->cfg->duration_ms;
+    uint64_t c0 = cpu_ns();
+    gw_det_finish(r->d, end > last_t ? end : last_t);
+    r->det_ns += cpu_ns() - c0;
+    gw_alerts_drain_samples(r->al, discard_samples, NULL);
+    gw_det_ckpt_drain(r->d, keep_ckpt, &r->ck);
+    if (r->col.o->on_drain) r->col.o->on_drain(r->col.o->hook_ud, r->d);
+    if (r->col.oom || r->ck.oom)
+        return gw_error_set(err, GW_ENOMEM, "evaluate: out of memory collecting alerts");
+    return GW_OK;
+}
+
+/* The alerts that fired, with their node (by hostname), into r->out:
+ * D1-D6's first (r->n_fail_alerts of them), then D7's. */
+static int run_collect(struct run *r, struct gw_error *err)
+{
+    const struct gw_sim_config *cfg = r->cfg;
+    if ((r->hosts = calloc(cfg->nodes, sizeof *r->hosts)) == NULL)
+        return gw_error_set(err, GW_ENOMEM, "evaluate: out of memory");
+    size_t nh = 0;
+    for (uint32_t i = 0; i < cfg->nodes; i++) {
+        const char *name = gw_sim_node_name(r->tl, i);
+        if (name != NULL) {
+            r->hosts[nh].name = name;
+            r->hosts[nh].node = i;
+            nh++;
+        }
+    }
+    qsort(r->hosts, nh, sizeof *r->hosts, cmp_host);
+    if (r->col.n > 0 && (r->out = calloc(r->col.n, sizeof *r->out)) == NULL)
+        return gw_error_set(err, GW_ENOMEM, "evaluate: out of memory for %zu alerts", r->col.n);
+    for (size_t i = 0; i < r->col.n; i++) {
+        struct alert_rec *rec = &r->col.v[i];
+        if (rec->a.fired_at == INT64_MIN)
+            continue;   /* a pending alert dropped without firing is no alert */
+        struct gw_eval_alert *a = &r->out[r->n_out++];
+        *a = rec->a;
+        a->node = node_of(r->hosts, nh, rec->host);
+        snprintf(a->host, sizeof a->host, "%s", rec->host);
+        if (a->resolved_at == INT64_MIN)
+            a->resolved_at = INT64_MAX;
+    }
+    /* D7's alerts are cluster-level checkpoint diagnoses: scored against the
+       checkpoints, not the failures */
+    for (size_t i = 0; i < r->n_out; i++)
+        if (strcmp(r->out[i].detector, "D7") != 0) {
+            struct gw_eval_alert x = r->out[r->n_fail_alerts];
+            r->out[r->n_fail_alerts++] = r->out[i];
+            r->out[i] = x;
+        }
+    return GW_OK;
+}
+
+/* The report of the run into *rep (replacing what it held). */
+static int run_score(struct run *r, const struct gw_eval_opts *o, uint64_t w0, struct gw_eval_report *rep,
+                     struct gw_error *err)
+{
+    struct gw_eval_report tmp;
+    int rc;
+    memset(&tmp, 0, sizeof tmp);
+    if ((rc = gw_eval_score(r->tl, r->out, r->n_fail_alerts, o, &tmp, err)) != GW_OK)
+        return rc;
+    if ((rc = gw_eval_ckpt_score(r->tl, r->ck.v, r->ck.n, r->out + r->n_fail_alerts, r->n_out - r->n_fail_alerts,
+                                 &tmp.ckpt)) != GW_OK) {
+        gw_eval_report_free(&tmp);
+        return gw_error_set(err, rc, "evaluate: out of memory scoring checkpoints");
+    }
+    tmp.samples = r->samples;
+    tmp.series = r->series;
+    tmp.det_ns_per_sample = r->samples > 0 ? (double)r->det_ns / (double)r->samples : 0.0;
+    tmp.seconds = (double)(wall_ns() - w0) / 1e9;
+    gw_eval_report_free(rep);
+    *rep = tmp;
+    return GW_OK;
+}
+
+/* The one cleanup path: frees whatever r holds (each step takes NULL). */
+static void run_close(struct run *r)
+{
+    gw_eval_shuffler_free(r->fd.sh);
+    free(r->out);
+    free(r->ck.v);
+    free(r->hosts);
+    gw_det_free(r->d);
+    gw_alerts_close(r->al);
+    free(r->col.v);
+    free(r->handles);
+    gw_sim_gen_close(r->g);
+    gw_sim_timeline_free(r->tl);
+}
+
 int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc, const struct gw_eval_opts *o,
                 struct gw_eval_report *rep, struct gw_eval_alert **alerts_out, size_t *n_alerts_out,
                 struct gw_error *err)
@@ -245,173 +424,19 @@ int gw_eval_run(const struct gw_sim_config *cfg, const struct gw_det_config *dc,
         return rc;
 
     uint64_t w0 = wall_ns();
-    struct gw_sim_timeline *tl = NULL;
-    struct gw_sim_gen *g = NULL;
-    struct gw_alerts *al = NULL;
-    struct gw_det *d = NULL;
-    uint32_t *handles = NULL;
-    size_t cap = 0;
-    struct collector col;
-    struct host_ix *hosts = NULL;
-    struct gw_eval_alert *out = NULL;
-    size_t n_out = 0;
-    struct ckpt_store ck = {0};
-    uint64_t samples = 0, series = 0, det_ns = 0, scrapes = 0;
-    memset(&col, 0, sizeof col);
-    col.o = o;
-    ck.o = o;
-    struct feed fd = {.handles = &handles, .cap = &cap, .samples = &samples, .series = &series};
-
-    if ((rc = gw_sim_timeline_build(cfg, &tl, err)) != GW_OK)
-        goto out;
-    if ((rc = gw_sim_gen_open(&g, tl, want_metric, NULL, err)) != GW_OK)
-        goto out;
-    struct gw_alerts_opts ao;
-    gw_alerts_opts_default(&ao);
-    ao.log_dir = o->log_dir;   /* NULL: no log */
-    ao.max_active = 1000000;
-    ao.samples_interval_ms = -1;   /* no ALERTS series: nothing stores them here */
-    if ((rc = gw_alerts_open(&al, &ao, err)) != GW_OK)
-        goto out;
-    gw_alerts_on_change(al, on_change, &col);
-    if ((rc = gw_det_new(&d, dc, al, err)) != GW_OK)
-        goto out;
-
-    struct gw_sim_scrape s;
-    int64_t last_t = cfg->start_ms;
-    fd.d = d;
-    fd.g = g;
-    if (o->shuffle_seed != 0 &&
-        (rc = gw_eval_shuffler_new(&fd.sh, o->shuffle_seed, o->shuffle_shards ? o->shuffle_shards : 4,
-                                   o->shuffle_skew ? o->shuffle_skew : 3, feed_sample, feed_batch_end, &fd)) != GW_OK) {
-        gw_error_set(err, rc, "evaluate: out of memory for the arrival shuffler");
-        goto out;
-    }
-    for (;;) {
-        int more = gw_sim_gen_next(g, &s, err);
-        if (more < 0) {
-            rc = more;
-            goto out_sh;
-        }
-        if (more == 0)
-            break;
-        uint64_t c0 = cpu_ns();
-        if (fd.sh != NULL) {
-            if ((rc = gw_eval_shuffler_scrape(fd.sh, &s)) != GW_OK) {
-                gw_error_set(err, rc, "evaluate: out of memory buffering samples");
-                goto out_sh;
-            }
-        } else {
-            for (size_t i = 0; i < s.n; i++)
-                feed_sample(&fd, s.series[i], s.t, s.v[i]);
-            gw_det_advance(d, s.t);
-        }
-        det_ns += cpu_ns() - c0;
-        if (fd.oom) {
-            rc = gw_error_set(err, GW_ENOMEM, "evaluate: out of memory for series handles");
-            goto out_sh;
-        }
-        if (s.t > last_t)
-            last_t = s.t;
-        if (++scrapes % DRAIN_SCRAPES == 0) {
-            gw_alerts_drain_samples(al, discard_samples, NULL);
-            gw_det_ckpt_drain(d, keep_ckpt, &ck);
-            if (o->on_drain) o->on_drain(o->hook_ud, d);
-        }
-    }
-    if (fd.sh != NULL) {
-        uint64_t c1 = cpu_ns();
-        gw_eval_shuffler_flush(fd.sh);
-        det_ns += cpu_ns() - c1;
-        if (fd.oom) {
-            rc = gw_error_set(err, GW_ENOMEM, "evaluate: out of memory for series handles");
-            goto out_sh;
-        }
-    }
-    int64_t end = cfg->start_ms + cfg->duration_ms;
-    uint64_t c0 = cpu_ns();
-    gw_det_finish(d, end > last_t ? end : last_t);
-    det_ns += cpu_ns() - c0;
-    gw_alerts_drain_samples(al, discard_samples, NULL);
-    gw_det_ckpt_drain(d, keep_ckpt, &ck);
-    if (o->on_drain) o->on_drain(o->hook_ud, d);
-    if (col.oom || ck.oom) {
-        rc = gw_error_set(err, GW_ENOMEM, "evaluate: out of memory collecting alerts");
-        goto out;
-    }
-
-    /* hostname -> node index */
-    if ((hosts = calloc(cfg->nodes, sizeof *hosts)) == NULL) {
-        rc = gw_error_set(err, GW_ENOMEM, "evaluate: out of memory");
-        goto out;
-    }
-    size_t nh = 0;
-    for (uint32_t i = 0; i < cfg->nodes; i++) {
-        const char *name = gw_sim_node_name(tl, i);
-        if (name != NULL) {
-            hosts[nh].name = name;
-            hosts[nh].node = i;
-            nh++;
-        }
-    }
-    qsort(hosts, nh, sizeof *hosts, cmp_host);
-    if (col.n > 0 && (out = calloc(col.n, sizeof *out)) == NULL) {
-        rc = gw_error_set(err, GW_ENOMEM, "evaluate: out of memory for %zu alerts", col.n);
-        goto out;
-    }
-    for (size_t i = 0; i < col.n; i++) {
-        struct alert_rec *r = &col.v[i];
-        if (r->a.fired_at == INT64_MIN)
-            continue;   /* a pending alert dropped without firing is no alert */
-        struct gw_eval_alert *a = &out[n_out++];
-        *a = r->a;
-        a->node = node_of(hosts, nh, r->host);
-        snprintf(a->host, sizeof a->host, "%s", r->host);
-        if (a->resolved_at == INT64_MIN)
-            a->resolved_at = INT64_MAX;
-    }
-
-    /* D7's alerts are cluster-level checkpoint diagnoses: scored against the
-       checkpoints, not the failures */
-    size_t n_fail_alerts = 0;
-    for (size_t i = 0; i < n_out; i++)
-        if (strcmp(out[i].detector, "D7") != 0) {
-            struct gw_eval_alert x = out[n_fail_alerts];
-            out[n_fail_alerts++] = out[i];
-            out[i] = x;
-        }
-    struct gw_eval_report tmp;
-    memset(&tmp, 0, sizeof tmp);
-    if ((rc = gw_eval_score(tl, out, n_fail_alerts, o, &tmp, err)) != GW_OK)
-        goto out;
-    if ((rc = gw_eval_ckpt_score(tl, ck.v, ck.n, out + n_fail_alerts, n_out - n_fail_alerts, &tmp.ckpt)) != GW_OK) {
-        gw_eval_report_free(&tmp);
-        gw_error_set(err, rc, "evaluate: out of memory scoring checkpoints");
-        goto out;
-    }
-    tmp.samples = samples;
-    tmp.series = series;
-    tmp.det_ns_per_sample = samples > 0 ? (double)det_ns / (double)samples : 0.0;
-    tmp.seconds = (double)(wall_ns() - w0) / 1e9;
-    gw_eval_report_free(rep);
-    *rep = tmp;
-    if (alerts_out != NULL) {
-        *alerts_out = out;
-        out = NULL;
+    struct run r;
+    memset(&r, 0, sizeof r);
+    r.cfg = cfg;
+    r.col.o = r.ck.o = o;
+    r.fd = (struct feed){.handles = &r.handles, .cap = &r.cap, .samples = &r.samples, .series = &r.series};
+    if ((rc = run_open(&r, dc, o, err)) == GW_OK && (rc = run_feed(&r, err)) == GW_OK &&
+        (rc = run_collect(&r, err)) == GW_OK && (rc = run_score(&r, o, w0, rep, err)) == GW_OK &&
+        alerts_out != NULL) {
+        *alerts_out = r.out;
+        r.out = NULL;
         if (n_alerts_out != NULL)
-            *n_alerts_out = n_out;
+            *n_alerts_out = r.n_out;
     }
-out_sh:
-out:
-    gw_eval_shuffler_free(fd.sh);
-    free(out);
-    free(ck.v);
-    free(hosts);
-    gw_det_free(d);
-    gw_alerts_close(al);
-    free(col.v);
-    free(handles);
-    gw_sim_gen_close(g);
-    gw_sim_timeline_free(tl);
+    run_close(&r);
     return rc;
 }

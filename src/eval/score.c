@@ -308,35 +308,9 @@ static uint32_t merge_count(const struct fa_ref *r, size_t n, int64_t merge_ms, 
     return groups;
 }
 
-int gw_eval_score(const struct gw_sim_timeline *tl, const struct gw_eval_alert *alerts, size_t n_alerts,
-                  const struct gw_eval_opts *o, struct gw_eval_report *rep, struct gw_error *err)
+/* The hardware failures of tl into fs (n_hw of them), in t_fault order. */
+static void score_failures(const struct gw_sim_timeline *tl, struct gw_eval_failure *fs, size_t n_hw)
 {
-    if (tl == NULL || rep == NULL || o == NULL || (alerts == NULL && n_alerts > 0))
-        return gw_error_set(err, GW_EINVAL, "evaluate: missing timeline, options or report");
-    const int64_t year = 366LL * 86400000LL;
-    if (o->before_ms < 0 || o->before_ms > year || o->after_ms < 0 || o->after_ms > year || o->merge_ms < 0 ||
-        o->merge_ms > year)
-        return gw_error_set(err, GW_EINVAL, "evaluate: window/merge durations must be within 0..1 year");
-
-    int rc = GW_OK;
-    struct gw_eval_failure *fs = NULL;
-    struct gw_eval_false_alarm *fal = NULL;
-    uint8_t *verdict = NULL;
-    struct fa_ref *refs = NULL;
-    int *first = NULL;
-    size_t n_hw = 0, n_fal = 0;
-    uint32_t rep_present = 0, n_unknown = 0;
-    struct acc acc;
-    memset(&acc, 0, sizeof acc);
-
-    for (size_t i = 0; i < tl->n_failures; i++)
-        n_hw += is_hardware(tl->failures[i].cls);
-    if (n_hw > 0 && (fs = calloc(n_hw, sizeof *fs)) == NULL)
-        goto oom;
-    if (n_alerts > 0 && ((verdict = calloc(n_alerts, 1)) == NULL || (refs = calloc(n_alerts, sizeof *refs)) == NULL ||
-                         (first = calloc(n_alerts, sizeof *first)) == NULL))
-        goto oom;
-
     size_t k = 0;
     for (size_t i = 0; i < tl->n_failures; i++) {
         const struct gw_sim_failure *f = &tl->failures[i];
@@ -359,131 +333,191 @@ int gw_eval_score(const struct gw_sim_timeline *tl, const struct gw_eval_alert *
         for (int d = 0; d <= GW_EVAL_MAX_DET; d++)
             e->t_detect_by[d] = INT64_MIN;
     }
-
     if (n_hw > 1)
         qsort(fs, n_hw, sizeof *fs, cmp_fault);
+}
 
-    /* catches */
+/* The failure of fs (t_fault order) that alert a catches, or NULL; *t
+ * when it fired in the failure's window. */
+static struct gw_eval_failure *caught_failure(const struct gw_eval_alert *a, struct gw_eval_failure *fs, size_t n_hw,
+                                              const struct gw_eval_opts *o, int64_t *t)
+{
+    /* pass 0: failures of the alert's own GPU (or node-level ones); pass 1: any of its node */
+    for (size_t i = 0, pass = 0; pass < 2 && a->node != UINT32_MAX; i++) {
+        if (i == n_hw) {
+            i = (size_t)-1;
+            pass++;
+            continue;
+        }
+        struct gw_eval_failure *e = &fs[i];
+        if (e->node != a->node)
+            continue;
+        int other_gpu = e->gpu >= 0 && a->gpu >= 0 && e->gpu != a->gpu;
+        if (other_gpu && (o->match_gpu || pass == 0))
+            continue;
+        if (!other_gpu && pass == 1)
+            continue;
+        if (!firing_within(a, e->t_fault - o->before_ms, e->t_fault + o->after_ms, t))
+            continue;
+        /* an alert catches one failure: the earliest whose window it fires in (failures are in
+           t_fault order), its own GPU's first, so an alert that lingers from one failure is not
+           credited with a lead on the next failure of its node */
+        return e;
+    }
+    return NULL;
+}
+
+/* The verdict on alert a; a catch is credited to its failure in fs. *present
+ * gets a's detector, *n_unknown counts alerts naming a host that is no node. */
+static uint8_t score_alert(const struct gw_sim_timeline *tl, const struct gw_eval_alert *a, struct gw_eval_failure *fs,
+                           size_t n_hw, const struct gw_eval_opts *o, uint32_t *present, uint32_t *n_unknown)
+{
+    if (a->fired_at == INT64_MIN)
+        return V_IGNORED;
+    if (a->severity == GW_SEV_INFO)
+        return V_INFO;
+    int d = det_index(a->detector);
+    if (d > 0)
+        *present |= 1u << d;
+    if (a->node == UINT32_MAX && a->host[0] != '\0') {
+        /* names a host that is no node (an exporter pod, an IP): a false alarm */
+        ++*n_unknown;
+        return V_FALSE;
+    }
+    int64_t t;
+    struct gw_eval_failure *e = caught_failure(a, fs, n_hw, o, &t);
+    if (e != NULL) {
+        if (d > 0) {
+            e->detectors_mask |= 1u << d;
+            if (t < e->t_detect_by[d] || e->t_detect_by[d] == INT64_MIN)
+                e->t_detect_by[d] = t;
+        }
+        int fd = det_index(e->first_detector);
+        if (!e->caught || t < e->t_detect || (t == e->t_detect && d > 0 && (fd == 0 || d < fd))) {
+            e->caught = 1;
+            e->t_detect = t;
+            snprintf(e->first_detector, sizeof e->first_detector, "%s", a->detector);
+            snprintf(e->first_alert, sizeof e->first_alert, "%s", a->alertname);
+        }
+        return V_CATCH;
+    }
+    if (explained_by_app_xid(tl, a, o))
+        return V_EXPLAINED;
+    if (related_to_failure(tl, a, o))
+        return V_RELATED;
+    return V_FALSE;
+}
+
+/* The combined row's false alarms (refs[0..nf), merged groups marked by
+ * first) as the report lists them; NULL on ENOMEM. */
+static struct gw_eval_false_alarm *false_alarm_list(const struct gw_sim_timeline *tl,
+                                                    const struct gw_eval_alert *alerts, const struct fa_ref *refs,
+                                                    const int *first, size_t nf)
+{
+    struct gw_eval_false_alarm *fal = calloc(nf, sizeof *fal);
+    if (fal == NULL)
+        return NULL;
+    for (size_t i = 0; i < nf; i++) {
+        const struct gw_eval_alert *a = &alerts[refs[i].alert];
+        struct gw_eval_false_alarm *x = &fal[i];
+        x->node = a->node;
+        x->gpu = a->gpu;
+        if (a->node == UINT32_MAX && a->host[0] != '\0')
+            snprintf(x->host, sizeof x->host, "%.31s", a->host);
+        else
+            host_of(tl, a->node, x->host, sizeof x->host);
+        snprintf(x->alertname, sizeof x->alertname, "%s", a->alertname);
+        snprintf(x->detector, sizeof x->detector, "%s", a->detector);
+        x->severity = a->severity;
+        x->fired_at = a->fired_at;
+        x->resolved_at = alert_end(a);
+        x->group_first = first[i];
+    }
+    return fal;
+}
+
+/* Row ri (detector d = row_det(ri); 0 = combined) from the failures and
+ * the alerts' verdicts; refs and first are scratch of n_alerts. Returns the
+ * row's false alarms before merging (refs[0..nf) holds them). */
+static size_t score_row(const struct gw_eval_alert *alerts, size_t n_alerts, const uint8_t *verdict, const struct gw_eval_failure *fs, size_t n_hw,
+                        const struct gw_eval_opts *o, int d, double days, struct fa_ref *refs, int *first,
+                        struct gw_eval_row *row)
+{
+    struct acc acc;
+    memset(&acc, 0, sizeof acc);
+    for (size_t i = 0; i < n_hw; i++)
+        acc_add(&acc, &fs[i], d);
+    acc_finish(&acc, row);
+    acc_free(&acc);
+    row_name(d, row->name, sizeof row->name);
+    size_t nf = 0;
     for (size_t j = 0; j < n_alerts; j++) {
         const struct gw_eval_alert *a = &alerts[j];
-        if (a->fired_at == INT64_MIN) {
-            verdict[j] = V_IGNORED;
+        if (verdict[j] == V_IGNORED || (d > 0 && det_index(a->detector) != d))
             continue;
-        }
-        if (a->severity == GW_SEV_INFO) {
-            verdict[j] = V_INFO;
-            continue;
-        }
-        int d = det_index(a->detector);
-        if (d > 0)
-            rep_present |= 1u << d;
-        if (a->node == UINT32_MAX && a->host[0] != '\0') {
-            /* names a host that is no node (an exporter pod, an IP): a false alarm */
-            verdict[j] = V_FALSE;
-            n_unknown++;
-            continue;
-        }
-        /* pass 0: failures of the alert's own GPU (or node-level ones); pass 1: any of its node */
-        for (size_t i = 0, pass = 0; pass < 2 && a->node != UINT32_MAX; i++) {
-            if (i == n_hw) {
-                i = (size_t)-1;
-                pass++;
-                continue;
-            }
-            struct gw_eval_failure *e = &fs[i];
-            if (e->node != a->node)
-                continue;
-            int other_gpu = e->gpu >= 0 && a->gpu >= 0 && e->gpu != a->gpu;
-            if (other_gpu && (o->match_gpu || pass == 0))
-                continue;
-            if (!other_gpu && pass == 1)
-                continue;
-            int64_t t;
-            if (!firing_within(a, e->t_fault - o->before_ms, e->t_fault + o->after_ms, &t))
-                continue;
-            /* an alert catches one failure: the earliest whose window it fires in (failures are in
-               t_fault order), its own GPU's first, so an alert that lingers from one failure is not
-               credited with a lead on the next failure of its node */
-            verdict[j] = V_CATCH;
-            if (d > 0) {
-                e->detectors_mask |= 1u << d;
-                if (t < e->t_detect_by[d] || e->t_detect_by[d] == INT64_MIN)
-                    e->t_detect_by[d] = t;
-            }
-            int fd = det_index(e->first_detector);
-            if (!e->caught || t < e->t_detect || (t == e->t_detect && d > 0 && (fd == 0 || d < fd))) {
-                e->caught = 1;
-                e->t_detect = t;
-                snprintf(e->first_detector, sizeof e->first_detector, "%s", a->detector);
-                snprintf(e->first_alert, sizeof e->first_alert, "%s", a->alertname);
-            }
+        switch ((enum verdict)verdict[j]) {
+        case V_INFO: row->info_alerts++; continue;
+        case V_EXPLAINED: row->explained_alerts++; break;
+        case V_RELATED: row->related_alerts++; break;
+        case V_FALSE:
+            refs[nf].node = a->node;
+            refs[nf].fired_at = a->fired_at;
+            refs[nf].alert = j;
+            nf++;
             break;
+        case V_CATCH: break;
+        case V_IGNORED: continue;
         }
-        if (verdict[j] == V_CATCH)
-            continue;
-        if (explained_by_app_xid(tl, a, o))
-            verdict[j] = V_EXPLAINED;
-        else if (related_to_failure(tl, a, o))
-            verdict[j] = V_RELATED;
-        else
-            verdict[j] = V_FALSE;
+        row->alerts++;
     }
+    if (nf > 0)
+        qsort(refs, nf, sizeof *refs, cmp_fa);
+    row->false_alarms = merge_count(refs, nf, o->merge_ms, d == 0 ? first : NULL);
+    row->false_per_day = days > 0 ? row->false_alarms / days : 0.0;
+    return nf;
+}
+
+int gw_eval_score(const struct gw_sim_timeline *tl, const struct gw_eval_alert *alerts, size_t n_alerts,
+                  const struct gw_eval_opts *o, struct gw_eval_report *rep, struct gw_error *err)
+{
+    if (tl == NULL || rep == NULL || o == NULL || (alerts == NULL && n_alerts > 0))
+        return gw_error_set(err, GW_EINVAL, "evaluate: missing timeline, options or report");
+    const int64_t year = 366LL * 86400000LL;
+    if (o->before_ms < 0 || o->before_ms > year || o->after_ms < 0 || o->after_ms > year || o->merge_ms < 0 ||
+        o->merge_ms > year)
+        return gw_error_set(err, GW_EINVAL, "evaluate: window/merge durations must be within 0..1 year");
+
+    int rc = GW_OK;
+    struct gw_eval_failure *fs = NULL;
+    struct gw_eval_false_alarm *fal = NULL;
+    uint8_t *verdict = NULL;
+    struct fa_ref *refs = NULL;
+    int *first = NULL;
+    size_t n_hw = 0, n_fal = 0;
+    uint32_t rep_present = 0, n_unknown = 0;
+
+    for (size_t i = 0; i < tl->n_failures; i++)
+        n_hw += is_hardware(tl->failures[i].cls);
+    if (n_hw > 0 && (fs = calloc(n_hw, sizeof *fs)) == NULL)
+        goto oom;
+    if (n_alerts > 0 && ((verdict = calloc(n_alerts, 1)) == NULL || (refs = calloc(n_alerts, sizeof *refs)) == NULL ||
+                         (first = calloc(n_alerts, sizeof *first)) == NULL))
+        goto oom;
+    score_failures(tl, fs, n_hw);
+
+    /* catches */
+    for (size_t j = 0; j < n_alerts; j++)
+        verdict[j] = score_alert(tl, &alerts[j], fs, n_hw, o, &rep_present, &n_unknown);
 
     struct gw_eval_row rows[GW_EVAL_MAX_ROWS];
     memset(rows, 0, sizeof rows);
     double days = (double)tl->cfg.duration_ms / DAY_MS;
     for (size_t ri = 0; ri < 7; ri++) {
         int d = row_det(ri);
-        struct gw_eval_row *row = &rows[ri];
-        memset(&acc, 0, sizeof acc);
-        for (size_t i = 0; i < n_hw; i++)
-            acc_add(&acc, &fs[i], d);
-        acc_finish(&acc, row);
-        acc_free(&acc);
-        row_name(d, row->name, sizeof row->name);
-        size_t nf = 0;
-        for (size_t j = 0; j < n_alerts; j++) {
-            const struct gw_eval_alert *a = &alerts[j];
-            if (verdict[j] == V_IGNORED || (d > 0 && det_index(a->detector) != d))
-                continue;
-            switch ((enum verdict)verdict[j]) {
-            case V_INFO: row->info_alerts++; continue;
-            case V_EXPLAINED: row->explained_alerts++; break;
-            case V_RELATED: row->related_alerts++; break;
-            case V_FALSE:
-                refs[nf].node = a->node;
-                refs[nf].fired_at = a->fired_at;
-                refs[nf].alert = j;
-                nf++;
-                break;
-            case V_CATCH: break;
-            case V_IGNORED: continue;
-            }
-            row->alerts++;
-        }
-        if (nf > 0)
-            qsort(refs, nf, sizeof *refs, cmp_fa);
-        row->false_alarms = merge_count(refs, nf, o->merge_ms, d == 0 ? first : NULL);
-        row->false_per_day = days > 0 ? row->false_alarms / days : 0.0;
+        size_t nf = score_row(alerts, n_alerts, verdict, fs, n_hw, o, d, days, refs, first, &rows[ri]);
         if (d == 0 && nf > 0) {
-            if ((fal = calloc(nf, sizeof *fal)) == NULL)
+            if ((fal = false_alarm_list(tl, alerts, refs, first, nf)) == NULL)
                 goto oom;
-            for (size_t i = 0; i < nf; i++) {
-                const struct gw_eval_alert *a = &alerts[refs[i].alert];
-                struct gw_eval_false_alarm *x = &fal[i];
-                x->node = a->node;
-                x->gpu = a->gpu;
-                if (a->node == UINT32_MAX && a->host[0] != '\0')
-                    snprintf(x->host, sizeof x->host, "%.31s", a->host);
-                else
-                    host_of(tl, a->node, x->host, sizeof x->host);
-                snprintf(x->alertname, sizeof x->alertname, "%s", a->alertname);
-                snprintf(x->detector, sizeof x->detector, "%s", a->detector);
-                x->severity = a->severity;
-                x->fired_at = a->fired_at;
-                x->resolved_at = alert_end(a);
-                x->group_first = first[i];
-            }
             n_fal = nf;
         }
     }

@@ -2,7 +2,7 @@
  * (remote write encoder, remote read response writer). Nothing outside
  * src/ingest/ includes this file.
  *
- * Writers size a message first (pb_*_size), reserve exactly that many bytes
+ * Writers size a message first (pb_*_size, gw_uvarint_len), reserve exactly that many bytes
  * in a gw_buf, then write with the pb_put_* helpers which assume the room
  * is there. proto3 rules: scalar fields equal to their default (0, "") are
  * omitted; doubles are omitted only when all 64 bits are zero, so -0.0 and
@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "gpuwatch/codec.h"
 #include "gpuwatch/labels.h"
 #include "gpuwatch/rw.h"
 
@@ -21,16 +22,6 @@
 #define PB_WT_VARINT 0
 #define PB_WT_FIXED64 1
 #define PB_WT_LEN 2
-
-static inline size_t pb_varint_size(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
 
 static inline uint8_t *pb_put_varint(uint8_t *p, uint64_t v)
 {
@@ -61,7 +52,7 @@ static inline uint8_t *pb_put_fixed64(uint8_t *p, uint64_t v)
 /* Size of a length-delimited field (key < 128) holding n bytes. */
 static inline size_t pb_len_field_size(size_t n)
 {
-    return 1 + pb_varint_size(n) + n;
+    return 1 + gw_uvarint_len(n) + n;
 }
 
 static inline uint8_t *pb_put_len_field(uint8_t *p, uint32_t key, const void *data, size_t n)
@@ -92,7 +83,7 @@ static inline uint8_t *pb_put_label(uint8_t *p, const struct gw_label *l)
 /* prometheus.Sample { double value = 1; int64 timestamp = 2; } body size. */
 static inline size_t pb_sample_size(int64_t t, double v)
 {
-    return (pb_double_bits(v) ? 9 : 0) + (t ? 1 + pb_varint_size((uint64_t)t) : 0);
+    return (pb_double_bits(v) ? 9 : 0) + (t ? 1 + gw_uvarint_len((uint64_t)t) : 0);
 }
 
 static inline uint8_t *pb_put_sample(uint8_t *p, int64_t t, double v)

@@ -350,8 +350,8 @@ int gw_read_samples_finish(struct gw_read_samples *w, struct gw_buf *out)
 
 static size_t chunk_size(const struct gw_read_chunk *c)
 {
-    return (c->mint ? 1 + pb_varint_size((uint64_t)c->mint) : 0) +
-           (c->maxt ? 1 + pb_varint_size((uint64_t)c->maxt) : 0) +
+    return (c->mint ? 1 + gw_uvarint_len((uint64_t)c->mint) : 0) +
+           (c->maxt ? 1 + gw_uvarint_len((uint64_t)c->maxt) : 0) +
            2 +                                          /* type = XOR */
            (c->len ? pb_len_field_size(c->len) : 0);
 }
@@ -379,8 +379,8 @@ int gw_read_chunked_frame(struct gw_buf *out, int64_t query_index, const uint8_t
     }
     if (series > GW_READ_MAX_FRAME)
         return GW_ETOOLARGE;
-    msg = pb_len_field_size(series) + (query_index ? 1 + pb_varint_size((uint64_t)query_index) : 0);
-    frame = pb_varint_size(msg) + 4 + msg;
+    msg = pb_len_field_size(series) + (query_index ? 1 + gw_uvarint_len((uint64_t)query_index) : 0);
+    frame = gw_uvarint_len(msg) + 4 + msg;
     if ((rc = gw_buf_reserve(out, frame)) != GW_OK)
         return rc;
 

@@ -340,60 +340,6 @@ struct counts {
  *   MetricMetadata { type = 1; metric_family_name = 2; help = 4; unit = 5; }
  * ====================================================================== */
 
-static int v1_count_series(const struct pctx *c, const uint8_t *p, const uint8_t *end,
-                           struct counts *k)
-{
-    while (p < end) {
-        const uint8_t *at = p, *s = NULL;
-        size_t n = 0;
-        uint64_t key = 0;
-        int rc = get_key(c, &p, end, &key, "TimeSeries");
-        if (UNLIKELY(rc != GW_OK))
-            return rc;
-        switch (key) {
-        case 0x0A: rc = get_sub(c, &p, end, &s, &n, "labels", "TimeSeries"); k->n_labels++; break;
-        case 0x12: rc = get_sub(c, &p, end, &s, &n, "samples", "TimeSeries"); k->n_samples++; break;
-        case 0x1A: rc = get_sub(c, &p, end, &s, &n, "exemplars", "TimeSeries"); k->n_ex++; break;
-        case 0x22: rc = get_sub(c, &p, end, &s, &n, "histograms", "TimeSeries"); k->n_hist++; break;
-        default:
-            if ((key >> 3) >= 1 && (key >> 3) <= 4)
-                return wrong_wt(c, at, key, "repeated message", "TimeSeries");
-            rc = skip_value(c, &p, end, key, at, "TimeSeries");
-        }
-        if (UNLIKELY(rc != GW_OK))
-            return rc;
-    }
-    return GW_OK;
-}
-
-static int v1_count(const struct pctx *c, const uint8_t *p, const uint8_t *end, struct counts *k)
-{
-    while (p < end) {
-        const uint8_t *at = p, *s = NULL;
-        size_t n = 0;
-        uint64_t key = 0;
-        int rc = get_key(c, &p, end, &key, "WriteRequest");
-        if (rc != GW_OK)
-            return rc;
-        if (key == 0x0A) {
-            if ((rc = get_sub(c, &p, end, &s, &n, "timeseries", "WriteRequest")) != GW_OK)
-                return rc;
-            if ((rc = v1_count_series(c, s, s + n, k)) != GW_OK)
-                return rc;
-            k->n_series++;
-        } else if (key == 0x1A) {
-            if ((rc = get_sub(c, &p, end, &s, &n, "metadata", "WriteRequest")) != GW_OK)
-                return rc;
-            k->n_metadata++;
-        } else if ((key >> 3) == 1 || (key >> 3) == 3) {
-            return wrong_wt(c, at, key, (key >> 3) == 1 ? "timeseries" : "metadata", "WriteRequest");
-        } else if ((rc = skip_value(c, &p, end, key, at, "WriteRequest")) != GW_OK) {
-            return rc;
-        }
-    }
-    return GW_OK;
-}
-
 struct fill {
     struct gw_rw_series *series, *series_end;
     struct gw_label *lab, *lab_end;
@@ -410,12 +356,57 @@ static int overflow(const struct pctx *c, const uint8_t *at)
     return fail(c, at, "internal count mismatch");
 }
 
-static int v1_fill_series(const struct pctx *c, const uint8_t *p, const uint8_t *end,
-                          struct fill *f, struct gw_rw_series *ser)
+/* Fill mode (ser != NULL): ser's labels and samples start at f's cursors. */
+static void series_begin(const struct fill *f, struct gw_rw_series *ser)
 {
-    ser->labels = f->lab;
-    ser->samples = f->smp;
-    ser->n_labels = ser->n_samples = ser->n_histograms = ser->n_exemplars = 0;
+    if (ser != NULL) {
+        ser->labels = f->lab;
+        ser->samples = f->smp;
+    }
+}
+
+/* A TimeSeries' samples field at *pp (key read, at: where the field
+ * starts): parsed into f in fill mode (f != NULL), counted in *count. */
+static inline int series_samples(const struct pctx *c, const uint8_t **pp, const uint8_t *end, const uint8_t *at,
+                                 struct fill *f, int v2, uint32_t *count)
+{
+    const uint8_t *s = NULL;
+    size_t n = 0;
+    int rc;
+    if (UNLIKELY((rc = get_sub(c, pp, end, &s, &n, "samples", "TimeSeries")) != GW_OK))
+        return rc;
+    if (f != NULL) {
+        if (UNLIKELY(f->smp == f->smp_end))
+            return overflow(c, at);
+        if (UNLIKELY((rc = parse_sample(c, s, s + n, f->smp, v2)) != GW_OK))
+            return rc;
+        f->smp++;
+    }
+    ++*count;
+    return GW_OK;
+}
+
+/* A TimeSeries' exemplars or histograms field (field; message msg): its
+ * wire format checked in fill mode (f != NULL), counted in *count. */
+static int series_walked(const struct pctx *c, const uint8_t **pp, const uint8_t *end, const struct fill *f,
+                         const char *field, const char *msg, uint32_t *count)
+{
+    const uint8_t *s = NULL;
+    size_t n = 0;
+    int rc;
+    if ((rc = get_sub(c, pp, end, &s, &n, field, "TimeSeries")) != GW_OK)
+        return rc;
+    ++*count;
+    return f != NULL ? walk_message(c, s, s + n, msg) : GW_OK;
+}
+
+/* One v1 TimeSeries. Count mode (f == NULL): accumulates into k. Fill
+ * mode: fills ser and advances f. */
+static int v1_series(const struct pctx *c, const uint8_t *p, const uint8_t *end, struct counts *k,
+                     struct fill *f, struct gw_rw_series *ser)
+{
+    uint32_t n_labels = 0, n_samples = 0, n_hist = 0, n_ex = 0;
+    series_begin(f, ser);
     while (p < end) {
         const uint8_t *at = p, *s = NULL;
         size_t n = 0;
@@ -423,44 +414,49 @@ static int v1_fill_series(const struct pctx *c, const uint8_t *p, const uint8_t 
         int rc = get_key(c, &p, end, &key, "TimeSeries");
         if (UNLIKELY(rc != GW_OK))
             return rc;
-        if (LIKELY(key == 0x0A)) {
+        switch (key) {
+        case 0x0A:
             if (UNLIKELY((rc = get_sub(c, &p, end, &s, &n, "labels", "TimeSeries")) != GW_OK))
                 return rc;
-            if (UNLIKELY(f->lab == f->lab_end))
-                return overflow(c, at);
-            if (UNLIKELY((rc = parse_label(c, s, s + n, f->lab)) != GW_OK))
-                return rc;
-            f->lab++;
-            ser->n_labels++;
-        } else if (LIKELY(key == 0x12)) {
-            if (UNLIKELY((rc = get_sub(c, &p, end, &s, &n, "samples", "TimeSeries")) != GW_OK))
-                return rc;
-            if (UNLIKELY(f->smp == f->smp_end))
-                return overflow(c, at);
-            if (UNLIKELY((rc = parse_sample(c, s, s + n, f->smp, 0)) != GW_OK))
-                return rc;
-            f->smp++;
-            ser->n_samples++;
-        } else if (key == 0x1A) {
-            if ((rc = get_sub(c, &p, end, &s, &n, "exemplars", "TimeSeries")) != GW_OK)
-                return rc;
-            if ((rc = walk_message(c, s, s + n, "Exemplar")) != GW_OK)
-                return rc;
-            ser->n_exemplars++;
-        } else if (key == 0x22) {
-            if ((rc = get_sub(c, &p, end, &s, &n, "histograms", "TimeSeries")) != GW_OK)
-                return rc;
-            if ((rc = walk_message(c, s, s + n, "Histogram")) != GW_OK)
-                return rc;
-            ser->n_histograms++;
-        } else if ((key >> 3) >= 1 && (key >> 3) <= 4) {
-            return wrong_wt(c, at, key, "repeated message", "TimeSeries");
-        } else if ((rc = skip_value(c, &p, end, key, at, "TimeSeries")) != GW_OK) {
-            return rc;
+            if (f != NULL) {
+                if (UNLIKELY(f->lab == f->lab_end))
+                    return overflow(c, at);
+                if (UNLIKELY((rc = parse_label(c, s, s + n, f->lab)) != GW_OK))
+                    return rc;
+                f->lab++;
+            }
+            n_labels++;
+            break;
+        case 0x12:
+            rc = series_samples(c, &p, end, at, f, 0, &n_samples);
+            break;
+        case 0x1A:
+            rc = series_walked(c, &p, end, f, "exemplars", "Exemplar", &n_ex);
+            break;
+        case 0x22:
+            rc = series_walked(c, &p, end, f, "histograms", "Histogram", &n_hist);
+            break;
+        default:
+            if ((key >> 3) >= 1 && (key >> 3) <= 4)
+                return wrong_wt(c, at, key, "repeated message", "TimeSeries");
+            rc = skip_value(c, &p, end, key, at, "TimeSeries");
         }
+        if (UNLIKELY(rc != GW_OK))
+            return rc;
     }
-    f->n_hist += ser->n_histograms;
-    f->n_ex += ser->n_exemplars;
+    if (f == NULL) {
+        k->n_labels += n_labels;
+        k->n_samples += n_samples;
+        k->n_hist += n_hist;
+        k->n_ex += n_ex;
+        return GW_OK;
+    }
+    ser->n_labels = n_labels;
+    ser->n_samples = n_samples;
+    ser->n_histograms = n_hist;
+    ser->n_exemplars = n_ex;
+    f->n_hist += n_hist;
+    f->n_ex += n_ex;
     return GW_OK;
 }
 
@@ -506,7 +502,10 @@ static int v1_fill_metadata(const struct pctx *c, const uint8_t *p, const uint8_
     return GW_OK;
 }
 
-static int v1_fill(const struct pctx *c, const uint8_t *p, const uint8_t *end, struct fill *f)
+/* A v1 WriteRequest. Count mode (f == NULL): accumulates into k. Fill
+ * mode: fills what f points at. */
+static int v1_request(const struct pctx *c, const uint8_t *p, const uint8_t *end, struct counts *k,
+                      struct fill *f)
 {
     while (p < end) {
         const uint8_t *at = p, *s = NULL;
@@ -518,19 +517,28 @@ static int v1_fill(const struct pctx *c, const uint8_t *p, const uint8_t *end, s
         if (key == 0x0A) {
             if ((rc = get_sub(c, &p, end, &s, &n, "timeseries", "WriteRequest")) != GW_OK)
                 return rc;
-            if (f->series == f->series_end)
+            if (f != NULL && f->series == f->series_end)
                 return overflow(c, at);
-            if ((rc = v1_fill_series(c, s, s + n, f, f->series)) != GW_OK)
+            if ((rc = v1_series(c, s, s + n, k, f, f != NULL ? f->series : NULL)) != GW_OK)
                 return rc;
-            f->series++;
+            if (f != NULL)
+                f->series++;
+            else
+                k->n_series++;
         } else if (key == 0x1A) {
             if ((rc = get_sub(c, &p, end, &s, &n, "metadata", "WriteRequest")) != GW_OK)
                 return rc;
+            if (f == NULL) {
+                k->n_metadata++;
+                continue;
+            }
             if (f->md == f->md_end)
                 return overflow(c, at);
             if ((rc = v1_fill_metadata(c, s, s + n, f->md)) != GW_OK)
                 return rc;
             f->md++;
+        } else if ((key >> 3) == 1 || (key >> 3) == 3) {
+            return wrong_wt(c, at, key, (key >> 3) == 1 ? "timeseries" : "metadata", "WriteRequest");
         } else if ((rc = skip_value(c, &p, end, key, at, "WriteRequest")) != GW_OK) {
             return rc;
         }
@@ -671,11 +679,10 @@ static int v2_series(const struct pctx *c, const uint8_t *p, const uint8_t *end,
     struct v2_md md = { 0, 0, 0, 0, NULL };
     uint32_t n_samples = 0, n_hist = 0, n_ex = 0;
 
+    series_begin(f, ser);
     if (ser != NULL) {
         r.labels = f->lab;
         r.cap = (size_t)(f->lab_end - f->lab);
-        ser->labels = f->lab;
-        ser->samples = f->smp;
     }
     while (p < end) {
         const uint8_t *at = p, *s = NULL;
@@ -690,30 +697,13 @@ static int v2_series(const struct pctx *c, const uint8_t *p, const uint8_t *end,
             rc = v2_refs_field(c, &p, end, key, &r);
             break;
         case 0x12:
-            if ((rc = get_sub(c, &p, end, &s, &n, "samples", "TimeSeries")) != GW_OK)
-                return rc;
-            if (ser != NULL) {
-                if (UNLIKELY(f->smp == f->smp_end))
-                    return overflow(c, at);
-                if ((rc = parse_sample(c, s, s + n, f->smp, 1)) != GW_OK)
-                    return rc;
-                f->smp++;
-            }
-            n_samples++;
+            rc = series_samples(c, &p, end, at, ser != NULL ? f : NULL, 1, &n_samples);
             break;
         case 0x1A:
-            if ((rc = get_sub(c, &p, end, &s, &n, "histograms", "TimeSeries")) != GW_OK)
-                return rc;
-            if (ser != NULL)
-                rc = walk_message(c, s, s + n, "Histogram");
-            n_hist++;
+            rc = series_walked(c, &p, end, ser != NULL ? f : NULL, "histograms", "Histogram", &n_hist);
             break;
         case 0x22:
-            if ((rc = get_sub(c, &p, end, &s, &n, "exemplars", "TimeSeries")) != GW_OK)
-                return rc;
-            if (ser != NULL)
-                rc = walk_message(c, s, s + n, "Exemplar");
-            n_ex++;
+            rc = series_walked(c, &p, end, ser != NULL ? f : NULL, "exemplars", "Exemplar", &n_ex);
             break;
         case 0x2A:
             if ((rc = get_sub(c, &p, end, &s, &n, "metadata", "TimeSeries")) != GW_OK)
@@ -785,34 +775,6 @@ static int v2_series(const struct pctx *c, const uint8_t *p, const uint8_t *end,
     return GW_OK;
 }
 
-static int v2_count(const struct pctx *c, const uint8_t *p, const uint8_t *end, struct counts *k)
-{
-    while (p < end) {
-        const uint8_t *at = p, *s = NULL;
-        size_t n = 0;
-        uint64_t key = 0;
-        int rc = get_key(c, &p, end, &key, "Request");
-        if (rc != GW_OK)
-            return rc;
-        if (key == 0x22) {
-            if ((rc = get_sub(c, &p, end, &s, &n, "symbols", "Request")) != GW_OK)
-                return rc;
-            k->n_symbols++;
-        } else if (key == 0x2A) {
-            if ((rc = get_sub(c, &p, end, &s, &n, "timeseries", "Request")) != GW_OK)
-                return rc;
-            if ((rc = v2_series(c, s, s + n, k, NULL, NULL, NULL, 0)) != GW_OK)
-                return rc;
-            k->n_series++;
-        } else if ((key >> 3) == 4 || (key >> 3) == 5) {
-            return wrong_wt(c, at, key, (key >> 3) == 4 ? "symbols" : "timeseries", "Request");
-        } else if ((rc = skip_value(c, &p, end, key, at, "Request")) != GW_OK) {
-            return rc;
-        }
-    }
-    return GW_OK;
-}
-
 static int v2_fill_symbols(const struct pctx *c, const uint8_t *p, const uint8_t *end,
                            struct sym *syms, size_t n_syms)
 {
@@ -841,8 +803,11 @@ static int v2_fill_symbols(const struct pctx *c, const uint8_t *p, const uint8_t
     return GW_OK;
 }
 
-static int v2_fill(const struct pctx *c, const uint8_t *p, const uint8_t *end, struct fill *f,
-                   const struct sym *syms, size_t n_syms)
+/* The timeseries of a v2 Request (symbols are counted here, filled by
+ * v2_fill_symbols). Count mode (f == NULL): accumulates into k. Fill mode:
+ * fills what f points at, resolving label refs in syms. */
+static int v2_request(const struct pctx *c, const uint8_t *p, const uint8_t *end, struct counts *k,
+                      struct fill *f, const struct sym *syms, size_t n_syms)
 {
     while (p < end) {
         const uint8_t *at = p, *s = NULL;
@@ -851,14 +816,24 @@ static int v2_fill(const struct pctx *c, const uint8_t *p, const uint8_t *end, s
         int rc = get_key(c, &p, end, &key, "Request");
         if (rc != GW_OK)
             return rc;
-        if (key == 0x2A) {
+        if (key == 0x22) {
+            if ((rc = get_sub(c, &p, end, &s, &n, "symbols", "Request")) != GW_OK)
+                return rc;
+            if (f == NULL)
+                k->n_symbols++;
+        } else if (key == 0x2A) {
             if ((rc = get_sub(c, &p, end, &s, &n, "timeseries", "Request")) != GW_OK)
                 return rc;
-            if (f->series == f->series_end)
+            if (f != NULL && f->series == f->series_end)
                 return overflow(c, at);
-            if ((rc = v2_series(c, s, s + n, NULL, f, f->series, syms, n_syms)) != GW_OK)
+            if ((rc = v2_series(c, s, s + n, k, f, f != NULL ? f->series : NULL, syms, n_syms)) != GW_OK)
                 return rc;
-            f->series++;
+            if (f != NULL)
+                f->series++;
+            else
+                k->n_series++;
+        } else if ((key >> 3) == 4 || (key >> 3) == 5) {
+            return wrong_wt(c, at, key, (key >> 3) == 4 ? "symbols" : "timeseries", "Request");
         } else if ((rc = skip_value(c, &p, end, key, at, "Request")) != GW_OK) {
             return rc;
         }
@@ -893,7 +868,7 @@ int gw_rw_decode(const uint8_t *pb, size_t len, int version, struct gw_arena *a,
     end = len ? pb + len : pb;   /* NULL + 0 is undefined */
 
     memset(&k, 0, sizeof k);
-    rc = version == 1 ? v1_count(&c, pb, end, &k) : v2_count(&c, pb, end, &k);
+    rc = version == 1 ? v1_request(&c, pb, end, &k, NULL) : v2_request(&c, pb, end, &k, NULL, NULL, 0);
     if (rc != GW_OK)
         return rc;
 
@@ -916,7 +891,7 @@ int gw_rw_decode(const uint8_t *pb, size_t len, int version, struct gw_arena *a,
     f.n_hist = f.n_ex = 0;
 
     if (version == 1) {
-        rc = v1_fill(&c, pb, end, &f);
+        rc = v1_request(&c, pb, end, NULL, &f);
     } else {
         void *vsy;
         if ((rc = arena_array(a, k.n_symbols, sizeof(struct sym), &vsy, "symbols", err)) != GW_OK)
@@ -924,7 +899,7 @@ int gw_rw_decode(const uint8_t *pb, size_t len, int version, struct gw_arena *a,
         syms = vsy;
         rc = v2_fill_symbols(&c, pb, end, syms, k.n_symbols);
         if (rc == GW_OK)
-            rc = v2_fill(&c, pb, end, &f, syms, k.n_symbols);
+            rc = v2_request(&c, pb, end, NULL, &f, syms, k.n_symbols);
     }
     if (rc != GW_OK)
         return rc;

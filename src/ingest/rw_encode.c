@@ -76,7 +76,7 @@ int gw_rw_append_sample(struct gw_buf *out, const uint8_t *labels_pb, size_t len
 
 static size_t metadata_size(const struct gw_rw_metadata *m)
 {
-    return (m->type ? 1 + pb_varint_size(m->type) : 0) +
+    return (m->type ? 1 + gw_uvarint_len(m->type) : 0) +
            (m->name_len ? pb_len_field_size(m->name_len) : 0) +
            (m->help_len ? pb_len_field_size(m->help_len) : 0) +
            (m->unit_len ? pb_len_field_size(m->unit_len) : 0);

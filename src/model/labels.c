@@ -167,22 +167,12 @@ int gw_labels_normalize(struct gw_label *ls, size_t n, struct gw_error *err)
 
 /* ---- canonical bytes -------------------------------------------------------- */
 
-static size_t uvarint_len(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
 size_t gw_labels_encoded_size(const struct gw_label *ls, size_t n)
 {
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
-        total += uvarint_len(ls[i].name_len) + ls[i].name_len +
-                 uvarint_len(ls[i].value_len) + ls[i].value_len;
+        total += gw_uvarint_len(ls[i].name_len) + ls[i].name_len +
+                 gw_uvarint_len(ls[i].value_len) + ls[i].value_len;
     return total;
 }
 

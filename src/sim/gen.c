@@ -369,179 +369,206 @@ struct gctx_all {
     struct nctx n;
 };
 
-/* Applies failures and baits to the per-GPU and node context, updates the
- * XID latch. prev = previous scrape time of this target. */
-static int apply_events(struct gw_sim_gen *g, uint32_t node, const struct gw_sim_node_state *st,
-                        int64_t t, int64_t prev, uint64_t rk, int job, struct gctx_all *a,
-                        struct gw_error *err)
+/* A failure's precursor at t, prog along its ramp (0..1), into the GPU
+ * context c and the node context nx; u is the scrape's draw for it. */
+static void apply_precursor(const struct gw_sim_failure *f, double prog, double u, double dt_h, int64_t t,
+                            struct gctx *c, struct nctx *nx)
 {
-    const struct gw_sim_timeline *tl = g->tl;
+    const struct gw_sim_signature *sg = &f->sig;
+    double sev = clampd(f->severity, 0, 1);
+    switch (f->precursor) {
+    case GW_SIM_PRE_REMAP_RAMP: {
+        double every_h = (24.0 - 22.0 * prog) / sg->mag;   /* +1 every 24 h early .. 2 h late */
+        if (u < dt_h / every_h)
+            c->inc_corr += 1;
+        break;
+    }
+    case GW_SIM_PRE_SBE_RAMP: {
+        double rate = (0.3 + 30.0 * prog * prog * (0.5 + sev)) * sg->mag * dt_h;
+        c->inc_sbe += floor(rate) + (u < rate - floor(rate) ? 1 : 0);
+        break;
+    }
+    case GW_SIM_PRE_PENDING_REMAP:
+        c->remap_pending = 1;
+        break;
+    case GW_SIM_PRE_NVLINK_CRC: {
+        double rate = (0.5 + 60.0 * prog * prog * (0.5 + sev)) * sg->mag * dt_h * 60.0;
+        double n = floor(rate) + (u < rate - floor(rate) ? 1 : 0);
+        c->inc_flit += ceil(n * 0.6);
+        c->inc_data += floor(n * 0.2);
+        c->inc_replay += floor(n * 0.3);
+        if (prog > 0.8 && u < 0.05)
+            c->inc_recovery += 1;
+        break;
+    }
+    case GW_SIM_PRE_PCIE_REPLAY:
+        if (prog > sg->onset)
+            c->inc_pcie += floor((5.0 + floor(45.0 * u)) * sg->mag);
+        break;
+    case GW_SIM_PRE_THROTTLE: {
+        int64_t ep = sg->episode_ms > 0 ? sg->episode_ms : 1200000;
+        /* episodes from the precursor's start: it is where the signal begins */
+        double x = (double)((t - f->t_precursor_start) % ep) / (double)ep;
+        double on = 0.3 + 0.5 * prog;
+        if (x < on) {
+            c->reasons |= 0x8 | 0x20 | (sev > 0.7 ? 0x40u : 0u);
+            c->smclk *= 1.0 - sg->clk_deficit;
+            c->temp += sg->temp_rise;
+            c->thermal_frac = 0.9;
+        }
+        break;
+    }
+    case GW_SIM_PRE_MEM_PRESSURE:
+        /* host memory pressure: MemAvailable slides toward mem_floor, paging out */
+        nx->mem_pressure = prog > nx->mem_pressure ? prog : nx->mem_pressure;
+        nx->mem_floor = sg->mem_floor;
+        break;
+    case GW_SIM_PRE_NONE:
+    case GW_SIM_PRE_COUNT_:
+        break;
+    }
+}
+
+/* A faulted failure's effect on the GPUs it hits (all of the node's when
+ * f->gpu < 0) and on the node's scrape. */
+static void apply_effect(struct gw_sim_gen *g, struct gw_sim_node_rt *rt, const struct gw_sim_node_state *st,
+                         const struct gw_sim_failure *f, uint32_t gi, uint64_t h, double u, struct gctx_all *a)
+{
+    const struct gw_sim_signature *sg = &f->sig;
+    int all = f->gpu < 0;
+    for (uint32_t i = 0; i < g->cfg.gpus; i++) {
+        if (!all && i != gi)
+            continue;
+        if (f->effect == GW_SIM_EFF_VANISH)
+            a->gpu[i].vanish = 1;
+        else if (f->effect == GW_SIM_EFF_SENTINEL)
+            a->gpu[i].sentinel = 1;
+        else if (f->effect == GW_SIM_EFF_FROZEN) {
+            /* GSP hang: readings repeat bit for bit (applied after the baits),
+               power at idle */
+            a->gpu[i].frozen = 1;
+            a->gpu[i].power = g->spec->idle_power_w + 10.0 * u * g->spec->power_limit_w / 1000.0;
+        } else if (f->effect == GW_SIM_EFF_OS_COLLAPSE) {
+            /* processes wedged: util near 0 with the framebuffer still held */
+            struct gctx *x = &a->gpu[i];
+            double fb = floor(fb_session(g, &rt->gpu[i]));
+            x->util = floor(clampd(sg->util_level + 2.0 * tri(gw_sim_mix(h ^ (0x77 + i))), 0, 10));
+            x->fb_used = x->fb_used > 0.5 * fb ? floor(fb) : x->fb_used;
+            if (x->fb_used == 0 && st->phase == GW_SIM_PHASE_IDLE && f->session >= 0)
+                x->fb_used = floor(fb);
+            x->power = g->spec->idle_power_w + (x->util / 100.0) * (g->spec->busy_power_hi_w - g->spec->idle_power_w);
+            x->tensor = x->util / 100.0 * 0.3;
+            x->dram = x->util / 100.0 * 0.3;
+            x->memcopy = floor(x->util * 0.3);
+            x->nvl_bps = 0;
+            x->pcie_tx = x->pcie_rx = 1e6;
+            x->smclk = g->spec->sm_clock_max_mhz - floor(60.0 * u);
+            x->reasons &= ~0x4u;
+        }
+    }
+    if (f->effect == GW_SIM_EFF_OS_COLLAPSE) {
+        a->n.os_collapse = 1;
+        a->n.intr_frac = sg->intr_frac;
+    }
+    if (f->effect == GW_SIM_EFF_VANISH || f->effect == GW_SIM_EFF_FROZEN ||
+        f->effect == GW_SIM_EFF_SENTINEL)
+        a->n.scrape_extra += sg->scrape_extra_s * (0.5 + u);
+}
+
+/* What a faulted failure's class adds to the GPU context c at t (prev:
+ * the target's previous scrape). */
+static void apply_fault_class(const struct gw_sim_failure *f, struct gw_sim_node_rt *rt, int64_t t, int64_t prev,
+                              double u, struct gctx *c, struct nctx *nx)
+{
+    const struct gw_sim_signature *sg = &f->sig;
+    double sev = clampd(f->severity, 0, 1);
+    switch (f->cls) {
+    case GW_SIM_NVLINK:
+        nx->nvl_fault = 1;
+        if (hit(f->t_fault, prev, t)) {
+            c->inc_recovery += 1 + floor(3.0 * sev);
+            c->inc_replay += 20 + floor(200.0 * u);
+            c->inc_flit += 10 + floor(100.0 * u);
+        }
+        break;
+    case GW_SIM_MEMORY:
+        if (hit(f->t_fault, prev, t)) {
+            c->inc_uncorr += 1 + floor(3.0 * sev);
+            c->inc_dbe += 1;
+            rt->mem_event_until = f->t_fault + 600000;
+        }
+        break;
+    case GW_SIM_FAIL_SLOW: {
+        /* thermal fail-slow: slowdown bits, clock below the siblings, die
+           temperature climbing to temp_rise above them over ramp_ms */
+        double ramp = sg->ramp_ms > 0 ? clampd((double)(t - f->t_fault) / (double)sg->ramp_ms, 0, 1) : 1;
+        c->reasons |= sg->reason_bits;
+        c->smclk *= 1.0 - sg->clk_deficit;
+        c->temp += sg->temp_rise * ramp;
+        c->memtemp += 0.5 * sg->temp_rise * ramp;
+        c->thermal_frac = 1.0;
+        break;
+    }
+    case GW_SIM_FELL_OFF_BUS:
+    case GW_SIM_GSP:
+    case GW_SIM_OTHER_HW:
+    case GW_SIM_APP_XID:
+    case GW_SIM_COLLECTIVE:
+    case GW_SIM_CLASS_COUNT_:
+        break;
+    }
+}
+
+/* One active failure fi at t: precursor, fault effects, XID latches. */
+static int apply_failure(struct gw_sim_gen *g, uint32_t node, const struct gw_sim_node_state *st, uint32_t fi,
+                         int64_t t, int64_t prev, uint64_t rk, int job, struct gctx_all *a, struct gw_error *err)
+{
+    const struct gw_sim_failure *f = &g->tl->failures[fi];
     struct gw_sim_node_rt *rt = &g->rt[node];
     double dt_h = (double)(t - prev) / 3.6e6;
     int rc;
-    for (uint32_t k = 0; k < st->n_failures && k < GW_SIM_STATE_MAX_ACTIVE; k++) {
-        uint32_t fi = st->failures[k];
-        if (fi >= tl->n_failures)
-            continue;
-        const struct gw_sim_failure *f = &tl->failures[fi];
-        uint32_t gi = pick_gpu(g, f->gpu, f->id);
-        struct gctx *c = &a->gpu[gi];
-        double sev = clampd(f->severity, 0, 1);
-        const struct gw_sim_signature *sg = &f->sig;
-        uint64_t h = gw_sim_mix(rk ^ 0xfa11 ^ ((uint64_t)f->id << 16));
-        double u = gw_sim_u01(h);
-        int pre = f->precursor != GW_SIM_PRE_NONE && f->t_precursor_start != GW_SIM_NO_TIME &&
-                  t >= f->t_precursor_start && t < f->t_fault;
-        int faulted = in_window(t, f->t_fault, f->t_recovered);
-        if (f->cls == GW_SIM_MEMORY && f->gpu >= 0)
-            rt->gpu[gi].mem_failure = (int32_t)fi;
-        if (pre) {
-            /* progress along the whole ramp, also its part before the data */
-            int64_t t0 = f->t_ramp_origin != GW_SIM_NO_TIME ? f->t_ramp_origin : f->t_precursor_start;
-            double span = (double)(f->t_fault - t0);
-            double prog = span > 0 ? clampd((double)(t - t0) / span, 0, 1) : 1;
-            switch (f->precursor) {
-            case GW_SIM_PRE_REMAP_RAMP: {
-                double every_h = (24.0 - 22.0 * prog) / sg->mag;   /* +1 every 24 h early .. 2 h late */
-                if (u < dt_h / every_h)
-                    c->inc_corr += 1;
-                break;
-            }
-            case GW_SIM_PRE_SBE_RAMP: {
-                double rate = (0.3 + 30.0 * prog * prog * (0.5 + sev)) * sg->mag * dt_h;
-                c->inc_sbe += floor(rate) + (u < rate - floor(rate) ? 1 : 0);
-                break;
-            }
-            case GW_SIM_PRE_PENDING_REMAP:
-                c->remap_pending = 1;
-                break;
-            case GW_SIM_PRE_NVLINK_CRC: {
-                double rate = (0.5 + 60.0 * prog * prog * (0.5 + sev)) * sg->mag * dt_h * 60.0;
-                double n = floor(rate) + (u < rate - floor(rate) ? 1 : 0);
-                c->inc_flit += ceil(n * 0.6);
-                c->inc_data += floor(n * 0.2);
-                c->inc_replay += floor(n * 0.3);
-                if (prog > 0.8 && u < 0.05)
-                    c->inc_recovery += 1;
-                break;
-            }
-            case GW_SIM_PRE_PCIE_REPLAY:
-                if (prog > sg->onset)
-                    c->inc_pcie += floor((5.0 + floor(45.0 * u)) * sg->mag);
-                break;
-            case GW_SIM_PRE_THROTTLE: {
-                int64_t ep = sg->episode_ms > 0 ? sg->episode_ms : 1200000;
-                /* episodes from the precursor's start: it is where the signal begins */
-                double x = (double)((t - f->t_precursor_start) % ep) / (double)ep;
-                double on = 0.3 + 0.5 * prog;
-                if (x < on) {
-                    c->reasons |= 0x8 | 0x20 | (sev > 0.7 ? 0x40u : 0u);
-                    c->smclk *= 1.0 - sg->clk_deficit;
-                    c->temp += sg->temp_rise;
-                    c->thermal_frac = 0.9;
-                }
-                break;
-            }
-            case GW_SIM_PRE_MEM_PRESSURE:
-                /* host memory pressure: MemAvailable slides toward mem_floor, paging out */
-                a->n.mem_pressure = prog > a->n.mem_pressure ? prog : a->n.mem_pressure;
-                a->n.mem_floor = sg->mem_floor;
-                break;
-            case GW_SIM_PRE_NONE:
-            case GW_SIM_PRE_COUNT_:
-                break;
-            }
-            /* XID 63 shows with a pending remap, before the fatal XID */
-            if (f->precursor == GW_SIM_PRE_PENDING_REMAP &&
-                (rc = latch(g, node, gi, fi, 63, t, job, err)) != GW_OK)
+    uint32_t gi = pick_gpu(g, f->gpu, f->id);
+    struct gctx *c = &a->gpu[gi];
+    uint64_t h = gw_sim_mix(rk ^ 0xfa11 ^ ((uint64_t)f->id << 16));
+    double u = gw_sim_u01(h);
+    int pre = f->precursor != GW_SIM_PRE_NONE && f->t_precursor_start != GW_SIM_NO_TIME &&
+              t >= f->t_precursor_start && t < f->t_fault;
+    int faulted = in_window(t, f->t_fault, f->t_recovered);
+    if (f->cls == GW_SIM_MEMORY && f->gpu >= 0)
+        rt->gpu[gi].mem_failure = (int32_t)fi;
+    if (pre) {
+        /* progress along the whole ramp, also its part before the data */
+        int64_t t0 = f->t_ramp_origin != GW_SIM_NO_TIME ? f->t_ramp_origin : f->t_precursor_start;
+        double span = (double)(f->t_fault - t0);
+        double prog = span > 0 ? clampd((double)(t - t0) / span, 0, 1) : 1;
+        apply_precursor(f, prog, u, dt_h, t, c, &a->n);
+        /* XID 63 shows with a pending remap, before the fatal XID */
+        if (f->precursor == GW_SIM_PRE_PENDING_REMAP &&
+            (rc = latch(g, node, gi, fi, 63, t, job, err)) != GW_OK)
+            return rc;
+    }
+    if (faulted) {
+        apply_effect(g, rt, st, f, gi, h, u, a);
+        apply_fault_class(f, rt, t, prev, u, c, &a->n);
+    }
+    /* the failure's XID, latched from t_xid_visible on */
+    if (f->xid && f->t_xid_visible != GW_SIM_NO_TIME && t >= f->t_xid_visible &&
+        (f->t_recovered == GW_SIM_NO_TIME || t < f->t_recovered)) {
+        for (uint32_t i = 0; i < g->cfg.gpus; i++) {
+            int on = (i == gi) || (f->gpu < 0 && f->cls == GW_SIM_COLLECTIVE &&
+                                   (gw_sim_mix((uint64_t)f->id * 31 + i) & 3) == 0);
+            if (on && (rc = latch(g, node, i, fi, f->xid, t, job, err)) != GW_OK)
                 return rc;
         }
-        if (faulted) {
-            int all = f->gpu < 0;
-            for (uint32_t i = 0; i < g->cfg.gpus; i++) {
-                if (!all && i != gi)
-                    continue;
-                if (f->effect == GW_SIM_EFF_VANISH)
-                    a->gpu[i].vanish = 1;
-                else if (f->effect == GW_SIM_EFF_SENTINEL)
-                    a->gpu[i].sentinel = 1;
-                else if (f->effect == GW_SIM_EFF_FROZEN) {
-                    /* GSP hang: readings repeat bit for bit (applied after the baits),
-                       power at idle */
-                    a->gpu[i].frozen = 1;
-                    a->gpu[i].power = g->spec->idle_power_w + 10.0 * u * g->spec->power_limit_w / 1000.0;
-                } else if (f->effect == GW_SIM_EFF_OS_COLLAPSE) {
-                    /* processes wedged: util near 0 with the framebuffer still held */
-                    struct gctx *x = &a->gpu[i];
-                    double fb = floor(fb_session(g, &rt->gpu[i]));
-                    x->util = floor(clampd(sg->util_level + 2.0 * tri(gw_sim_mix(h ^ (0x77 + i))), 0, 10));
-                    x->fb_used = x->fb_used > 0.5 * fb ? floor(fb) : x->fb_used;
-                    if (x->fb_used == 0 && st->phase == GW_SIM_PHASE_IDLE && f->session >= 0)
-                        x->fb_used = floor(fb);
-                    x->power = g->spec->idle_power_w + (x->util / 100.0) * (g->spec->busy_power_hi_w - g->spec->idle_power_w);
-                    x->tensor = x->util / 100.0 * 0.3;
-                    x->dram = x->util / 100.0 * 0.3;
-                    x->memcopy = floor(x->util * 0.3);
-                    x->nvl_bps = 0;
-                    x->pcie_tx = x->pcie_rx = 1e6;
-                    x->smclk = g->spec->sm_clock_max_mhz - floor(60.0 * u);
-                    x->reasons &= ~0x4u;
-                }
-            }
-            if (f->effect == GW_SIM_EFF_OS_COLLAPSE) {
-                a->n.os_collapse = 1;
-                a->n.intr_frac = sg->intr_frac;
-            }
-            if (f->effect == GW_SIM_EFF_VANISH || f->effect == GW_SIM_EFF_FROZEN ||
-                f->effect == GW_SIM_EFF_SENTINEL)
-                a->n.scrape_extra += sg->scrape_extra_s * (0.5 + u);
-            switch (f->cls) {
-            case GW_SIM_NVLINK:
-                a->n.nvl_fault = 1;
-                if (hit(f->t_fault, prev, t)) {
-                    c->inc_recovery += 1 + floor(3.0 * sev);
-                    c->inc_replay += 20 + floor(200.0 * u);
-                    c->inc_flit += 10 + floor(100.0 * u);
-                }
-                break;
-            case GW_SIM_MEMORY:
-                if (hit(f->t_fault, prev, t)) {
-                    c->inc_uncorr += 1 + floor(3.0 * sev);
-                    c->inc_dbe += 1;
-                    rt->mem_event_until = f->t_fault + 600000;
-                }
-                break;
-            case GW_SIM_FAIL_SLOW: {
-                /* thermal fail-slow: slowdown bits, clock below the siblings, die
-                   temperature climbing to temp_rise above them over ramp_ms */
-                double ramp = sg->ramp_ms > 0 ? clampd((double)(t - f->t_fault) / (double)sg->ramp_ms, 0, 1) : 1;
-                c->reasons |= sg->reason_bits;
-                c->smclk *= 1.0 - sg->clk_deficit;
-                c->temp += sg->temp_rise * ramp;
-                c->memtemp += 0.5 * sg->temp_rise * ramp;
-                c->thermal_frac = 1.0;
-                break;
-            }
-            case GW_SIM_FELL_OFF_BUS:
-            case GW_SIM_GSP:
-            case GW_SIM_OTHER_HW:
-            case GW_SIM_APP_XID:
-            case GW_SIM_COLLECTIVE:
-            case GW_SIM_CLASS_COUNT_:
-                break;
-            }
-        }
-        /* the failure's XID, latched from t_xid_visible on */
-        if (f->xid && f->t_xid_visible != GW_SIM_NO_TIME && t >= f->t_xid_visible &&
-            (f->t_recovered == GW_SIM_NO_TIME || t < f->t_recovered)) {
-            for (uint32_t i = 0; i < g->cfg.gpus; i++) {
-                int on = (i == gi) || (f->gpu < 0 && f->cls == GW_SIM_COLLECTIVE &&
-                                       (gw_sim_mix((uint64_t)f->id * 31 + i) & 3) == 0);
-                if (on && (rc = latch(g, node, i, fi, f->xid, t, job, err)) != GW_OK)
-                    return rc;
-            }
-        }
     }
+    return GW_OK;
+}
+
+/* The baits active at t into the GPU contexts. */
+static void apply_baits(struct gw_sim_gen *g, const struct gw_sim_node_state *st, int64_t t, int64_t prev,
+                        struct gctx_all *a)
+{
+    const struct gw_sim_timeline *tl = g->tl;
     for (uint32_t k = 0; k < st->n_baits && k < GW_SIM_STATE_MAX_ACTIVE; k++) {
         uint32_t bi = st->baits[k];
         if (bi >= tl->n_baits)
@@ -581,7 +608,11 @@ static int apply_events(struct gw_sim_gen *g, uint32_t node, const struct gw_sim
             break;
         }
     }
-    /* frozen GPUs repeat their last readings exactly; only power moves (to idle) */
+}
+
+/* Frozen GPUs repeat their last readings exactly; only power moves (to idle). */
+static void apply_frozen(struct gw_sim_gen *g, uint32_t node, struct gctx_all *a)
+{
     struct gctx *last = (struct gctx *)g->last_ctx + (size_t)node * GW_SIM_MAX_GPUS;
     const uint8_t *has = g->has_last + (size_t)node * GW_SIM_MAX_GPUS;
     for (uint32_t i = 0; i < g->cfg.gpus; i++) {
@@ -600,6 +631,24 @@ static int apply_events(struct gw_sim_gen *g, uint32_t node, const struct gw_sim
         x->inc_flit = x->inc_data = x->inc_replay = x->inc_recovery = 0;
         x->thermal_frac = x->power_frac = 0;
     }
+}
+
+/* Applies failures and baits to the per-GPU and node context, updates the
+ * XID latch. prev = previous scrape time of this target. */
+static int apply_events(struct gw_sim_gen *g, uint32_t node, const struct gw_sim_node_state *st,
+                        int64_t t, int64_t prev, uint64_t rk, int job, struct gctx_all *a,
+                        struct gw_error *err)
+{
+    int rc;
+    for (uint32_t k = 0; k < st->n_failures && k < GW_SIM_STATE_MAX_ACTIVE; k++) {
+        uint32_t fi = st->failures[k];
+        if (fi >= g->tl->n_failures)
+            continue;
+        if ((rc = apply_failure(g, node, st, fi, t, prev, rk, job, a, err)) != GW_OK)
+            return rc;
+    }
+    apply_baits(g, st, t, prev, a);
+    apply_frozen(g, node, a);
     return GW_OK;
 }
 
@@ -876,58 +925,365 @@ static double storage_noise(double bps, double u)
     return bps * f > 0.99 * NIC_SPEED ? 0.99 * NIC_SPEED / bps : f;
 }
 
-static size_t emit_node(struct gw_sim_gen *g, uint32_t node, struct gw_sim_target *tg,
-                        const struct nctx *nc, int64_t t, double dt, uint64_t rk, size_t n)
+/* What one scrape of a node shares across its series: the node's state,
+ * request rates, load averages and memory breakdown. */
+struct node_scrape {
+    struct gw_sim_gen *g;
+    uint32_t node;
+    struct gw_sim_node_rt *rt;
+    const struct nctx *nc;
+    double ts, dt;
+    uint64_t rk;
+    double oprate[GW_SIM_MS_OPS];  /* per-op request rates (req/s) */
+    double total_ops, nt;
+    double memtot, anon, cached, slab, buffers, freeb, avail, pswpout, pswpin, majf;
+};
+
+/* The node-wide part of a scrape at t (dt seconds after the last one):
+ * request rates, load averages (advanced in rt), memory and swap. */
+static void node_scrape_init(struct node_scrape *c, struct gw_sim_gen *g, uint32_t node, const struct nctx *nc,
+                             int64_t t, double dt, uint64_t rk)
 {
     struct gw_sim_node_rt *rt = &g->rt[node];
-    uint32_t *ids = g->out_ids;
-    double *v = g->out_v;
-    double ts = (double)t / 1000.0;
+    c->g = g;
+    c->node = node;
+    c->rt = rt;
+    c->nc = nc;
+    c->ts = (double)t / 1000.0;
+    c->dt = dt;
+    c->rk = rk;
+    double *oprate = c->oprate;
     /* per-op request rates (req/s) and NFS op latencies */
-    double oprate[GW_SIM_MS_OPS];
     double idlef = nc->load > 0 ? 1.0 : 0.25;
     for (int o = 0; o < GW_SIM_MS_OPS; o++)
         oprate[o] = op_rate_base[o] * idlef;
     oprate[GW_SIM_OP_READ] += nc->nfs_r / nc->rsize;
     oprate[GW_SIM_OP_WRITE] += nc->nfs_w / nc->wsize;
     oprate[GW_SIM_OP_COMMIT] += nc->nfs_w / 1048576.0 / 64.0;
-    double total_ops = 0;
+    c->total_ops = 0;
     for (int o = 0; o < GW_SIM_MS_OPS; o++)
-        total_ops += oprate[o];
-    double nt = (double)g->n_transports;
+        c->total_ops += oprate[o];
+    c->nt = (double)g->n_transports;
     double la = dt / (dt + 60.0), l5 = dt / (dt + 300.0), l15 = dt / (dt + 900.0);
     double lt = nc->procs_running + nc->procs_blocked;
     rt->load1 += (lt - rt->load1) * la;
     rt->load5 += (lt - rt->load5) * l5;
     rt->load15 += (lt - rt->load15) * l15;
-    double memtot = rt->mem_total;
-    double anon = memtot * (0.02 + 0.33 * nc->load);
-    double cached = memtot * (0.18 + 0.1 * nc->load) + (nc->nfs_w + nc->nfs_r) * 20.0;
-    if (cached > memtot * 0.5)
-        cached = memtot * 0.5;
-    double slab = 9.5e9, buffers = 2.1e9;
-    double freeb = memtot - anon - cached - slab - buffers - 4e9;
-    double avail = freeb + cached * 0.95 + slab * 0.6;
-    double pswpout = 0, pswpin = 0, majf = 0;
+    c->memtot = rt->mem_total;
+    c->anon = c->memtot * (0.02 + 0.33 * nc->load);
+    c->cached = c->memtot * (0.18 + 0.1 * nc->load) + (nc->nfs_w + nc->nfs_r) * 20.0;
+    if (c->cached > c->memtot * 0.5)
+        c->cached = c->memtot * 0.5;
+    c->slab = 9.5e9;
+    c->buffers = 2.1e9;
+    c->freeb = c->memtot - c->anon - c->cached - c->slab - c->buffers - 4e9;
+    c->avail = c->freeb + c->cached * 0.95 + c->slab * 0.6;
+    c->pswpout = 0;
+    c->pswpin = 0;
+    c->majf = 0;
     if (nc->mem_pressure > 0) {
         /* host memory pressure: anonymous memory eats the page cache and the
            free pages; MemAvailable slides toward mem_floor x MemTotal */
         double p = clampd(nc->mem_pressure, 0, 1);
-        double target = memtot * nc->mem_floor;
-        double delta = (avail - target) * p;
+        double target = c->memtot * nc->mem_floor;
+        double delta = (c->avail - target) * p;
         if (delta < 0)
             delta = 0;
-        anon += delta;
-        double from_cache = delta * 0.6 < cached * 0.9 ? delta * 0.6 : cached * 0.9;
-        cached -= from_cache;
-        freeb -= delta - from_cache;
-        if (freeb < memtot * 0.003)
-            freeb = memtot * 0.003;
-        avail -= delta;
-        pswpout = 4e4 * p * p;
-        pswpin = 2e3 * p * p;
-        majf = 3e3 * p;
+        c->anon += delta;
+        double from_cache = delta * 0.6 < c->cached * 0.9 ? delta * 0.6 : c->cached * 0.9;
+        c->cached -= from_cache;
+        c->freeb -= delta - from_cache;
+        if (c->freeb < c->memtot * 0.003)
+            c->freeb = c->memtot * 0.003;
+        c->avail -= delta;
+        c->pswpout = 4e4 * p * p;
+        c->pswpin = 2e3 * p * p;
+        c->majf = 3e3 * p;
     }
+}
+
+/* A series of CPU, processes, load, vmstat or meminfo: its value into
+ * *xp and 1, or 0 when se is none of them. */
+static int value_host(const struct node_scrape *c, const struct gw_sim_series *se, double *ac, uint64_t h, double u,
+                      double *xp)
+{
+    struct gw_sim_gen *g = c->g;
+    uint32_t node = c->node;
+    struct gw_sim_node_rt *rt = c->rt;
+    const struct nctx *nc = c->nc;
+    double ts = c->ts;
+    double dt = c->dt;
+    double memtot = c->memtot;
+    double anon = c->anon;
+    double cached = c->cached;
+    double slab = c->slab;
+    double buffers = c->buffers;
+    double freeb = c->freeb;
+    double avail = c->avail;
+    double pswpout = c->pswpout;
+    double pswpin = c->pswpin;
+    double majf = c->majf;
+    uint32_t sub = se->sub;
+    double x;
+    switch ((enum gw_sim_fam)se->fam) {
+    case F_CPU_SECONDS: {
+        uint32_t cpu = sub / GW_SIM_CPU_MODES, m = sub % GW_SIM_CPU_MODES;
+        double f = 0.6 + 0.8 * gw_sim_u01(gw_sim_mix(g->cfg.seed ^ ((uint64_t)node << 20) ^ (0xc0000 + cpu)));
+        double fr = m == 0 ? 1.0 - nc->cpu_frac[0] * f : nc->cpu_frac[m] * f * (0.9 + 0.2 * u);
+        *ac += dt * (fr > 0 ? fr : 0);
+        x = floor(*ac * 100.0) / 100.0;
+        break;
+    }
+    case F_INTR: x = cnt(ac, dt * nc->intr); break;
+    case F_CTXT: x = cnt(ac, dt * nc->ctxt); break;
+    case F_FORKS: x = cnt(ac, dt * nc->forks); break;
+    case F_PROCS_RUNNING: x = nc->procs_running; break;
+    case F_PROCS_BLOCKED: x = nc->procs_blocked; break;
+    case F_BOOT_TIME: x = floor(rt->boot_time_s); break;
+    case F_TIME: x = qz(ts, 1e3) + (double)(h % 1000) * 1e-6; break;
+    case F_UNAME: x = 1; break;
+    case F_LOAD1: x = qz(rt->load1, 100.0); break;
+    case F_LOAD5: x = qz(rt->load5, 100.0); break;
+    case F_LOAD15: x = qz(rt->load15, 100.0); break;
+    case F_PGPGIN: x = cnt(ac, dt * nc->pgpgin); break;
+    case F_PGPGOUT: x = cnt(ac, dt * (nc->pgpgout + 4.0 * pswpout)); break;
+    case F_PSWPIN: x = pswpin > 0 ? cnt(ac, dt * pswpin) : floor(*ac); break;
+    case F_PSWPOUT: x = pswpout > 0 ? cnt(ac, dt * pswpout) : floor(*ac); break;
+    case F_OOM_KILL: x = floor(*ac); break;
+    case F_PGFAULT: x = cnt(ac, dt * nc->pgfault); break;
+    case F_PGMAJFAULT: x = cnt(ac, dt * (2.0 + 5.0 * u + majf)); break;
+    case F_MEM_TOTAL: x = memtot; break;
+    case F_MEM_FREE: x = qz(freeb * (1.0 + 0.002 * (u - 0.5)), 1.0 / 1024.0); break;
+    case F_MEM_AVAIL: x = qz(avail, 1.0 / 1024.0); break;
+    case F_MEM_BUFFERS: x = buffers; break;
+    case F_MEM_CACHED: x = qz(cached, 1.0 / 1024.0); break;
+    case F_MEM_ACTIVE: x = qz(anon * 0.9 + cached * 0.5, 1.0 / 1024.0); break;
+    case F_MEM_INACTIVE: x = qz(anon * 0.1 + cached * 0.5, 1.0 / 1024.0); break;
+    case F_MEM_DIRTY: x = qz(nc->nfs_w * 2.0 + 1e6 * u, 1.0 / 1024.0); break;
+    case F_MEM_WRITEBACK: x = qz(nc->nfs_w * 0.2, 1.0 / 1024.0); break;
+    case F_MEM_SHMEM: x = qz(4e9 + 60e9 * nc->load, 1.0 / 1024.0); break;
+    case F_MEM_SLAB: x = slab; break;
+    case F_MEM_SRECLAIM: x = slab * 0.6; break;
+    case F_MEM_SUNRECLAIM: x = slab * 0.4; break;
+    case F_MEM_MAPPED: x = qz(2e9 + 30e9 * nc->load, 1.0 / 1024.0); break;
+    case F_MEM_ANON: x = qz(anon, 1.0 / 1024.0); break;
+    case F_MEM_PAGETABLES: x = qz(5e8 + 2e9 * nc->load, 1.0 / 1024.0); break;
+    case F_MEM_COMMITTED: x = qz(anon * 1.4 + 2e10, 1.0 / 1024.0); break;
+    case F_MEM_SWAPTOTAL: case F_MEM_SWAPFREE: case F_MEM_HP_TOTAL: x = 0; break;
+    case F_MEM_HP_SIZE: x = 2097152; break;
+    default:
+        return 0;
+    }
+    *xp = x;
+    return 1;
+}
+
+/* A series of the network or InfiniBand devices: its value into *xp
+ * and 1, or 0 when se is none of them. */
+static int value_net(const struct node_scrape *c, const struct gw_sim_series *se, double *ac, uint64_t h, double u,
+                     double *xp)
+{
+    struct gw_sim_gen *g = c->g;
+    const struct nctx *nc = c->nc;
+    double dt = c->dt;
+    uint32_t sub = se->sub;
+    (void)h;
+    double x;
+    switch ((enum gw_sim_fam)se->fam) {
+    case F_NET_RX_BYTES: case F_NET_TX_BYTES: case F_NET_RX_PACKETS: case F_NET_TX_PACKETS: {
+        enum gw_sim_nic_role r = sub == 0 ? GW_SIM_NIC_LO : sub == 1 ? GW_SIM_NIC_MGMT
+                                 : sub < 2 + g->cfg.compute_nics ? GW_SIM_NIC_COMPUTE
+                                                                  : GW_SIM_NIC_STORAGE;
+        int tx = se->fam == F_NET_TX_BYTES || se->fam == F_NET_TX_PACKETS;
+        double bps;
+        switch (r) {
+        case GW_SIM_NIC_LO: bps = 8e5; break;
+        case GW_SIM_NIC_MGMT: bps = tx ? 2.5e6 : 3e5; break;
+        case GW_SIM_NIC_COMPUTE: bps = 4e6 + 1e7 * nc->load; break;
+        default: bps = 1e6 + (tx ? nc->nfs_w : nc->nfs_r) / (double)g->cfg.storage_nics; break;
+        }
+        bps *= r == GW_SIM_NIC_STORAGE ? storage_noise(bps, u) : 0.9 + 0.2 * u;
+        if (se->fam == F_NET_RX_PACKETS || se->fam == F_NET_TX_PACKETS)
+            bps /= r == GW_SIM_NIC_MGMT ? 900.0 : 7000.0;
+        x = cnt(ac, dt * bps);
+        break;
+    }
+    case F_NET_RX_ERRS: case F_NET_TX_ERRS: case F_NET_RX_DROP: case F_NET_TX_DROP:
+        x = cnt(ac, (u < 1e-4) ? 1.0 : 0.0); break;
+    case F_NET_SPEED: x = sub == 1 ? 3125000000.0 : NIC_SPEED; break;
+    case F_NET_MTU: x = sub == 0 ? 65536 : sub == 1 ? 1500 : 9000; break;
+    case F_NET_UP: case F_IB_INFO: x = 1; break;
+    case F_IB_RX_BYTES: case F_IB_TX_BYTES: case F_IB_RX_PACKETS: case F_IB_TX_PACKETS: {
+        int storage = sub >= 2 + g->cfg.compute_nics;
+        int tx = se->fam == F_IB_TX_BYTES || se->fam == F_IB_TX_PACKETS;
+        double bps = storage ? 1.2e6 + (tx ? nc->nfs_w : nc->nfs_r) / (double)g->cfg.storage_nics
+                             : (nc->nvl_fault ? 2e5 : nc->rdma_bps);
+        bps *= storage ? storage_noise(bps, u) : 0.9 + 0.2 * u;
+        if (se->fam == F_IB_RX_PACKETS || se->fam == F_IB_TX_PACKETS)
+            bps /= 4096.0;
+        x = cnt(ac, dt * bps);
+        break;
+    }
+    case F_IB_TX_WAIT: x = cnt(ac, dt * (sub >= 2 + g->cfg.compute_nics ? 2e4 : 4e5 * nc->load) * u); break;
+    case F_IB_NP_ECN: case F_IB_NP_CNP: case F_IB_RP_CNP:
+        x = cnt(ac, sub >= 2 + g->cfg.compute_nics ? 0 : dt * 40.0 * nc->load * u); break;
+    case F_IB_SYMBOL_ERR: case F_IB_ADP_RETRANS: case F_IB_OOS: case F_IB_ACK_TIMEOUT:
+        x = cnt(ac, u < 2e-5 ? 1.0 : 0.0); break;
+    case F_IB_RX_ERRORS: case F_IB_RX_DISCARDS: case F_IB_TX_DISCARDS: case F_IB_LINK_DOWNED:
+    case F_IB_LINK_RECOVERY: case F_IB_LLI_ERR: case F_IB_EBO_ERR: case F_IB_RRP_ERR:
+    case F_IB_OOB_DROPS: case F_IB_PSEQ_ERR:
+        x = floor(*ac); break;
+    case F_IB_STATE: x = 4; break;
+    case F_IB_PHYS_STATE: x = 5; break;
+    case F_IB_RATE: x = NIC_SPEED; break;
+    default:
+        return 0;
+    }
+    *xp = x;
+    return 1;
+}
+
+/* A series of the NFS client or mountstats: its value into *xp and 1,
+ * or 0 when se is none of them. */
+static int value_nfs(const struct node_scrape *c, const struct gw_sim_series *se, double *ac, uint64_t h, double u,
+                     double *xp)
+{
+    struct gw_sim_node_rt *rt = c->rt;
+    const struct nctx *nc = c->nc;
+    double dt = c->dt;
+    uint64_t rk = c->rk;
+    const double *oprate = c->oprate;
+    double total_ops = c->total_ops;
+    double nt = c->nt;
+    uint32_t sub = se->sub;
+    (void)h;
+    double x;
+    switch ((enum gw_sim_fam)se->fam) {
+    case F_NFS_REQUESTS: {
+        int o = method_op[sub];
+        x = cnt(ac, dt * (o >= 0 ? oprate[o] : 0.01) * (0.95 + 0.1 * u));
+        break;
+    }
+    case F_NFS_RPCS: x = cnt(ac, dt * total_ops); break;
+    case F_NFS_RETRANS: x = cnt(ac, u < 1e-3 ? 1.0 : 0.0); break;
+    case F_NFS_AUTHREFRESH: x = cnt(ac, dt * 0.001); break;
+    case F_NFS_CONNECTIONS: if (*ac < nt) *ac = nt; x = floor(*ac); break;
+    case F_NFS_PACKETS: x = cnt(ac, sub == 0 ? dt * total_ops * 2.0 : 0); break;
+    case F_MS_AGE: x = cnt(ac, dt); break;
+    case F_MS_MOUNT_INFO: x = 1; break;
+    case F_MS_READ_BYTES: case F_MS_TREAD_BYTES: x = cnt(ac, dt * (nc->nfs_r + 2e4)); break;
+    case F_MS_WRITE_BYTES: case F_MS_TWRITE_BYTES: x = cnt(ac, dt * (nc->nfs_w + 1e4)); break;
+    case F_MS_DREAD_BYTES: case F_MS_DWRITE_BYTES: x = floor(*ac); break;
+    case F_MS_READ_PAGES: x = cnt(ac, dt * (nc->nfs_r + 2e4) / 4096.0); break;
+    case F_MS_WRITE_PAGES: x = cnt(ac, dt * (nc->nfs_w + 1e4) / 4096.0); break;
+    case F_MS_TR_BIND: x = floor(*ac); break;
+    case F_MS_TR_CONNECT: if (*ac < 1) *ac = 1; x = floor(*ac); break;
+    case F_MS_TR_IDLE: x = total_ops > 0.5 ? 0 : floor(dt * u); break;
+    case F_MS_TR_SENDS: case F_MS_TR_RECEIVES:
+        x = cnt(ac, dt * total_ops / nt * (0.97 + 0.06 * u)); break;
+    case F_MS_TR_BADXID: x = floor(*ac); break;
+    case F_MS_TR_BACKLOG:
+        x = cnt(ac, dt * total_ops / nt * nc->backlog_per_send * (0.9 + 0.2 * u)); break;
+    case F_MS_TR_SENDING:
+        x = cnt(ac, dt * total_ops / nt * nc->sending_per_send * (0.9 + 0.2 * u)); break;
+    case F_MS_TR_PENDING:
+        x = cnt(ac, dt * total_ops / nt * nc->pending_per_send * (0.95 + 0.1 * u)); break;
+    case F_MS_TR_MAXSLOTS: {
+        /* a high-water mark: slot-limited I/O pins every transport at
+           the limit; other I/O spreads its peak over the transports */
+        double hw = nc->slot_hw;
+        if (hw > 0 && !nc->slot_pinned)
+            hw = fmin(SLOT_LIMIT, floor(hw * (0.8 + 0.4 * gw_sim_u01(gw_sim_mix(
+                                                     se->key ^ ((uint64_t)nc->ckpt << 32) ^ 0x51075ull)))));
+        if (hw > rt->maxslots[sub])
+            rt->maxslots[sub] = hw;
+        else if (rt->maxslots[sub] < SLOT_LIMIT && u < 0.001)
+            rt->maxslots[sub] += 1;
+        x = rt->maxslots[sub];
+        break;
+    }
+    case F_MS_OP_REQUESTS: case F_MS_OP_TRANSMISSIONS:
+        x = cnt(ac, dt * oprate[sub] * (0.97 + 0.06 * gw_sim_u01(gw_sim_mix(rk ^ sub)))); break;
+    case F_MS_OP_MAJOR_TIMEOUTS: case F_MS_OP_ERRORS: x = floor(*ac); break;
+    case F_MS_OP_SENT_BYTES:
+        x = cnt(ac, dt * oprate[sub] * (sub == GW_SIM_OP_WRITE ? nc->wsize + 236.0 : 180.0)); break;
+    case F_MS_OP_RECV_BYTES:
+        x = cnt(ac, dt * oprate[sub] * (sub == GW_SIM_OP_READ ? nc->rsize + 148.0 : 260.0)); break;
+    case F_MS_OP_QUEUE_TIME: case F_MS_OP_RESPONSE_TIME: case F_MS_OP_REQUEST_TIME: {
+        double rtt, q;
+        if (sub == GW_SIM_OP_WRITE) { rtt = nc->write_rtt; q = nc->write_q; }
+        else if (sub == GW_SIM_OP_READ) { rtt = nc->read_rtt; q = nc->read_q; }
+        else if (sub == GW_SIM_OP_GETATTR) { rtt = nc->getattr_lat * 0.97; q = 0.03; }
+        else { rtt = 0.0008 + 0.0004 * gw_sim_u01(gw_sim_mix(rk ^ (sub + 77))); q = 0.02; }
+        double queue = rtt * q / (1.0 - q);
+        double per = se->fam == F_MS_OP_QUEUE_TIME ? queue
+                     : se->fam == F_MS_OP_RESPONSE_TIME ? rtt : queue + rtt + 0.00005;
+        *ac += dt * oprate[sub] * per * (0.97 + 0.06 * gw_sim_u01(gw_sim_mix(rk ^ (sub + 99))));
+        x = floor(*ac * 1000.0) / 1000.0;
+        break;
+    }
+    case F_MS_EV_INODE_REVAL: x = cnt(ac, dt * oprate[GW_SIM_OP_GETATTR] * 1.2); break;
+    case F_MS_EV_DNODE_REVAL: x = cnt(ac, dt * oprate[GW_SIM_OP_LOOKUP] * 3.0); break;
+    case F_MS_EV_DATA_INVAL: x = cnt(ac, dt * 0.05); break;
+    case F_MS_EV_ATTR_INVAL: x = cnt(ac, dt * 0.5); break;
+    case F_MS_EV_VFS_OPEN: x = cnt(ac, dt * oprate[GW_SIM_OP_OPEN] * 1.5); break;
+    case F_MS_EV_VFS_LOOKUP: x = cnt(ac, dt * oprate[GW_SIM_OP_LOOKUP] * 1.1); break;
+    case F_MS_EV_VFS_ACCESS: x = cnt(ac, dt * oprate[GW_SIM_OP_ACCESS] * 2.0); break;
+    case F_MS_EV_VFS_WRITEPAGES: x = cnt(ac, dt * (nc->nfs_w / 262144.0 + 0.1)); break;
+    case F_MS_EV_VFS_READPAGES: x = cnt(ac, dt * (nc->nfs_r / 262144.0 + 0.2)); break;
+    case F_MS_EV_VFS_FSYNC: x = cnt(ac, dt * (nc->nfs_w > 0 ? 0.5 : 0.01)); break;
+    case F_MS_EV_VFS_FLUSH: x = cnt(ac, dt * oprate[GW_SIM_OP_CLOSE]); break;
+    case F_MS_EV_SHORT_READ: case F_MS_EV_SHORT_WRITE: case F_MS_EV_JUKEBOX:
+        x = floor(*ac); break;
+    default:
+        return 0;
+    }
+    *xp = x;
+    return 1;
+}
+
+/* A filesystem series: its value into *xp and 1, or 0 when se is not
+ * one. */
+static int value_fs(const struct node_scrape *c, const struct gw_sim_series *se, double *ac, uint64_t h, double u,
+                    double *xp)
+{
+    uint64_t rk = c->rk;
+    uint32_t sub = se->sub;
+    (void)h;
+    (void)u;
+    (void)ac;
+    double x;
+    switch ((enum gw_sim_fam)se->fam) {
+    case F_FS_SIZE: case F_FS_AVAIL: case F_FS_FREE: case F_FS_FILES: case F_FS_FILES_FREE: {
+        static const double size[GW_SIM_MOUNTS] = {1.9e12, 1.1e9, 2.8e13, 2.1e11, 1.08e12, 2.0e15};
+        static const double used[GW_SIM_MOUNTS] = {0.31, 0.006, 0.42, 0.001, 0.02, 0.55};
+        double sz = floor(size[sub] / 4096.0) * 4096.0;
+        double fr = sz * (1.0 - used[sub]) - (sub == 5 ? 0 : 0);
+        if (sub == 2)
+            fr -= 1e9 * gw_sim_u01(gw_sim_mix(rk ^ 0xf5));
+        fr = floor(fr / 4096.0) * 4096.0;
+        if (se->fam == F_FS_SIZE) x = sz;
+        else if (se->fam == F_FS_FREE) x = fr;
+        else if (se->fam == F_FS_AVAIL) x = sub == 0 ? fr - floor(sz * 0.05 / 4096.0) * 4096.0 : fr;
+        else if (se->fam == F_FS_FILES) x = floor(sz / 16384.0);
+        else x = floor(sz / 16384.0 * (1.0 - used[sub] * 0.2));
+        break;
+    }
+    case F_FS_READONLY: case F_FS_DEVICE_ERROR: x = 0; break;
+    default:
+        return 0;
+    }
+    *xp = x;
+    return 1;
+}
+
+static size_t emit_node(struct gw_sim_gen *g, uint32_t node, struct gw_sim_target *tg,
+                        const struct nctx *nc, int64_t t, double dt, uint64_t rk, size_t n)
+{
+    uint32_t *ids = g->out_ids;
+    double *v = g->out_v;
+    struct node_scrape c;
+    node_scrape_init(&c, g, node, nc, t, dt, rk);
     for (uint32_t k = 0; k < tg->n_sids; k++) {
         uint32_t s = tg->sids[k];
         const struct gw_sim_series *se = &g->series[s];
@@ -935,193 +1291,9 @@ static size_t emit_node(struct gw_sim_gen *g, uint32_t node, struct gw_sim_targe
         uint64_t h = gw_sim_mix(se->key ^ rk);
         double u = gw_sim_u01(h);
         double x = 0;
-        uint32_t sub = se->sub;
-        switch ((enum gw_sim_fam)se->fam) {
-        case F_CPU_SECONDS: {
-            uint32_t cpu = sub / GW_SIM_CPU_MODES, m = sub % GW_SIM_CPU_MODES;
-            double f = 0.6 + 0.8 * gw_sim_u01(gw_sim_mix(g->cfg.seed ^ ((uint64_t)node << 20) ^ (0xc0000 + cpu)));
-            double fr = m == 0 ? 1.0 - nc->cpu_frac[0] * f : nc->cpu_frac[m] * f * (0.9 + 0.2 * u);
-            *ac += dt * (fr > 0 ? fr : 0);
-            x = floor(*ac * 100.0) / 100.0;
-            break;
-        }
-        case F_INTR: x = cnt(ac, dt * nc->intr); break;
-        case F_CTXT: x = cnt(ac, dt * nc->ctxt); break;
-        case F_FORKS: x = cnt(ac, dt * nc->forks); break;
-        case F_PROCS_RUNNING: x = nc->procs_running; break;
-        case F_PROCS_BLOCKED: x = nc->procs_blocked; break;
-        case F_BOOT_TIME: x = floor(rt->boot_time_s); break;
-        case F_TIME: x = qz(ts, 1e3) + (double)(h % 1000) * 1e-6; break;
-        case F_UNAME: x = 1; break;
-        case F_LOAD1: x = qz(rt->load1, 100.0); break;
-        case F_LOAD5: x = qz(rt->load5, 100.0); break;
-        case F_LOAD15: x = qz(rt->load15, 100.0); break;
-        case F_PGPGIN: x = cnt(ac, dt * nc->pgpgin); break;
-        case F_PGPGOUT: x = cnt(ac, dt * (nc->pgpgout + 4.0 * pswpout)); break;
-        case F_PSWPIN: x = pswpin > 0 ? cnt(ac, dt * pswpin) : floor(*ac); break;
-        case F_PSWPOUT: x = pswpout > 0 ? cnt(ac, dt * pswpout) : floor(*ac); break;
-        case F_OOM_KILL: x = floor(*ac); break;
-        case F_PGFAULT: x = cnt(ac, dt * nc->pgfault); break;
-        case F_PGMAJFAULT: x = cnt(ac, dt * (2.0 + 5.0 * u + majf)); break;
-        case F_MEM_TOTAL: x = memtot; break;
-        case F_MEM_FREE: x = qz(freeb * (1.0 + 0.002 * (u - 0.5)), 1.0 / 1024.0); break;
-        case F_MEM_AVAIL: x = qz(avail, 1.0 / 1024.0); break;
-        case F_MEM_BUFFERS: x = buffers; break;
-        case F_MEM_CACHED: x = qz(cached, 1.0 / 1024.0); break;
-        case F_MEM_ACTIVE: x = qz(anon * 0.9 + cached * 0.5, 1.0 / 1024.0); break;
-        case F_MEM_INACTIVE: x = qz(anon * 0.1 + cached * 0.5, 1.0 / 1024.0); break;
-        case F_MEM_DIRTY: x = qz(nc->nfs_w * 2.0 + 1e6 * u, 1.0 / 1024.0); break;
-        case F_MEM_WRITEBACK: x = qz(nc->nfs_w * 0.2, 1.0 / 1024.0); break;
-        case F_MEM_SHMEM: x = qz(4e9 + 60e9 * nc->load, 1.0 / 1024.0); break;
-        case F_MEM_SLAB: x = slab; break;
-        case F_MEM_SRECLAIM: x = slab * 0.6; break;
-        case F_MEM_SUNRECLAIM: x = slab * 0.4; break;
-        case F_MEM_MAPPED: x = qz(2e9 + 30e9 * nc->load, 1.0 / 1024.0); break;
-        case F_MEM_ANON: x = qz(anon, 1.0 / 1024.0); break;
-        case F_MEM_PAGETABLES: x = qz(5e8 + 2e9 * nc->load, 1.0 / 1024.0); break;
-        case F_MEM_COMMITTED: x = qz(anon * 1.4 + 2e10, 1.0 / 1024.0); break;
-        case F_MEM_SWAPTOTAL: case F_MEM_SWAPFREE: case F_MEM_HP_TOTAL: x = 0; break;
-        case F_MEM_HP_SIZE: x = 2097152; break;
-        case F_NET_RX_BYTES: case F_NET_TX_BYTES: case F_NET_RX_PACKETS: case F_NET_TX_PACKETS: {
-            enum gw_sim_nic_role r = sub == 0 ? GW_SIM_NIC_LO : sub == 1 ? GW_SIM_NIC_MGMT
-                                     : sub < 2 + g->cfg.compute_nics ? GW_SIM_NIC_COMPUTE
-                                                                      : GW_SIM_NIC_STORAGE;
-            int tx = se->fam == F_NET_TX_BYTES || se->fam == F_NET_TX_PACKETS;
-            double bps;
-            switch (r) {
-            case GW_SIM_NIC_LO: bps = 8e5; break;
-            case GW_SIM_NIC_MGMT: bps = tx ? 2.5e6 : 3e5; break;
-            case GW_SIM_NIC_COMPUTE: bps = 4e6 + 1e7 * nc->load; break;
-            default: bps = 1e6 + (tx ? nc->nfs_w : nc->nfs_r) / (double)g->cfg.storage_nics; break;
-            }
-            bps *= r == GW_SIM_NIC_STORAGE ? storage_noise(bps, u) : 0.9 + 0.2 * u;
-            if (se->fam == F_NET_RX_PACKETS || se->fam == F_NET_TX_PACKETS)
-                bps /= r == GW_SIM_NIC_MGMT ? 900.0 : 7000.0;
-            x = cnt(ac, dt * bps);
-            break;
-        }
-        case F_NET_RX_ERRS: case F_NET_TX_ERRS: case F_NET_RX_DROP: case F_NET_TX_DROP:
-            x = cnt(ac, (u < 1e-4) ? 1.0 : 0.0); break;
-        case F_NET_SPEED: x = sub == 1 ? 3125000000.0 : NIC_SPEED; break;
-        case F_NET_MTU: x = sub == 0 ? 65536 : sub == 1 ? 1500 : 9000; break;
-        case F_NET_UP: case F_IB_INFO: x = 1; break;
-        case F_IB_RX_BYTES: case F_IB_TX_BYTES: case F_IB_RX_PACKETS: case F_IB_TX_PACKETS: {
-            int storage = sub >= 2 + g->cfg.compute_nics;
-            int tx = se->fam == F_IB_TX_BYTES || se->fam == F_IB_TX_PACKETS;
-            double bps = storage ? 1.2e6 + (tx ? nc->nfs_w : nc->nfs_r) / (double)g->cfg.storage_nics
-                                 : (nc->nvl_fault ? 2e5 : nc->rdma_bps);
-            bps *= storage ? storage_noise(bps, u) : 0.9 + 0.2 * u;
-            if (se->fam == F_IB_RX_PACKETS || se->fam == F_IB_TX_PACKETS)
-                bps /= 4096.0;
-            x = cnt(ac, dt * bps);
-            break;
-        }
-        case F_IB_TX_WAIT: x = cnt(ac, dt * (sub >= 2 + g->cfg.compute_nics ? 2e4 : 4e5 * nc->load) * u); break;
-        case F_IB_NP_ECN: case F_IB_NP_CNP: case F_IB_RP_CNP:
-            x = cnt(ac, sub >= 2 + g->cfg.compute_nics ? 0 : dt * 40.0 * nc->load * u); break;
-        case F_IB_SYMBOL_ERR: case F_IB_ADP_RETRANS: case F_IB_OOS: case F_IB_ACK_TIMEOUT:
-            x = cnt(ac, u < 2e-5 ? 1.0 : 0.0); break;
-        case F_IB_RX_ERRORS: case F_IB_RX_DISCARDS: case F_IB_TX_DISCARDS: case F_IB_LINK_DOWNED:
-        case F_IB_LINK_RECOVERY: case F_IB_LLI_ERR: case F_IB_EBO_ERR: case F_IB_RRP_ERR:
-        case F_IB_OOB_DROPS: case F_IB_PSEQ_ERR:
-            x = floor(*ac); break;
-        case F_IB_STATE: x = 4; break;
-        case F_IB_PHYS_STATE: x = 5; break;
-        case F_IB_RATE: x = NIC_SPEED; break;
-        case F_NFS_REQUESTS: {
-            int o = method_op[sub];
-            x = cnt(ac, dt * (o >= 0 ? oprate[o] : 0.01) * (0.95 + 0.1 * u));
-            break;
-        }
-        case F_NFS_RPCS: x = cnt(ac, dt * total_ops); break;
-        case F_NFS_RETRANS: x = cnt(ac, u < 1e-3 ? 1.0 : 0.0); break;
-        case F_NFS_AUTHREFRESH: x = cnt(ac, dt * 0.001); break;
-        case F_NFS_CONNECTIONS: if (*ac < nt) *ac = nt; x = floor(*ac); break;
-        case F_NFS_PACKETS: x = cnt(ac, sub == 0 ? dt * total_ops * 2.0 : 0); break;
-        case F_MS_AGE: x = cnt(ac, dt); break;
-        case F_MS_MOUNT_INFO: x = 1; break;
-        case F_MS_READ_BYTES: case F_MS_TREAD_BYTES: x = cnt(ac, dt * (nc->nfs_r + 2e4)); break;
-        case F_MS_WRITE_BYTES: case F_MS_TWRITE_BYTES: x = cnt(ac, dt * (nc->nfs_w + 1e4)); break;
-        case F_MS_DREAD_BYTES: case F_MS_DWRITE_BYTES: x = floor(*ac); break;
-        case F_MS_READ_PAGES: x = cnt(ac, dt * (nc->nfs_r + 2e4) / 4096.0); break;
-        case F_MS_WRITE_PAGES: x = cnt(ac, dt * (nc->nfs_w + 1e4) / 4096.0); break;
-        case F_MS_TR_BIND: x = floor(*ac); break;
-        case F_MS_TR_CONNECT: if (*ac < 1) *ac = 1; x = floor(*ac); break;
-        case F_MS_TR_IDLE: x = total_ops > 0.5 ? 0 : floor(dt * u); break;
-        case F_MS_TR_SENDS: case F_MS_TR_RECEIVES:
-            x = cnt(ac, dt * total_ops / nt * (0.97 + 0.06 * u)); break;
-        case F_MS_TR_BADXID: x = floor(*ac); break;
-        case F_MS_TR_BACKLOG:
-            x = cnt(ac, dt * total_ops / nt * nc->backlog_per_send * (0.9 + 0.2 * u)); break;
-        case F_MS_TR_SENDING:
-            x = cnt(ac, dt * total_ops / nt * nc->sending_per_send * (0.9 + 0.2 * u)); break;
-        case F_MS_TR_PENDING:
-            x = cnt(ac, dt * total_ops / nt * nc->pending_per_send * (0.95 + 0.1 * u)); break;
-        case F_MS_TR_MAXSLOTS: {
-            /* a high-water mark: slot-limited I/O pins every transport at
-               the limit; other I/O spreads its peak over the transports */
-            double hw = nc->slot_hw;
-            if (hw > 0 && !nc->slot_pinned)
-                hw = fmin(SLOT_LIMIT, floor(hw * (0.8 + 0.4 * gw_sim_u01(gw_sim_mix(
-                                                         se->key ^ ((uint64_t)nc->ckpt << 32) ^ 0x51075ull)))));
-            if (hw > rt->maxslots[sub])
-                rt->maxslots[sub] = hw;
-            else if (rt->maxslots[sub] < SLOT_LIMIT && u < 0.001)
-                rt->maxslots[sub] += 1;
-            x = rt->maxslots[sub];
-            break;
-        }
-        case F_MS_OP_REQUESTS: case F_MS_OP_TRANSMISSIONS:
-            x = cnt(ac, dt * oprate[sub] * (0.97 + 0.06 * gw_sim_u01(gw_sim_mix(rk ^ sub)))); break;
-        case F_MS_OP_MAJOR_TIMEOUTS: case F_MS_OP_ERRORS: x = floor(*ac); break;
-        case F_MS_OP_SENT_BYTES:
-            x = cnt(ac, dt * oprate[sub] * (sub == GW_SIM_OP_WRITE ? nc->wsize + 236.0 : 180.0)); break;
-        case F_MS_OP_RECV_BYTES:
-            x = cnt(ac, dt * oprate[sub] * (sub == GW_SIM_OP_READ ? nc->rsize + 148.0 : 260.0)); break;
-        case F_MS_OP_QUEUE_TIME: case F_MS_OP_RESPONSE_TIME: case F_MS_OP_REQUEST_TIME: {
-            double rtt, q;
-            if (sub == GW_SIM_OP_WRITE) { rtt = nc->write_rtt; q = nc->write_q; }
-            else if (sub == GW_SIM_OP_READ) { rtt = nc->read_rtt; q = nc->read_q; }
-            else if (sub == GW_SIM_OP_GETATTR) { rtt = nc->getattr_lat * 0.97; q = 0.03; }
-            else { rtt = 0.0008 + 0.0004 * gw_sim_u01(gw_sim_mix(rk ^ (sub + 77))); q = 0.02; }
-            double queue = rtt * q / (1.0 - q);
-            double per = se->fam == F_MS_OP_QUEUE_TIME ? queue
-                         : se->fam == F_MS_OP_RESPONSE_TIME ? rtt : queue + rtt + 0.00005;
-            *ac += dt * oprate[sub] * per * (0.97 + 0.06 * gw_sim_u01(gw_sim_mix(rk ^ (sub + 99))));
-            x = floor(*ac * 1000.0) / 1000.0;
-            break;
-        }
-        case F_MS_EV_INODE_REVAL: x = cnt(ac, dt * oprate[GW_SIM_OP_GETATTR] * 1.2); break;
-        case F_MS_EV_DNODE_REVAL: x = cnt(ac, dt * oprate[GW_SIM_OP_LOOKUP] * 3.0); break;
-        case F_MS_EV_DATA_INVAL: x = cnt(ac, dt * 0.05); break;
-        case F_MS_EV_ATTR_INVAL: x = cnt(ac, dt * 0.5); break;
-        case F_MS_EV_VFS_OPEN: x = cnt(ac, dt * oprate[GW_SIM_OP_OPEN] * 1.5); break;
-        case F_MS_EV_VFS_LOOKUP: x = cnt(ac, dt * oprate[GW_SIM_OP_LOOKUP] * 1.1); break;
-        case F_MS_EV_VFS_ACCESS: x = cnt(ac, dt * oprate[GW_SIM_OP_ACCESS] * 2.0); break;
-        case F_MS_EV_VFS_WRITEPAGES: x = cnt(ac, dt * (nc->nfs_w / 262144.0 + 0.1)); break;
-        case F_MS_EV_VFS_READPAGES: x = cnt(ac, dt * (nc->nfs_r / 262144.0 + 0.2)); break;
-        case F_MS_EV_VFS_FSYNC: x = cnt(ac, dt * (nc->nfs_w > 0 ? 0.5 : 0.01)); break;
-        case F_MS_EV_VFS_FLUSH: x = cnt(ac, dt * oprate[GW_SIM_OP_CLOSE]); break;
-        case F_MS_EV_SHORT_READ: case F_MS_EV_SHORT_WRITE: case F_MS_EV_JUKEBOX:
-            x = floor(*ac); break;
-        case F_FS_SIZE: case F_FS_AVAIL: case F_FS_FREE: case F_FS_FILES: case F_FS_FILES_FREE: {
-            static const double size[GW_SIM_MOUNTS] = {1.9e12, 1.1e9, 2.8e13, 2.1e11, 1.08e12, 2.0e15};
-            static const double used[GW_SIM_MOUNTS] = {0.31, 0.006, 0.42, 0.001, 0.02, 0.55};
-            double sz = floor(size[sub] / 4096.0) * 4096.0;
-            double fr = sz * (1.0 - used[sub]) - (sub == 5 ? 0 : 0);
-            if (sub == 2)
-                fr -= 1e9 * gw_sim_u01(gw_sim_mix(rk ^ 0xf5));
-            fr = floor(fr / 4096.0) * 4096.0;
-            if (se->fam == F_FS_SIZE) x = sz;
-            else if (se->fam == F_FS_FREE) x = fr;
-            else if (se->fam == F_FS_AVAIL) x = sub == 0 ? fr - floor(sz * 0.05 / 4096.0) * 4096.0 : fr;
-            else if (se->fam == F_FS_FILES) x = floor(sz / 16384.0);
-            else x = floor(sz / 16384.0 * (1.0 - used[sub] * 0.2));
-            break;
-        }
-        case F_FS_READONLY: case F_FS_DEVICE_ERROR: x = 0; break;
-        default: x = 0; break;
-        }
+        if (!value_host(&c, se, ac, h, u, &x) && !value_net(&c, se, ac, h, u, &x) &&
+            !value_nfs(&c, se, ac, h, u, &x) && !value_fs(&c, se, ac, h, u, &x))
+            x = 0;
         ids[n] = s;
         v[n++] = x;
     }

@@ -706,18 +706,9 @@ static int open_dir(struct out *o, const char *dir, struct gw_error *err)
     return GW_OK;
 }
 
-int gw_sim_output_run(struct gw_sim_gen *g, const struct gw_sim_output_opts *opts,
-                      struct gw_sim_output_stats *st_out, struct gw_error *err)
+/* The options gw_sim_output_run refuses. GW_OK or GW_EINVAL. */
+static int output_check(const struct gw_sim_output_opts *opts, struct gw_error *err)
 {
-    struct out o;
-    struct gw_sim_output_stats st;
-    struct gw_sim_scrape s;
-    uint64_t t0_ns = gw_mono_ns(), next_progress = t0_ns + 1000000000u, round = 0;
-    int64_t t_first = 0;
-    int rc = GW_OK, have_prev = 0, prev_key = 0, have_first = 0;
-
-    if (g == NULL || opts == NULL)
-        return gw_error_set(err, GW_EINVAL, "simulate output: missing generator or options");
     if (!(opts->speed >= 0) || isinf(opts->speed))
         return gw_error_set(err, GW_EINVAL, "speed must be >= 0 (got %g)", opts->speed);
     if (opts->connections > MAX_CONNECTIONS)
@@ -727,68 +718,112 @@ int gw_sim_output_run(struct gw_sim_gen *g, const struct gw_sim_output_opts *opt
     if (opts->max_samples_per_request > MAX_SAMPLES_PER_REQUEST)
         return gw_error_set(err, GW_EINVAL, "samples per request must be 1..%d (got %zu)", MAX_SAMPLES_PER_REQUEST,
                             opts->max_samples_per_request);
+    return GW_OK;
+}
 
-    memset(&o, 0, sizeof o);
-    memset(&st, 0, sizeof st);
-    o.opts = opts;
-    o.g = g;
-    o.n_shards = opts->connections ? opts->connections : 4;
-    o.max_samples = opts->max_samples_per_request ? opts->max_samples_per_request : 2000;
-    o.shard_seed = opts->shard_seed;
-    o.max_skew = opts->max_skew ? opts->max_skew : 3;
-    o.sending = opts->url != NULL && opts->url[0] != '\0';
-    pthread_mutex_init(&o.mu, NULL);
-    pthread_cond_init(&o.cv_main, NULL);
-    gw_buf_init(&o.snappy, 0);
-    o.shards = calloc(o.n_shards, sizeof *o.shards);
-    if (o.shards == NULL) {
-        rc = gw_error_set(err, GW_ENOMEM, "out of memory");
-        goto out;
+/* Shards, the --out dir, the HTTP clients and sender threads. GW_OK, or
+ * an error with what did open left in o for output_close. */
+static int output_open(struct out *o, struct gw_sim_gen *g, const struct gw_sim_output_opts *opts,
+                       struct gw_error *err)
+{
+    int rc = GW_OK;
+    o->opts = opts;
+    o->g = g;
+    o->n_shards = opts->connections ? opts->connections : 4;
+    o->max_samples = opts->max_samples_per_request ? opts->max_samples_per_request : 2000;
+    o->shard_seed = opts->shard_seed;
+    o->max_skew = opts->max_skew ? opts->max_skew : 3;
+    o->sending = opts->url != NULL && opts->url[0] != '\0';
+    pthread_mutex_init(&o->mu, NULL);
+    pthread_cond_init(&o->cv_main, NULL);
+    gw_buf_init(&o->snappy, 0);
+    o->shards = calloc(o->n_shards, sizeof *o->shards);
+    if (o->shards == NULL)
+        return gw_error_set(err, GW_ENOMEM, "out of memory");
+    for (unsigned i = 0; i < o->n_shards; i++) {
+        o->shards[i].o = o;
+        o->shards[i].idx = i;
+        o->shards[i].limit = o->max_samples;
+        if (o->shard_seed != 0)
+            o->shards[i].limit = 1 + smix(o->shard_seed ^ ((uint64_t)i << 48)) % o->max_samples;
+        gw_buf_init(&o->shards[i].pb, 0);
+        pthread_cond_init(&o->shards[i].cv, NULL);
     }
-    for (unsigned i = 0; i < o.n_shards; i++) {
-        o.shards[i].o = &o;
-        o.shards[i].idx = i;
-        o.shards[i].limit = o.max_samples;
-        if (o.shard_seed != 0)
-            o.shards[i].limit = 1 + smix(o.shard_seed ^ ((uint64_t)i << 48)) % o.max_samples;
-        gw_buf_init(&o.shards[i].pb, 0);
-        pthread_cond_init(&o.shards[i].cv, NULL);
-    }
-    if (opts->out_dir != NULL && opts->out_dir[0] != '\0' && (rc = open_dir(&o, opts->out_dir, err)) != GW_OK)
-        goto out;
-    if (o.sending) {
+    if (opts->out_dir != NULL && opts->out_dir[0] != '\0' && (rc = open_dir(o, opts->out_dir, err)) != GW_OK)
+        return rc;
+    if (o->sending) {
         struct gw_httpc_opts ho;
         gw_httpc_opts_default(&ho);
         ho.user_agent = "gpuwatch-simulate";
         ho.timeout_ms = REQUEST_TIMEOUT_MS;
         ho.max_body_bytes = 1u << 20;
-        for (unsigned i = 0; i < o.n_shards; i++) {
-            if ((rc = gw_httpc_open(&o.shards[i].http, opts->url, &ho, err)) != GW_OK)
-                goto out;
+        for (unsigned i = 0; i < o->n_shards; i++) {
+            if ((rc = gw_httpc_open(&o->shards[i].http, opts->url, &ho, err)) != GW_OK)
+                return rc;
         }
-        for (unsigned i = 0; i < o.n_shards; i++) {
-            if (pthread_create(&o.shards[i].th, NULL, shard_main, &o.shards[i]) != 0) {
-                rc = gw_error_set(err, GW_ENOMEM, "cannot start a sender thread");
-                goto out;
-            }
-            o.shards[i].started = 1;
+        for (unsigned i = 0; i < o->n_shards; i++) {
+            if (pthread_create(&o->shards[i].th, NULL, shard_main, &o->shards[i]) != 0)
+                return gw_error_set(err, GW_ENOMEM, "cannot start a sender thread");
+            o->shards[i].started = 1;
         }
     }
-    if ((rc = emit_metadata(&o, &st, err)) != GW_OK)
-        goto out;
+    return rc;
+}
 
+/* With --speed: waits until scrape s is due (sealing what is batched
+ * first), printing progress meanwhile. */
+static int output_pace(struct out *o, const struct gw_sim_scrape *s, int64_t t_first, uint64_t t0_ns,
+                       uint64_t *next_progress, struct gw_sim_output_stats *st, struct gw_error *err)
+{
+    const struct gw_sim_output_opts *opts = o->opts;
+    int rc;
+    if (!(opts->speed > 0 && s->t > t_first))
+        return GW_OK;
+    double due_ms = (double)(s->t - t_first) / opts->speed;
+    uint64_t due = t0_ns + (uint64_t)(due_ms * 1e6);
+    if (opts->speed == 1.0) {
+        /* real time: a scrape is due when the wall clock reaches its
+         * timestamp, so a start in the past is backfilled first */
+        int64_t ahead_ms = s->t - gw_now_ms();
+        due = gw_mono_ns() + (ahead_ms > 0 ? (uint64_t)ahead_ms * 1000000u : 0);
+    }
+    uint64_t now = gw_mono_ns();
+    if (due <= now)
+        return GW_OK;
+    if ((rc = seal_all(o, st, err)) != GW_OK)
+        return rc;
+    while ((now = gw_mono_ns()) < due && !is_failed(o)) {
+        uint64_t left = due - now;
+        sleep_ns(left > 200000000u ? 200000000u : left);
+        if (opts->progress && gw_mono_ns() >= *next_progress) {
+            progress(o, st, s->t, t0_ns);
+            *next_progress = gw_mono_ns() + 1000000000u;
+        }
+    }
+    return GW_OK;
+}
+
+/* Every scrape of the generator into the outputs; the lockstep rounds
+ * counted in *round. GW_OK or an error. */
+static int output_loop(struct out *o, uint64_t t0_ns, uint64_t *round, struct gw_sim_output_stats *st,
+                       struct gw_error *err)
+{
+    const struct gw_sim_output_opts *opts = o->opts;
+    struct gw_sim_scrape s;
+    uint64_t next_progress = t0_ns + 1000000000u;
+    int64_t t_first = 0;
+    int rc, have_prev = 0, prev_key = 0, have_first = 0;
     for (;;) {
-        rc = gw_sim_gen_next(g, &s, err);
+        rc = gw_sim_gen_next(o->g, &s, err);
         if (rc == 0)
             break;
         if (rc < 0)
-            goto out;
-        rc = GW_OK;
+            return rc;
         int key = (int)(s.node * 2 + (s.job == GW_SIM_JOB_NODE));
         if (have_prev && key <= prev_key) {
-            round++;
-            if ((rc = lockstep(&o, round, &st, err)) != GW_OK)
-                goto out;
+            ++*round;
+            if ((rc = lockstep(o, *round, st, err)) != GW_OK)
+                return rc;
         }
         have_prev = 1;
         prev_key = key;
@@ -796,71 +831,55 @@ int gw_sim_output_run(struct gw_sim_gen *g, const struct gw_sim_output_opts *opt
             have_first = 1;
             t_first = s.t;
         }
-        if (opts->speed > 0 && s.t > t_first) {
-            double due_ms = (double)(s.t - t_first) / opts->speed;
-            uint64_t due = t0_ns + (uint64_t)(due_ms * 1e6);
-            if (opts->speed == 1.0) {
-                /* real time: a scrape is due when the wall clock reaches its
-                 * timestamp, so a start in the past is backfilled first */
-                int64_t ahead_ms = s.t - gw_now_ms();
-                due = gw_mono_ns() + (ahead_ms > 0 ? (uint64_t)ahead_ms * 1000000u : 0);
-            }
-            uint64_t now = gw_mono_ns();
-            if (due > now) {
-                if ((rc = seal_all(&o, &st, err)) != GW_OK)
-                    goto out;
-                while ((now = gw_mono_ns()) < due && !is_failed(&o)) {
-                    uint64_t left = due - now;
-                    sleep_ns(left > 200000000u ? 200000000u : left);
-                    if (opts->progress && gw_mono_ns() >= next_progress) {
-                        progress(&o, &st, s.t, t0_ns);
-                        next_progress = gw_mono_ns() + 1000000000u;
-                    }
-                }
-            }
-        }
-        if (o.sending && is_failed(&o))
-            goto out;
+        if ((rc = output_pace(o, &s, t_first, t0_ns, &next_progress, st, err)) != GW_OK)
+            return rc;
+        if (o->sending && is_failed(o))
+            return GW_OK;
         for (size_t i = 0; i < s.n; i++) {
-            if ((rc = add_sample(&o, s.series[i], s.t, s.v[i], round, &st, err)) != GW_OK)
-                goto out;
+            if ((rc = add_sample(o, s.series[i], s.t, s.v[i], *round, st, err)) != GW_OK)
+                return rc;
         }
         if (opts->progress && gw_mono_ns() >= next_progress) {
-            progress(&o, &st, s.t, t0_ns);
+            progress(o, st, s.t, t0_ns);
             next_progress = gw_mono_ns() + 1000000000u;
         }
     }
-    rc = seal_all(&o, &st, err);
-    if (rc == GW_OK && o.shard_seed != 0)
-        rc = release_held(&o, round, 1, &st, err);
+    rc = seal_all(o, st, err);
+    if (rc == GW_OK && o->shard_seed != 0)
+        rc = release_held(o, *round, 1, st, err);
+    return rc;
+}
 
-out:
+/* The one cleanup path: stops the senders, collects their failure and
+ * the refused requests into rc, closes and frees what o holds. */
+static int output_close(struct out *o, int rc, const struct gw_sim_output_stats *st, struct gw_error *err)
+{
     if (rc == GW_ESHUTDOWN)
         rc = GW_OK;   /* the senders' failure is reported below */
-    pthread_mutex_lock(&o.mu);
-    o.done = 1;
-    if (rc != GW_OK && !o.failed)
-        o.failed = 1;   /* stop the senders without draining */
-    for (unsigned i = 0; o.shards && i < o.n_shards; i++)
-        pthread_cond_signal(&o.shards[i].cv);
-    pthread_mutex_unlock(&o.mu);
-    for (unsigned i = 0; o.shards && i < o.n_shards; i++)
-        if (o.shards[i].started)
-            pthread_join(o.shards[i].th, NULL);
-    if (rc == GW_OK && o.failed) {
-        rc = o.fail_rc;
-        gw_error_set(err, rc, "%s", o.fail_err.msg);
+    pthread_mutex_lock(&o->mu);
+    o->done = 1;
+    if (rc != GW_OK && !o->failed)
+        o->failed = 1;   /* stop the senders without draining */
+    for (unsigned i = 0; o->shards && i < o->n_shards; i++)
+        pthread_cond_signal(&o->shards[i].cv);
+    pthread_mutex_unlock(&o->mu);
+    for (unsigned i = 0; o->shards && i < o->n_shards; i++)
+        if (o->shards[i].started)
+            pthread_join(o->shards[i].th, NULL);
+    if (rc == GW_OK && o->failed) {
+        rc = o->fail_rc;
+        gw_error_set(err, rc, "%s", o->fail_err.msg);
     }
-    if (rc == GW_OK && o.refused_requests > 0)
+    if (rc == GW_OK && o->refused_requests > 0)
         rc = gw_error_set(err, GW_EINVAL,
                           "the receiver refused %" PRIu64 " of %" PRIu64 " requests (%" PRIu64
                           " samples); first: HTTP %d: %s",
-                          o.refused_requests, st.requests, o.refused_samples, o.first_refused_status,
-                          o.first_refused);
-    if (o.index != NULL && fclose(o.index) != 0 && rc == GW_OK)
-        rc = gw_error_set(err, GW_EIO, "cannot write %s/index.tsv", o.dir);
-    for (unsigned i = 0; o.shards && i < o.n_shards; i++) {
-        struct shard *sh = &o.shards[i];
+                          o->refused_requests, st->requests, o->refused_samples, o->first_refused_status,
+                          o->first_refused);
+    if (o->index != NULL && fclose(o->index) != 0 && rc == GW_OK)
+        rc = gw_error_set(err, GW_EIO, "cannot write %s/index.tsv", o->dir);
+    for (unsigned i = 0; o->shards && i < o->n_shards; i++) {
+        struct shard *sh = &o->shards[i];
         while (sh->head) {
             struct req *r = sh->head;
             sh->head = r->next;
@@ -877,10 +896,30 @@ out:
         gw_httpc_close(sh->http);
         pthread_cond_destroy(&sh->cv);
     }
-    free(o.shards);
-    gw_buf_free(&o.snappy);
-    pthread_cond_destroy(&o.cv_main);
-    pthread_mutex_destroy(&o.mu);
+    free(o->shards);
+    gw_buf_free(&o->snappy);
+    pthread_cond_destroy(&o->cv_main);
+    pthread_mutex_destroy(&o->mu);
+    return rc;
+}
+
+int gw_sim_output_run(struct gw_sim_gen *g, const struct gw_sim_output_opts *opts,
+                      struct gw_sim_output_stats *st_out, struct gw_error *err)
+{
+    struct out o;
+    struct gw_sim_output_stats st;
+    uint64_t t0_ns = gw_mono_ns(), round = 0;
+    int rc;
+
+    if (g == NULL || opts == NULL)
+        return gw_error_set(err, GW_EINVAL, "simulate output: missing generator or options");
+    if ((rc = output_check(opts, err)) != GW_OK)
+        return rc;
+    memset(&o, 0, sizeof o);
+    memset(&st, 0, sizeof st);
+    if ((rc = output_open(&o, g, opts, err)) == GW_OK && (rc = emit_metadata(&o, &st, err)) == GW_OK)
+        rc = output_loop(&o, t0_ns, &round, &st, err);
+    rc = output_close(&o, rc, &st, err);
     st.retries = o.retries;
     st.duplicates = o.duplicates;
     st.series = gw_sim_gen_series_count(g);

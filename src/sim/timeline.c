@@ -615,171 +615,245 @@ static int64_t retry_interval(struct bld *b)
     return gw_sim_rng_minutes(&b->rng, 11.4, 16.0);
 }
 
-static int gen_sessions(struct bld *b)
+/* The state of gen_sessions between sessions: the retry chain and what
+ * the next session avoids. */
+struct sess_gen {
+    int64_t t;                       /* start of the next session */
+    uint32_t next_chain, chain, attempt, retries;
+    int retrying;
+    int32_t excluded, manual_avoid, ep_suspect;
+    uint8_t *prev;                   /* the last session's members */
+};
+
+/* The members of the session starting at sg->t into mem (a fresh pick,
+ * or a retry of the last one without the excluded suspect) and their
+ * count; *excl_here the node left out. 1 when a fresh pick finds no node
+ * up (the chain waits), else 0. */
+static int sess_members(struct bld *b, struct sess_gen *sg, uint8_t *mem, uint32_t *cnt_out, int32_t *excl_here)
+{
+    const uint32_t n = b->n;
+    uint32_t cnt = 0;
+    *excl_here = -1;
+    if (!sg->retrying) {
+        sg->chain = sg->next_chain++;
+        sg->attempt = 0;
+        cnt = pick_fresh(b, sg->t, mem, sg->manual_avoid);
+        if (sg->manual_avoid >= 0) *excl_here = sg->manual_avoid;
+        sg->manual_avoid = -1;
+        *cnt_out = cnt;
+        if (cnt == 0) {
+            sg->next_chain--;
+            return 1;
+        }
+        return 0;
+    }
+    sg->attempt++;
+    memcpy(mem, sg->prev, n);
+    if (sg->excluded >= 0) {
+        *excl_here = sg->excluded;
+        if (mem[sg->excluded]) {
+            mem[sg->excluded] = 0;
+            for (uint32_t i = 0; i < n; i++)
+                if (b->spare[i] && !mem[i] && !node_down(b, i, sg->t)) { mem[i] = 1; break; }
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) cnt += mem[i];
+    if (cnt == 0 && sg->excluded >= 0) {          /* nobody left to run it: keep the suspect */
+        mem[sg->excluded] = 1;
+        cnt = 1;
+        *excl_here = -1;
+    }
+    *cnt_out = cnt;
+    return 0;
+}
+
+/* When the session starting at sg->t reaches steady training, whether its
+ * start fails (retries only), and its planned end. */
+static int64_t sess_plan(struct bld *b, const struct sess_gen *sg, const uint8_t *mem, int64_t *t_steady,
+                         int *start_fail)
 {
     struct gw_sim_rng *r = &b->rng;
-    const uint32_t n = b->n;
-    int64_t t = b->t0 + gw_sim_rng_minutes(r, 0, 30);
-    uint32_t next_chain = 0, chain = 0, attempt = 0, retries = 0;
-    int retrying = 0;
-    int32_t excluded = -1, manual_avoid = -1, ep_suspect = -1;
-    uint8_t *prev = calloc(n, 1);
-    if (!prev) return GW_ENOMEM;
-    int rc = GW_OK;
-    while (t < b->t1) {
-        uint8_t *mem = calloc(n, 1);
-        if (!mem) { rc = GW_ENOMEM; break; }
-        uint32_t cnt = 0;
-        int32_t excl_here = -1;
-        if (!retrying) {
-            chain = next_chain++;
-            attempt = 0;
-            cnt = pick_fresh(b, t, mem, manual_avoid);
-            if (manual_avoid >= 0) excl_here = manual_avoid;
-            manual_avoid = -1;
-            if (cnt == 0) {                           /* nothing is up: wait */
-                free(mem);
-                next_chain--;
-                t += 30 * GW_SIM_MIN_MS;
-                continue;
-            }
-        } else {
-            attempt++;
-            memcpy(mem, prev, n);
-            if (excluded >= 0) {
-                excl_here = excluded;
-                if (mem[excluded]) {
-                    mem[excluded] = 0;
-                    for (uint32_t i = 0; i < n; i++)
-                        if (b->spare[i] && !mem[i] && !node_down(b, i, t)) { mem[i] = 1; break; }
-                }
-            }
-            for (uint32_t i = 0; i < n; i++) cnt += mem[i];
-            if (cnt == 0 && excluded >= 0) {          /* nobody left to run it: keep the suspect */
-                mem[excluded] = 1;
-                cnt = 1;
-                excl_here = -1;
-            }
-        }
-        int64_t t_steady = t + gw_sim_rng_minutes(r, 5, 10);
-        int start_fail = 0;
-        int64_t planned;
-        if (retrying) {
-            int forced = 0;
-            for (uint32_t i = 0; i < n && !forced; i++)
-                if (mem[i] && node_down(b, i, t)) forced = 1;
-            start_fail = forced || !gw_sim_rng_chance(r, RETRY_START_OK_PROB);
-        }
-        if (start_fail) {
-            planned = t + (int64_t)((double)(t_steady - t) * gw_sim_rng_uniform(r, 0.4, 0.95));
-        } else {
-            double hours = 1.0 + gw_sim_rng_exp(r, 12.0);
-            if (hours > 72.0) hours = 72.0;
-            planned = t_steady + (int64_t)(hours * GW_SIM_HOUR_MS);
-        }
-        if (planned > b->t1) planned = b->t1;         /* still running when the data ends */
-        uint32_t sidx = (uint32_t)b->sess.n;
-        int32_t killer = first_hw_killer(b, mem, t, planned);
-        int64_t end = killer >= 0 ? FAIL(b, killer).t_kill : planned;
-        if (end > b->t1) end = b->t1;
-        /* app-level XIDs while training, some of which kill the session */
-        if (!start_fail && t_steady < end) {
-            double rate = APP_XID_PER_NODE_DAY * (double)cnt * b->c->failure_scale / GW_SIM_DAY_MS;
-            double ta = (double)t_steady;
-            while (rate > 0) {
-                ta += gw_sim_rng_exp(r, 1.0 / rate);
-                if (ta >= (double)end) break;
-                uint32_t k = 0;
-                for (uint32_t i = 0; i < n; i++) if (mem[i]) b->scratch[k++] = i;
-                struct gw_sim_failure *f = new_failure(b, NULL);
-                if (!f) { rc = GW_ENOMEM; break; }
-                f->cls = GW_SIM_APP_XID;
-                f->node = b->scratch[gw_sim_rng_below(r, k)];
-                f->gpu = (int32_t)gw_sim_rng_below(r, b->c->gpus);
-                f->xid = app_xid(b);
-                f->action = GW_SIM_ACT_RESTART_APP;
-                f->effect = GW_SIM_EFF_NONE;
-                f->t_fault = (int64_t)ta;
-                f->t_xid_visible = first_slot_at_or_after(b, f->t_fault);
-                f->t_recovered = f->t_fault + gw_sim_rng_minutes(r, 1, 3);
-                f->severity = gw_sim_rng_uniform(r, 0.3, 1.0);
-                if (gw_sim_rng_chance(r, APP_XID_KILL_PROB)) {
-                    killer = (int32_t)(b->fails.n - 1);
-                    end = f->t_fault;
-                    break;
-                }
-            }
-            if (rc) { free(mem); break; }
-        }
-        struct gw_sim_session *s = vec_push(&b->sess);
-        if (!s) { free(mem); rc = GW_ENOMEM; break; }
-        s->id = sidx;
-        s->chain = chain;
-        s->attempt = attempt;
-        s->t_start = t;
-        s->t_steady = t_steady;
-        s->t_end = end;
-        s->nodes = mem;
-        s->n_nodes = cnt;
-        s->excluded_node = excl_here;
-        s->failure = killer;
-        int reached = end > t_steady;
-        if (killer >= 0) {
-            s->outcome = reached ? GW_SIM_SESS_FAILED : GW_SIM_SESS_STARTUP_FAILED;
-            FAIL(b, killer).session = (int32_t)sidx;
-        } else {
-            s->outcome = start_fail ? GW_SIM_SESS_STARTUP_FAILED : GW_SIM_SESS_COMPLETED;
-        }
-        memcpy(prev, mem, n);
-        /* independent collective-abort bursts while training */
-        if (reached) {
-            double rate = COLLECTIVE_PER_DAY * b->c->failure_scale / GW_SIM_DAY_MS;
-            double tc = (double)t_steady;
-            while (rate > 0 && rc == GW_OK) {
-                tc += gw_sim_rng_exp(r, 1.0 / rate);
-                if (tc >= (double)end) break;
-                rc = add_collective(b, mem, (int64_t)tc, collective_xid(b), -1);
-            }
-            if (rc == GW_OK) rc = gen_checkpoints(b, sidx, t_steady, end);
-        }
-        if (rc == GW_OK && killer >= 0 && gw_sim_rng_chance(r, COLLECTIVE_AT_KILL_PROB)) {
-            int64_t tc = end + (int64_t)gw_sim_rng_uniform(r, 5000, 25000);
-            if (tc < b->t1) rc = add_collective(b, mem, tc, 45, (int32_t)FAIL(b, killer).node);
-        }
-        if (rc) break;
-        if (end >= b->t1) break;
-        /* what comes next */
-        if (killer < 0 && !start_fail) {              /* completed: next job after a gap */
-            retrying = 0;
-            t = end + gw_sim_rng_minutes(r, 5, 90);
-            continue;
-        }
-        int in_episode = retrying && !reached;
-        int32_t suspect = -1;
-        if (killer >= 0 && FAIL(b, killer).cls != GW_SIM_APP_XID) suspect = (int32_t)FAIL(b, killer).node;
-        if (!in_episode) {
-            retrying = gw_sim_rng_chance(r, AUTO_RETRY_PROB);
-            retries = 0;
-            excluded = -1;
-            ep_suspect = suspect;
-            if (retrying && suspect >= 0) {
-                double p = prior_failures(b, (uint32_t)suspect, FAIL(b, killer).t_fault) > 0
-                               ? EXCLUDE_REPEAT_PROB : EXCLUDE_FIRST_PROB;
-                if (gw_sim_rng_chance(r, p)) excluded = suspect;
-            }
-        }
-        if (retrying && retries < MAX_RETRIES) {
-            retries++;
-            t = (killer >= 0 ? end : s->t_start) + retry_interval(b);
-            continue;
-        }
-        /* manual recovery: a fresh chain later, often without the suspect */
-        retrying = 0;
-        if (suspect < 0 && killer < 0) suspect = ep_suspect;
-        manual_avoid = suspect >= 0 && gw_sim_rng_chance(r, MANUAL_EXCLUDE_PROB) ? suspect : -1;
-        t = end + gw_sim_rng_minutes(r, 30, 300);
+    int64_t t = sg->t, planned;
+    *t_steady = t + gw_sim_rng_minutes(r, 5, 10);
+    *start_fail = 0;
+    if (sg->retrying) {
+        int forced = 0;
+        for (uint32_t i = 0; i < b->n && !forced; i++)
+            if (mem[i] && node_down(b, i, t)) forced = 1;
+        *start_fail = forced || !gw_sim_rng_chance(r, RETRY_START_OK_PROB);
     }
-    free(prev);
+    if (*start_fail) {
+        planned = t + (int64_t)((double)(*t_steady - t) * gw_sim_rng_uniform(r, 0.4, 0.95));
+    } else {
+        double hours = 1.0 + gw_sim_rng_exp(r, 12.0);
+        if (hours > 72.0) hours = 72.0;
+        planned = *t_steady + (int64_t)(hours * GW_SIM_HOUR_MS);
+    }
+    if (planned > b->t1) planned = b->t1;         /* still running when the data ends */
+    return planned;
+}
+
+/* App-level XIDs while training (t_steady .. *end), some of which kill the
+ * session: then *killer and *end are the killing one's. */
+static int sess_app_xids(struct bld *b, const uint8_t *mem, uint32_t cnt, int64_t t_steady, int64_t *end,
+                         int32_t *killer)
+{
+    struct gw_sim_rng *r = &b->rng;
+    double rate = APP_XID_PER_NODE_DAY * (double)cnt * b->c->failure_scale / GW_SIM_DAY_MS;
+    double ta = (double)t_steady;
+    while (rate > 0) {
+        ta += gw_sim_rng_exp(r, 1.0 / rate);
+        if (ta >= (double)*end) break;
+        uint32_t k = 0;
+        for (uint32_t i = 0; i < b->n; i++) if (mem[i]) b->scratch[k++] = i;
+        struct gw_sim_failure *f = new_failure(b, NULL);
+        if (!f) return GW_ENOMEM;
+        f->cls = GW_SIM_APP_XID;
+        f->node = b->scratch[gw_sim_rng_below(r, k)];
+        f->gpu = (int32_t)gw_sim_rng_below(r, b->c->gpus);
+        f->xid = app_xid(b);
+        f->action = GW_SIM_ACT_RESTART_APP;
+        f->effect = GW_SIM_EFF_NONE;
+        f->t_fault = (int64_t)ta;
+        f->t_xid_visible = first_slot_at_or_after(b, f->t_fault);
+        f->t_recovered = f->t_fault + gw_sim_rng_minutes(r, 1, 3);
+        f->severity = gw_sim_rng_uniform(r, 0.3, 1.0);
+        if (gw_sim_rng_chance(r, APP_XID_KILL_PROB)) {
+            *killer = (int32_t)(b->fails.n - 1);
+            *end = f->t_fault;
+            break;
+        }
+    }
+    return GW_OK;
+}
+
+/* Independent collective-abort bursts while training, the session's
+ * checkpoints, and a collective abort right after a killing failure. */
+static int sess_events(struct bld *b, uint32_t sidx, const uint8_t *mem, int reached, int64_t t_steady,
+                       int64_t end, int32_t killer)
+{
+    struct gw_sim_rng *r = &b->rng;
+    int rc = GW_OK;
+    if (reached) {
+        double rate = COLLECTIVE_PER_DAY * b->c->failure_scale / GW_SIM_DAY_MS;
+        double tc = (double)t_steady;
+        while (rate > 0 && rc == GW_OK) {
+            tc += gw_sim_rng_exp(r, 1.0 / rate);
+            if (tc >= (double)end) break;
+            rc = add_collective(b, mem, (int64_t)tc, collective_xid(b), -1);
+        }
+        if (rc == GW_OK) rc = gen_checkpoints(b, sidx, t_steady, end);
+    }
+    if (rc == GW_OK && killer >= 0 && gw_sim_rng_chance(r, COLLECTIVE_AT_KILL_PROB)) {
+        int64_t tc = end + (int64_t)gw_sim_rng_uniform(r, 5000, 25000);
+        if (tc < b->t1) rc = add_collective(b, mem, tc, 45, (int32_t)FAIL(b, killer).node);
+    }
+    return rc;
+}
+
+/* What comes after a session (started at t_start, ended at end, killed by
+ * killer or -1): the next job after a gap, an automatic retry (maybe
+ * without the suspect), or a manual recovery later; sg->t moves on. */
+static void sess_next(struct bld *b, struct sess_gen *sg, int64_t t_start, int64_t end, int32_t killer,
+                      int start_fail, int reached)
+{
+    struct gw_sim_rng *r = &b->rng;
+    if (killer < 0 && !start_fail) {              /* completed: next job after a gap */
+        sg->retrying = 0;
+        sg->t = end + gw_sim_rng_minutes(r, 5, 90);
+        return;
+    }
+    int in_episode = sg->retrying && !reached;
+    int32_t suspect = -1;
+    if (killer >= 0 && FAIL(b, killer).cls != GW_SIM_APP_XID) suspect = (int32_t)FAIL(b, killer).node;
+    if (!in_episode) {
+        sg->retrying = gw_sim_rng_chance(r, AUTO_RETRY_PROB);
+        sg->retries = 0;
+        sg->excluded = -1;
+        sg->ep_suspect = suspect;
+        if (sg->retrying && suspect >= 0) {
+            double p = prior_failures(b, (uint32_t)suspect, FAIL(b, killer).t_fault) > 0
+                           ? EXCLUDE_REPEAT_PROB : EXCLUDE_FIRST_PROB;
+            if (gw_sim_rng_chance(r, p)) sg->excluded = suspect;
+        }
+    }
+    if (sg->retrying && sg->retries < MAX_RETRIES) {
+        sg->retries++;
+        sg->t = (killer >= 0 ? end : t_start) + retry_interval(b);
+        return;
+    }
+    /* manual recovery: a fresh chain later, often without the suspect */
+    sg->retrying = 0;
+    if (suspect < 0 && killer < 0) suspect = sg->ep_suspect;
+    sg->manual_avoid = suspect >= 0 && gw_sim_rng_chance(r, MANUAL_EXCLUDE_PROB) ? suspect : -1;
+    sg->t = end + gw_sim_rng_minutes(r, 30, 300);
+}
+
+/* One session starting at sg->t: members, plan, failures, the session
+ * record, its events; *done when the data ends with it. */
+static int sess_one(struct bld *b, struct sess_gen *sg, int *done)
+{
+    const uint32_t n = b->n;
+    uint8_t *mem = calloc(n, 1);
+    if (!mem) return GW_ENOMEM;
+    int32_t excl_here;
+    uint32_t cnt;
+    if (sess_members(b, sg, mem, &cnt, &excl_here)) {   /* nothing is up: wait */
+        free(mem);
+        sg->t += 30 * GW_SIM_MIN_MS;
+        return GW_OK;
+    }
+    int64_t t = sg->t, t_steady;
+    int start_fail;
+    int64_t planned = sess_plan(b, sg, mem, &t_steady, &start_fail);
+    uint32_t sidx = (uint32_t)b->sess.n;
+    int32_t killer = first_hw_killer(b, mem, t, planned);
+    int64_t end = killer >= 0 ? FAIL(b, killer).t_kill : planned;
+    if (end > b->t1) end = b->t1;
+    if (!start_fail && t_steady < end && sess_app_xids(b, mem, cnt, t_steady, &end, &killer) != GW_OK) {
+        free(mem);
+        return GW_ENOMEM;
+    }
+    struct gw_sim_session *s = vec_push(&b->sess);
+    if (!s) { free(mem); return GW_ENOMEM; }
+    s->id = sidx;
+    s->chain = sg->chain;
+    s->attempt = sg->attempt;
+    s->t_start = t;
+    s->t_steady = t_steady;
+    s->t_end = end;
+    s->nodes = mem;
+    s->n_nodes = cnt;
+    s->excluded_node = excl_here;
+    s->failure = killer;
+    int reached = end > t_steady;
+    if (killer >= 0) {
+        s->outcome = reached ? GW_SIM_SESS_FAILED : GW_SIM_SESS_STARTUP_FAILED;
+        FAIL(b, killer).session = (int32_t)sidx;
+    } else {
+        s->outcome = start_fail ? GW_SIM_SESS_STARTUP_FAILED : GW_SIM_SESS_COMPLETED;
+    }
+    memcpy(sg->prev, mem, n);
+    int rc = sess_events(b, sidx, mem, reached, t_steady, end, killer);
+    if (rc) return rc;
+    if (end >= b->t1) {
+        *done = 1;
+        return GW_OK;
+    }
+    sess_next(b, sg, t, end, killer, start_fail, reached);
+    return GW_OK;
+}
+
+static int gen_sessions(struct bld *b)
+{
+    struct sess_gen sg = {.excluded = -1, .manual_avoid = -1, .ep_suspect = -1};
+    int rc = GW_OK, done = 0;
+    sg.t = b->t0 + gw_sim_rng_minutes(&b->rng, 0, 30);
+    sg.prev = calloc(b->n, 1);
+    if (!sg.prev) return GW_ENOMEM;
+    while (sg.t < b->t1 && !done && rc == GW_OK)
+        rc = sess_one(b, &sg, &done);
+    free(sg.prev);
     return rc;
 }
 

@@ -129,7 +129,7 @@ static int blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_sta
             return GW_EINVAL;
         if (v2 && entries[i].col > ncols)
             return GW_EINVAL;
-        size_t len = entries[i].len + (v2 ? gw_store_uvarint_len(entries[i].col) : 0);
+        size_t len = entries[i].len + (v2 ? gw_uvarint_len(entries[i].col) : 0);
         if (len > GW_BLOB_MAX - total)
             return GW_ELIMIT;
         total += len;

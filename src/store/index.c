@@ -20,16 +20,12 @@ int gw_store_postings_get(struct gw_store_txn *t, const char *name, size_t name_
                           size_t value_len, struct gw_postings *out)
 {
     out->n = 0;
-    MDB_dbi dp, dpr, dpi;
-    int rc = gw_store_fixed_dbi(t, DB_POSTINGS, &dp);
-    if (rc == GW_OK)
-        rc = gw_store_fixed_dbi(t, DB_PAIRS, &dpr);
-    if (rc == GW_OK)
-        rc = gw_store_fixed_dbi(t, DB_PAIR_IDS, &dpi);
-    if (rc == GW_ENOTFOUND)
-        return GW_OK;
+    static const int which[] = {DB_POSTINGS, DB_PAIRS, DB_PAIR_IDS};
+    MDB_dbi db[3];
+    int rc = gw_store_fixed_dbis(t, 0, which, 3, db);
     if (rc != GW_OK)
-        return rc;
+        return rc == GW_ENOTFOUND ? GW_OK : rc;
+    MDB_dbi dp = db[0], dpr = db[1], dpi = db[2];
     uint8_t key[GW_KEY_MAX];
     size_t kl;
     if (gw_store_pair_key(key, &kl, name, name_len, value, value_len) != GW_OK)
@@ -325,15 +321,10 @@ int gw_store_postings_matching(struct gw_store_txn *t, const char *name, size_t 
 
 int gw_store_label_names(struct gw_store_txn *t, gw_store_value_cb cb, void *ud)
 {
-    MDB_dbi dpr;
-    int rc = gw_store_fixed_dbi(t, DB_PAIRS, &dpr);
-    if (rc == GW_ENOTFOUND)
-        return GW_OK;
-    if (rc != GW_OK)
-        return rc;
     MDB_cursor *c;
-    if ((rc = gw_store_cursor_open(t, dpr, &c)) != GW_OK)
-        return rc;
+    int rc = gw_store_fixed_cursor(t, DB_PAIRS, &c);
+    if (rc != GW_OK)
+        return rc == GW_ENOTFOUND ? GW_OK : rc;
     uint8_t seek[GW_KEY_MAX + 1];
     MDB_val k, d;
     int mrc = mdb_cursor_get(c, &k, &d, MDB_FIRST);
@@ -367,15 +358,10 @@ int gw_store_label_names(struct gw_store_txn *t, gw_store_value_cb cb, void *ud)
 int gw_store_postings_all(struct gw_store_txn *t, struct gw_postings *out)
 {
     out->n = 0;
-    MDB_dbi ds;
-    int rc = gw_store_fixed_dbi(t, DB_SERIES, &ds);
-    if (rc == GW_ENOTFOUND)
-        return GW_OK;
-    if (rc != GW_OK)
-        return rc;
     MDB_cursor *c;
-    if ((rc = gw_store_cursor_open(t, ds, &c)) != GW_OK)
-        return rc;
+    int rc = gw_store_fixed_cursor(t, DB_SERIES, &c);
+    if (rc != GW_OK)
+        return rc == GW_ENOTFOUND ? GW_OK : rc;
     MDB_val k, d;
     int mrc;
     for (mrc = mdb_cursor_get(c, &k, &d, MDB_FIRST); mrc == MDB_SUCCESS;

@@ -41,7 +41,7 @@ static int labels_check(const uint8_t *labels, size_t len, size_t *count)
         int krc = gw_store_pair_key(key, &kl, n, nl, v, vl);
         if (krc != GW_OK)
             return krc;
-        total += gw_store_uvarint_len(nl) + nl + gw_store_uvarint_len(vl) + vl;
+        total += gw_uvarint_len(nl) + nl + gw_uvarint_len(vl) + vl;
         c++;
     }
     if (rc != 0 || c == 0 || total != len)
@@ -121,7 +121,7 @@ static int rebuild_labels(struct gw_store_txn *t, MDB_dbi dids, const struct gw_
         size_t vl = tx[i].mv_size - nl - 1;
         if (nl == 0 || vl == 0)
             return GW_ECORRUPT;
-        total += gw_store_uvarint_len(nl) + nl + gw_store_uvarint_len(vl) + vl;
+        total += gw_uvarint_len(nl) + nl + gw_uvarint_len(vl) + vl;
     }
     if (off != r->ids_len)
         return GW_ECORRUPT;
@@ -165,20 +165,12 @@ static int series_decode(struct gw_store_txn *t, uint64_t sid, const MDB_val *d,
 int gw_store_series_put(struct gw_store_txn *t, uint64_t sid, uint64_t hash, uint32_t node_id,
                         uint16_t gpu, const uint8_t *labels, size_t labels_len)
 {
-    MDB_dbi ds, dh, dp, dpr, dpi;
-    int rc = gw_store_need_write(t);
-    if (rc == GW_OK)
-        rc = gw_store_fixed_dbi(t, DB_SERIES, &ds);
-    if (rc == GW_OK)
-        rc = gw_store_fixed_dbi(t, DB_SHASH, &dh);
-    if (rc == GW_OK)
-        rc = gw_store_fixed_dbi(t, DB_POSTINGS, &dp);
-    if (rc == GW_OK)
-        rc = gw_store_fixed_dbi(t, DB_PAIRS, &dpr);
-    if (rc == GW_OK)
-        rc = gw_store_fixed_dbi(t, DB_PAIR_IDS, &dpi);
+    static const int which[] = {DB_SERIES, DB_SHASH, DB_POSTINGS, DB_PAIRS, DB_PAIR_IDS};
+    MDB_dbi db[5];
+    int rc = gw_store_fixed_dbis(t, 1, which, 5, db);
     if (rc != GW_OK)
         return rc;
+    MDB_dbi ds = db[0], dh = db[1], dp = db[2], dpr = db[3], dpi = db[4];
     if (sid > UINT32_MAX)
         return GW_ELIMIT;
     if (!labels || labels_len == 0)
@@ -307,16 +299,12 @@ int gw_store_series_put(struct gw_store_txn *t, uint64_t sid, uint64_t hash, uin
 
 int gw_store_series_get(struct gw_store_txn *t, uint64_t sid, struct gw_store_series *out)
 {
-    MDB_dbi ds;
-    int rc = gw_store_fixed_dbi(t, DB_SERIES, &ds);
+    uint8_t kb[8];
+    MDB_val d;
+    gw_put_be64(kb, sid);
+    int rc = gw_store_fixed_get(t, DB_SERIES, kb, 8, &d, "series get");
     if (rc != GW_OK)
         return rc;
-    uint8_t kb[8];
-    gw_put_be64(kb, sid);
-    MDB_val k = {8, kb}, d;
-    int mrc = mdb_get(t->txn, ds, &k, &d);
-    if (mrc != MDB_SUCCESS)
-        return gw_store_terr(t, mrc, "series get");
     return series_decode(t, sid, &d, scratch(t), out);
 }
 
@@ -401,15 +389,10 @@ int gw_store_series_by_hash(struct gw_store_txn *t, uint64_t hash, uint64_t *sid
 
 int gw_store_series_each(struct gw_store_txn *t, gw_store_series_cb cb, void *ud)
 {
-    MDB_dbi ds;
-    int rc = gw_store_fixed_dbi(t, DB_SERIES, &ds);
-    if (rc == GW_ENOTFOUND)
-        return GW_OK;
-    if (rc != GW_OK)
-        return rc;
     MDB_cursor *c;
-    if ((rc = gw_store_cursor_open(t, ds, &c)) != GW_OK)
-        return rc;
+    int rc = gw_store_fixed_cursor(t, DB_SERIES, &c);
+    if (rc != GW_OK)
+        return rc == GW_ENOTFOUND ? GW_OK : rc;
     /* Labels live until the callback returns: one series at a time. */
     struct gw_arena a;
     gw_arena_init(&a, 16384, 0);
@@ -548,16 +531,12 @@ static int shash_delete(struct gw_store_txn *t, MDB_dbi dh, uint64_t hash, const
 
 int gw_store_series_delete(struct gw_store_txn *t, uint64_t sid)
 {
-    MDB_dbi ds, dh, dp;
-    int rc = gw_store_need_write(t);
-    if (rc == GW_OK)
-        rc = gw_store_fixed_dbi(t, DB_SERIES, &ds);
-    if (rc == GW_OK)
-        rc = gw_store_fixed_dbi(t, DB_SHASH, &dh);
-    if (rc == GW_OK)
-        rc = gw_store_fixed_dbi(t, DB_POSTINGS, &dp);
+    static const int which[] = {DB_SERIES, DB_SHASH, DB_POSTINGS};
+    MDB_dbi db[3];
+    int rc = gw_store_fixed_dbis(t, 1, which, 3, db);
     if (rc != GW_OK)
         return rc;
+    MDB_dbi ds = db[0], dh = db[1], dp = db[2];
     if (sid > UINT32_MAX)
         return GW_ENOTFOUND;
     uint8_t kb[8], sb[4];
@@ -670,16 +649,12 @@ int gw_store_node_name(struct gw_store_txn *t, uint32_t id, const char **name, s
         *len = 0;
         return GW_OK;
     }
-    MDB_dbi di;
-    int rc = gw_store_fixed_dbi(t, DB_NODE_IDS, &di);
+    uint8_t ib[4];
+    MDB_val d;
+    gw_put_be32(ib, id);
+    int rc = gw_store_fixed_get(t, DB_NODE_IDS, ib, 4, &d, "node name get");
     if (rc != GW_OK)
         return rc;
-    uint8_t ib[4];
-    gw_put_be32(ib, id);
-    MDB_val k = {4, ib}, d;
-    int mrc = mdb_get(t->txn, di, &k, &d);
-    if (mrc != MDB_SUCCESS)
-        return gw_store_terr(t, mrc, "node name get");
     *name = d.mv_data;
     *len = d.mv_size;
     return GW_OK;

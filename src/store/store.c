@@ -391,15 +391,10 @@ int gw_store_metadata_put(struct gw_store_txn *t, const char *metric, size_t met
 
 int gw_store_metadata_each(struct gw_store_txn *t, gw_store_metadata_cb cb, void *ud)
 {
-    MDB_dbi dm;
-    int rc = gw_store_fixed_dbi(t, DB_MMETA, &dm);
-    if (rc == GW_ENOTFOUND)
-        return GW_OK;
-    if (rc != GW_OK)
-        return rc;
     MDB_cursor *c;
-    if ((rc = gw_store_cursor_open(t, dm, &c)) != GW_OK)
-        return rc;
+    int rc = gw_store_fixed_cursor(t, DB_MMETA, &c);
+    if (rc != GW_OK)
+        return rc == GW_ENOTFOUND ? GW_OK : rc;
     MDB_val k, d;
     int mrc;
     for (mrc = mdb_cursor_get(c, &k, &d, MDB_FIRST); mrc == MDB_SUCCESS;

@@ -243,17 +243,46 @@ static inline int gw_store_need_write(struct gw_store_txn *t)
     return (t && t->txn && t->write) ? GW_OK : GW_EINVAL;
 }
 
+/* The handles of the n fixed databases which[] into dbi[], as
+ * gw_store_fixed_dbi gives them; with write, t must be a write txn
+ * (GW_EINVAL). The first error wins. */
+static inline int gw_store_fixed_dbis(struct gw_store_txn *t, int write, const int *which, size_t n, MDB_dbi *dbi)
+{
+    int rc = write ? gw_store_need_write(t) : GW_OK;
+    for (size_t i = 0; i < n && rc == GW_OK; i++)
+        rc = gw_store_fixed_dbi(t, which[i], &dbi[i]);
+    return rc;
+}
+
 static inline int gw_store_cursor_open(struct gw_store_txn *t, MDB_dbi dbi, MDB_cursor **c)
 {
     int mrc = mdb_cursor_open(t->txn, dbi, c);
     return mrc == MDB_SUCCESS ? GW_OK : gw_store_terr(t, mrc, "cursor open");
 }
 
-/* Bytes of v as a uvarint (what gw_uvarint_put writes). */
-static inline size_t gw_store_uvarint_len(uint64_t v)
+/* The value of key in fixed database `which` into *d (borrowed: valid
+ * until the txn writes or ends); GW_OK, or the error (what names the
+ * operation in its message, e.g. "series get"). */
+static inline int gw_store_fixed_get(struct gw_store_txn *t, int which, void *key, size_t klen, MDB_val *d,
+                                     const char *what)
 {
-    uint8_t b[10];
-    return gw_uvarint_put(b, v);
+    MDB_dbi dbi;
+    int rc = gw_store_fixed_dbi(t, which, &dbi);
+    if (rc != GW_OK)
+        return rc;
+    MDB_val k = {klen, key};
+    int mrc = mdb_get(t->txn, dbi, &k, d);
+    return mrc == MDB_SUCCESS ? GW_OK : gw_store_terr(t, mrc, what);
+}
+
+/* A cursor on fixed database `which` (close it with mdb_cursor_close):
+ * GW_OK, GW_ENOTFOUND when the store does not have the database (to a
+ * scan: nothing stored), or an error. */
+static inline int gw_store_fixed_cursor(struct gw_store_txn *t, int which, MDB_cursor **c)
+{
+    MDB_dbi dbi;
+    int rc = gw_store_fixed_dbi(t, which, &dbi);
+    return rc == GW_OK ? gw_store_cursor_open(t, dbi, c) : rc;
 }
 
 #endif /* GW_STORE_INT_H */
