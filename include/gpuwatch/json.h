@@ -1,5 +1,6 @@
 /* gpuwatch/json.h - the one JSON writer: strings, numbers, Prometheus
- * sample values and timestamps, RFC 3339 times, appended to a gw_buf.
+ * sample values and timestamps, RFC 3339 times, appended to a gw_buf
+ * (and RFC 3339 times read back).
  * Formats follow Go (encoding/json, strconv) so that what gpuwatch writes
  * reads exactly like what Prometheus and Alertmanager write; examples in
  * src/base/json.c. Every appender returns GW_OK or the gw_buf error.
@@ -28,6 +29,10 @@ size_t gw_json_format_ts(int64_t t_ms, char *out, size_t cap);
 size_t gw_format_rfc3339(int64_t t_ms, char *out, size_t cap);
 /* The same, to the second (milliseconds dropped): for tables and logs. */
 size_t gw_format_rfc3339_s(int64_t t_ms, char *out, size_t cap);
+/* Reads YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM) (fraction cut to
+ * ms, 't'/'z' accepted) as Unix ms: GW_OK, or GW_EPARSE for anything else
+ * (an impossible date, no zone, text after it). */
+int gw_parse_rfc3339(const char *s, int64_t *out_ms);
 
 /* A quoted JSON string (escapes like Go's encoding/json with HTML escaping;
  * invalid UTF-8 becomes U+FFFD). gw_json_cstr: NUL-terminated, NULL = "". */

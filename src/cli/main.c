@@ -271,6 +271,7 @@ static const struct {
     {"simulate", gw_cli_simulate, "simulate a GPU cluster's exporters and remote-write them (with ground truth)"},
     {"evaluate", gw_cli_evaluate, "score the failure detectors against a simulated cluster's ground truth"},
     {"exclusions", gw_cli_exclusions, "the nodes to keep out of the next job (node ledger), for a scheduler"},
+    {"report", gw_cli_report, "reliability report of a data dir (Markdown or HTML; read-only)"},
     {"version", cmd_version, "print the version"},
 };
 
