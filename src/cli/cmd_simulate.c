@@ -51,46 +51,11 @@ static int parse_start(const char *v, int64_t interval_ms, int64_t *out)
         *out = (int64_t)ms;
         return 0;
     }
-    struct tm tm;
-    memset(&tm, 0, sizeof tm);
-    const char *p = strptime(v, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (p == NULL)
+    int64_t t;
+    if (gw_parse_rfc3339(v, &t) != GW_OK || t < 0)
         return -1;
-    int64_t frac_ms = 0;
-    if (*p == '.') {
-        int digits = 0;
-        p++;
-        while (*p >= '0' && *p <= '9') {
-            if (digits < 3) {
-                frac_ms = frac_ms * 10 + (*p - '0');
-                digits++;
-            }
-            p++;
-        }
-        if (digits == 0)
-            return -1;
-        while (digits++ < 3)
-            frac_ms *= 10;
-    }
-    int64_t off_s = 0;
-    if (*p == 'Z' || *p == 'z') {
-        p++;
-    } else if ((*p == '+' || *p == '-') && p[1] >= '0' && p[1] <= '9' && p[2] >= '0' && p[2] <= '9' &&
-               p[3] == ':' && p[4] >= '0' && p[4] <= '9' && p[5] >= '0' && p[5] <= '9') {
-        off_s = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 + ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
-        if (*p == '-')
-            off_s = -off_s;
-        p += 6;
-    } else {
-        return -1;
-    }
-    if (*p != '\0')
-        return -1;
-    time_t t = timegm(&tm);
-    if (t == (time_t)-1 || t < 0)
-        return -1;
-    *out = ((int64_t)t - off_s) * 1000 + frac_ms;
-    return *out >= 0 ? 0 : -1;
+    *out = t;
+    return 0;
 }
 
 static void fmt_time(int64_t ms, char *out, size_t n)

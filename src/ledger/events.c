@@ -109,74 +109,11 @@ static int lev_fail(struct gw_error *err, int rc, size_t line, const char *fmt, 
 
 /* ---------------------------------------------------------------- time */
 
-static int64_t lev_days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    unsigned yoe = (unsigned)(y - era * 400);
-    unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (int64_t)doe - 719468;
-}
-
-static int lev_digits(const char *s, size_t n, unsigned *out)
-{
-    unsigned v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9') return -1;
-        v = v * 10 + (unsigned)(s[i] - '0');
-    }
-    *out = v;
-    return 0;
-}
-
-/* RFC 3339: YYYY-MM-DDTHH:MM:SS[.frac](Z|+hh:mm|-hh:mm), 'T' and 'Z' in
- * either case; the fraction is truncated to ms. 0 or -1. */
-static int lev_rfc3339(const char *s, size_t len, int64_t *out)
-{
-    unsigned y, mo, d, h, mi, sec, oh = 0, om = 0;
-    if (len < 20 || lev_digits(s, 4, &y) || s[4] != '-' || lev_digits(s + 5, 2, &mo) || s[7] != '-' ||
-        lev_digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') || lev_digits(s + 11, 2, &h) || s[13] != ':' ||
-        lev_digits(s + 14, 2, &mi) || s[16] != ':' || lev_digits(s + 17, 2, &sec))
-        return -1;
-    static const unsigned mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    if (mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || (mo == 2 && d == 29 && !leap) || h > 23 || mi > 59 ||
-        sec > 59)
-        return -1;
-    size_t i = 19;
-    int64_t ms = 0;
-    if (s[i] == '.') {
-        size_t f = ++i;
-        while (i < len && s[i] >= '0' && s[i] <= '9') {
-            if (i - f < 3) ms = ms * 10 + (s[i] - '0');
-            i++;
-        }
-        if (i == f) return -1;
-        for (size_t k = i - f; k < 3; k++) ms *= 10;
-    }
-    int sign = 0;
-    if (i < len && (s[i] == 'Z' || s[i] == 'z')) {
-        i++;
-    } else if (i + 6 == len && (s[i] == '+' || s[i] == '-') && s[i + 3] == ':' && !lev_digits(s + i + 1, 2, &oh) &&
-               !lev_digits(s + i + 4, 2, &om) && oh <= 23 && om <= 59) {
-        sign = s[i] == '+' ? 1 : -1;
-        i += 6;
-    } else {
-        return -1;
-    }
-    if (i != len) return -1;
-    int64_t t = lev_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
-    t -= sign * (int64_t)(oh * 3600 + om * 60);
-    *out = t * 1000 + ms;
-    return 0;
-}
-
 static int lev_time(json_t *v, size_t line, int64_t *out, struct gw_error *err)
 {
     int64_t t;
     if (json_is_string(v)) {
-        if (lev_rfc3339(json_string_value(v), json_string_length(v), &t))
+        if (strlen(json_string_value(v)) != json_string_length(v) || gw_parse_rfc3339(json_string_value(v), &t) != GW_OK)
             return lev_fail(err, GW_EINVAL, line, "\"time\" \"%.40s\" is not an RFC 3339 time", json_string_value(v));
     } else if (json_is_integer(v)) {
         json_int_t s = json_integer_value(v);

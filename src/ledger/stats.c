@@ -62,6 +62,7 @@ static void goodput(struct led_ctx *x, struct gw_led_stats *st)
             lost = w;
         } else continue;
         st->gpu_hours_lost += lost;
+        if (s->failure >= 0) x->r->failures[s->failure].lost_gpu_hours += lost;
         const char *cls = s->failure >= 0 ? r->failures[s->failure].cls : "unknown";
         if (s->failure < 0 && s->outcome == GW_LED_FAILED) cls = "app";
         add_cause(st, cls, lost, s->failure >= 0);
