@@ -254,22 +254,6 @@ uint32_t det_d7_code(const uint8_t *labels, size_t len, const char *name, size_t
 
 /* ------------------------------------------------------------ config, rules */
 
-void det_d7_config_default(struct gw_det_config *c)
-{
-    c->ckpt_enable = 1;
-    c->ckpt_min_nodes = 3;
-    c->ckpt_rise_ratio = 10;
-    c->ckpt_floor_bps = 16.0 * 1048576.0;
-    c->ckpt_end_buckets = 2;
-    c->ckpt_min_buckets = 2;
-    c->ckpt_queue_share = 0.5;
-    c->ckpt_backlog = 1;
-    c->ckpt_link_util = 0.8;
-    c->ckpt_server_rtt_ratio = 4;
-    c->ckpt_stall_ratio = 3;
-    c->ckpt_stall_history = 5;
-    c->ckpt_stall_max_ratio = 1.5;
-}
 
 void det_d7_rules(struct gw_alerts *a, const struct gw_det_config *c)
 {

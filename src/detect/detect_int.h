@@ -292,7 +292,6 @@ void det_d8_free(struct gw_det *d);
 /* D7: the kind of a mountstats / NIC / InfiniBand series (series.code), or
  * UINT32_MAX when D7 does not read it (other NFS operations, lo). */
 uint32_t det_d7_code(const uint8_t *labels, size_t len, const char *name, size_t name_len);
-void det_d7_config_default(struct gw_det_config *c);
 void det_d7_free(struct gw_det *d);
 /* D7's part of the snapshot: its size, written at p, read from p (after the nodes). */
 size_t det_d7_snap_size(const struct gw_det *d);

@@ -103,66 +103,6 @@ int gw_det_wants_metric(const char *name, size_t len)
 
 /* ------------------------------------------------------------------ config */
 
-void gw_det_config_default(struct gw_det_config *c)
-{
-    memset(c, 0, sizeof *c);
-    for (int i = 1; i <= 6; i++) c->enable[i] = 1;
-    c->interval_ms = 0;
-    c->grace_ms = 0;
-    c->lateness_ms = 0;
-    snprintf(c->node_labels, sizeof c->node_labels, "%s",
-             "node,kubernetes_node,nodename,hostname,Hostname,host,exported_instance,instance");
-    c->strip_domain = 1;
-    c->sentinel_min = 1e15;
-    c->xid_hold_ms = 30 * 60000;
-    c->collective_window_ms = 60000;
-    c->collective_nodes = 3;
-    c->repeat_bursts = 5;
-    c->repeat_window_ms = 24 * 3600000LL;
-    c->burst_gap_ms = 180000;
-    c->remap_count = 2;
-    c->remap_window_ms = 72 * 3600000LL;
-    c->sbe_count = 3;
-    c->sbe_window_ms = 24 * 3600000LL;
-    c->pending_for_ms = 60000;
-    c->memory_hold_ms = 7 * 86400000LL;
-    c->link_hits = 2;
-    c->link_of = 4;
-    c->link_burst = 1000;
-    c->link_hold_ms = 60 * 60000;
-    c->frozen_util = 90;
-    c->frozen_power_ratio = 0.4;
-    c->frozen_clock_ratio = 0.5;
-    c->frozen_buckets = 2;
-    c->frozen_same = 3;
-    c->collapse_ratio = 0.5;
-    c->collapse_buckets = 2;
-    c->mem_avail_ratio = 0.05;
-    c->swap_rate = 2000;
-    c->mempress_buckets = 2;
-    c->mask_fraction = 0.5;
-    c->mask_ms = 5 * 60000;
-    c->min_peers = 4;
-    c->vanish_intervals = 2.5;
-    c->sentinel_scrapes = 2;
-    c->exporter_down_ms = 5 * 60000;
-    c->silent_intervals = 6;
-    c->throttle_hits = 2;
-    c->throttle_of = 3;
-    c->throttle_clock_loss = 0.05;
-    c->throttle_temp_excess = 5;
-    c->throttle_long_ms = 5 * 60000;
-    c->temp_warn = 85;
-    c->temp_crit = 92;
-    c->temp_warn_ms = 5 * 60000;
-    c->temp_crit_ms = 2 * 60000;
-    c->hbm_temp_warn = 95;
-    c->slow_hold_ms = 30 * 60000;
-    det_d7_config_default(c);
-    c->act_enable = 1;
-    c->act_fb_mib = 1024;
-    c->act_train_util = 30;
-}
 
 /* ------------------------------------------------------------------ helpers */
 

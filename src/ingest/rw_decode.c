@@ -151,22 +151,19 @@ static int skip_value(const struct pctx *c, const uint8_t **pp, const uint8_t *e
                         (unsigned long long)(key >> 3), msg);
         break;
     case 1:
-        if (end - p < 8)
-            return fail(c, *pp, "truncated fixed64 in field %llu of %s",
+    case 5: {
+        ptrdiff_t w = wt == 1 ? 8 : 4;   /* fixed64 / fixed32 */
+        if (end - p < w)
+            return fail(c, *pp, "truncated fixed%d in field %llu of %s", (int)(w * 8),
                         (unsigned long long)(key >> 3), msg);
-        p += 8;
+        p += w;
         break;
+    }
     case 2:
         p = get_bytes(p, end, &s, &n);
         if (p == NULL)
             return fail(c, *pp, "length-delimited field %llu of %s overruns its message",
                         (unsigned long long)(key >> 3), msg);
-        break;
-    case 5:
-        if (end - p < 4)
-            return fail(c, *pp, "truncated fixed32 in field %llu of %s",
-                        (unsigned long long)(key >> 3), msg);
-        p += 4;
         break;
     case 3:
     case 4:
