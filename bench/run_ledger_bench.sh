@@ -14,7 +14,9 @@
 #    --data-dir` answers, each timed (wall clock, best of RUNS).
 #
 # Usage: bench/run_ledger_bench.sh [--build DIR] [--seeds 11,12,13] [--days 55]
-#          [--runs 3] [--out FILE] [--keep DIR]
+#          [--runs 3] [--out FILE] [--keep DIR] [--history DIR]
+# --history DIR: time the report on a history written before (by
+# `gpuwatch evaluate --ledger --seed N --history-dir DIR`); skips 1 and 2.
 # The report of the timed run is kept as FILE.html next to --out when given.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,6 +26,7 @@ days=55
 runs=3
 out=
 keep=
+history=
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -32,7 +35,8 @@ while [ $# -gt 0 ]; do
     --runs) runs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    --history) history=$2; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "run_ledger_bench: unknown option $1" >&2; exit 2 ;;
     esac
 done
@@ -44,17 +48,21 @@ mkdir -p "$work"
 log() { echo "$@" | tee -a "$work/summary.txt"; }
 
 log "# ledger bench $(date -u +%Y-%m-%dT%H:%M:%SZ), $(nproc) CPUs, gpuwatch $("$gw" --version 2>/dev/null | head -1)"
-log "## accuracy: gpuwatch evaluate --ledger --days $days --seeds $seeds"
-"$gw" evaluate --ledger --days "$days" --seeds "$seeds" | tee -a "$work/summary.txt"
-
-first=${seeds%%,*}
-hist=$work/history
-rm -rf "$hist"
-log "## history: gpuwatch evaluate --ledger --days $days --seed $first --history-dir $hist"
-t0=$(date +%s.%N)
-"$gw" evaluate --ledger --days "$days" --seed "$first" --history-dir "$hist" > /dev/null
-t1=$(date +%s.%N)
-log "history written in $(echo "$t1 - $t0" | bc) s; $(du -sh "$hist" | cut -f1) on disk"
+if [ -z "$history" ]; then
+    log "## accuracy: gpuwatch evaluate --ledger --days $days --seeds $seeds"
+    "$gw" evaluate --ledger --days "$days" --seeds "$seeds" | tee -a "$work/summary.txt"
+    first=${seeds%%,*}
+    hist=$work/history
+    rm -rf "$hist"
+    log "## history: gpuwatch evaluate --ledger --days $days --seed $first --history-dir $hist"
+    t0=$(date +%s.%N)
+    "$gw" evaluate --ledger --days "$days" --seed "$first" --history-dir "$hist" > /dev/null
+    t1=$(date +%s.%N)
+    log "history written in $(echo "$t1 - $t0" | bc) s"
+else
+    hist=$history
+fi
+log "history $hist: $(du -sh "$hist" | cut -f1) on disk"
 
 best() {   # best wall time of RUNS runs of "$@"
     local b=
