@@ -36,6 +36,7 @@
 
 void gw_http_opts_default(struct gw_http_opts *o)
 {
+    memset(o, 0, sizeof *o);   /* every source (alerts, checkpoints, events) NULL */
     o->listen = "127.0.0.1:9201";
     o->threads = 4;
     o->max_body_bytes = (size_t)32 << 20;
@@ -45,7 +46,6 @@ void gw_http_opts_default(struct gw_http_opts *o)
     o->lookback_ms = GW_QUERY_LOOKBACK_MS;
     o->query_timeout_ms = GW_QUERY_TIMEOUT_MS;
     o->query_max_samples = GW_QUERY_MAX_SAMPLES;
-    o->alerts = NULL;
 }
 
 const char *gw_http_header(const struct gw_http_req *rq, const char *name)
