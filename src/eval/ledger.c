@@ -163,7 +163,7 @@ static int write_history(const char *dir, struct hook *h, int64_t end, struct gw
     struct gw_db *db = NULL;
     int rc = gw_db_open(&db, &o, err);
     if (rc != GW_OK) return rc;
-    qsort(h->act, h->n_act, sizeof *h->act, cmp_act_node);
+    if (h->n_act > 1) qsort(h->act, h->n_act, sizeof *h->act, cmp_act_node);
     enum { CHUNK = 1 << 16 };
     struct gw_sample *smp = malloc(CHUNK * sizeof *smp);
     if (!smp) rc = gw_error_set(err, GW_ENOMEM, "out of memory");

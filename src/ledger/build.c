@@ -21,7 +21,7 @@ static int cmp_dbl(const void *a, const void *b)
 double led_quantile(double *v, size_t n, double q)
 {
     if (n == 0) return NAN;
-    qsort(v, n, sizeof *v, cmp_dbl);
+    led_qsort(v, n, sizeof *v, cmp_dbl);
     double pos = q * (double)(n - 1);
     size_t lo = (size_t)pos;
     if (lo + 1 >= n) return v[n - 1];
@@ -76,7 +76,7 @@ static int index_names(struct led_ctx *x, struct gw_error *err)
         return gw_error_set(err, GW_ENOMEM, "out of memory (nodes)");
     }
     for (uint32_t i = 0; i < r->n_nodes; i++) v[i] = (struct name_ref){r->nodes[i], i};
-    qsort(v, r->n_nodes, sizeof *v, cmp_name_ref);
+    led_qsort(v, r->n_nodes, sizeof *v, cmp_name_ref);
     for (uint32_t i = 0; i < r->n_nodes; i++) x->by_name[i] = v[i].i;
     free(v);
     return GW_OK;
@@ -98,7 +98,7 @@ static void compact_sessions(struct gw_led_result *r)
         if (r->sessions[i].n_nodes > 0) r->sessions[k++] = r->sessions[i];
         else free(r->sessions[i].nodes);
     r->n_sessions = k;
-    qsort(r->sessions, r->n_sessions, sizeof *r->sessions, cmp_session);
+    led_qsort(r->sessions, r->n_sessions, sizeof *r->sessions, cmp_session);
     for (size_t i = 0; i < r->n_sessions; i++) r->sessions[i].id = (uint32_t)i;
 }
 

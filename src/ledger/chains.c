@@ -168,7 +168,7 @@ static void finish_chain(struct gw_led_chain *c)
 {
     int64_t v[16];
     memcpy(v, c->intervals, c->n_intervals * sizeof *v);
-    qsort(v, c->n_intervals, sizeof *v, led_cmp_i64);
+    led_qsort(v, c->n_intervals, sizeof *v, led_cmp_i64);
     c->median_interval_ms = c->n_intervals ? v[(c->n_intervals - 1) / 2] : 0;
 }
 

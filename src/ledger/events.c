@@ -196,7 +196,7 @@ static int lev_nodes(json_t *v, size_t line, struct gw_led_event *e, struct gw_e
         if (rc == GW_OK) sorted[i] = nodes[i];
     }
     if (rc == GW_OK) {
-        qsort(sorted, n, sizeof *sorted, lev_cmp_str);
+        if (n > 1) qsort(sorted, n, sizeof *sorted, lev_cmp_str);
         for (size_t i = 1; rc == GW_OK && i < n; i++)
             if (strcmp(sorted[i - 1], sorted[i]) == 0)
                 rc = lev_fail(err, GW_EINVAL, line, "node \"%s\" appears twice in \"nodes\"", sorted[i]);

@@ -137,7 +137,7 @@ int led_failures(struct led_ctx *x, struct gw_error *err)
         if (ni < 0) continue;
         refs[n++] = (struct ref){a, ni};
     }
-    qsort(refs, n, sizeof *refs, cmp_ref);
+    led_qsort(refs, n, sizeof *refs, cmp_ref);
     size_t cap = 0;
     int rc = GW_OK;
     for (size_t i = 0; i < n && rc == GW_OK;) {
@@ -162,7 +162,7 @@ int led_failures(struct led_ctx *x, struct gw_error *err)
     }
     free(refs);
     if (rc != GW_OK) return rc;
-    qsort(r->failures, r->n_failures, sizeof *r->failures, cmp_failure);
+    led_qsort(r->failures, r->n_failures, sizeof *r->failures, cmp_failure);
     for (size_t i = 0; i < r->n_failures; i++) {
         r->failures[i].id = (uint32_t)i;
         escalate(r, &r->failures[i], &x->c);

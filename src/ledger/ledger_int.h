@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include "gpuwatch/ledger.h"
 
 /* One node's uninterrupted stretch of activity (level >= 1). */
@@ -44,6 +45,12 @@ int led_outcomes(struct led_ctx *x, struct gw_error *err);
 int led_chains(struct led_ctx *x, struct gw_error *err);
 int led_nodes(struct led_ctx *x, struct gw_error *err);
 void led_stats(struct led_ctx *x);
+
+/* qsort that accepts an empty (NULL) array: qsort's base must not be NULL. */
+static inline void led_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n > 1) qsort(base, n, size, cmp);
+}
 
 /* helpers (build.c) */
 int led_node_index(const struct led_ctx *x, const char *name);   /* -1 unknown (binary search) */

@@ -184,7 +184,7 @@ int led_nodes(struct led_ctx *x, struct gw_error *err)
         ri[i].name = r->nodes[i];
         node_figures(x, &ri[i].ln);
     }
-    qsort(ri, r->n_nodes, sizeof *ri, cmp_rank);
+    led_qsort(ri, r->n_nodes, sizeof *ri, cmp_rank);
     for (uint32_t i = 0; i < r->n_nodes; i++) {
         r->ledger[i] = ri[i].ln;
         r->ledger[i].rank = i + 1;
@@ -198,7 +198,7 @@ int led_nodes(struct led_ctx *x, struct gw_error *err)
             ei[ne++].name = r->nodes[ln->node];
         }
     }
-    qsort(ei, ne, sizeof *ei, cmp_excl);
+    led_qsort(ei, ne, sizeof *ei, cmp_excl);
     for (size_t i = 0; i < ne; i++) r->exclusions[i] = ei[i].e;
     r->n_exclusions = ne;
     free(ri);

@@ -34,7 +34,7 @@ static int64_t learn_interval(const struct gw_led_act *a, size_t n)
     for (size_t i = 1; i < n && k < 4096; i += step)
         if (a[i].node == a[i - 1].node && a[i].t > a[i - 1].t) d[k++] = a[i].t - a[i - 1].t;
     if (k == 0) return 30000;
-    qsort(d, k, sizeof *d, led_cmp_i64);
+    led_qsort(d, k, sizeof *d, led_cmp_i64);
     return d[k / 2];
 }
 
@@ -62,7 +62,7 @@ int led_runs(struct led_ctx *x, struct gw_error *err)
         return gw_error_set(err, GW_ENOMEM, "out of memory (activity)");
     }
     if (n) memcpy(a, in->act, n * sizeof *a);
-    qsort(a, n, sizeof *a, cmp_act);
+    led_qsort(a, n, sizeof *a, cmp_act);
     x->iv = in->interval_ms > 0 ? in->interval_ms : learn_interval(a, n);
     x->gap = x->c.gap_ms > 0 ? x->c.gap_ms : (3 * x->iv > 90000 ? 3 * x->iv : 90000);
     size_t cap = 0;
@@ -100,6 +100,6 @@ int led_runs(struct led_ctx *x, struct gw_error *err)
         rc = push_run(x, &cap, &cur, err);
     }
     free(a);
-    if (rc == GW_OK) qsort(x->runs, x->n_runs, sizeof *x->runs, cmp_run);
+    if (rc == GW_OK) led_qsort(x->runs, x->n_runs, sizeof *x->runs, cmp_run);
     return rc;
 }

@@ -74,11 +74,11 @@ static int fill_from_runs(struct led_ctx *x, struct gw_led_session *s, const siz
         if (run->first_compute != GW_LED_NO_TIME) comp[nc++] = run->first_compute;
     }
     s->n_nodes = (uint32_t)n;
-    qsort(s->nodes, n, sizeof *s->nodes, cmp_u32);
-    qsort(ends, n, sizeof *ends, led_cmp_i64);
+    led_qsort(s->nodes, n, sizeof *s->nodes, cmp_u32);
+    led_qsort(ends, n, sizeof *ends, led_cmp_i64);
     s->t_end = ends[(n - 1) / 2];
     if (2 * nc >= n && nc > 0) {
-        qsort(comp, nc, sizeof *comp, led_cmp_i64);
+        led_qsort(comp, nc, sizeof *comp, led_cmp_i64);
         s->t_steady = comp[(n - 1) / 2 < nc ? (n - 1) / 2 : nc - 1];
         if (s->t_steady >= s->t_end) s->t_steady = GW_LED_NO_TIME;
     }
@@ -104,7 +104,7 @@ static size_t split_by_end(struct led_ctx *x, size_t *idx, size_t n)
         pairs[i][0] = run->last_compute != GW_LED_NO_TIME ? run->last_compute : run->end;
         pairs[i][1] = (int64_t)idx[i];
     }
-    qsort(pairs, n, sizeof *pairs, end_cmp);
+    led_qsort(pairs, n, sizeof *pairs, end_cmp);
     size_t best = 0;
     int64_t best_gap = SPLIT_GAP_MS;
     size_t min_side = x->c.min_nodes > (uint32_t)(n / 4) ? x->c.min_nodes : (uint32_t)(n / 4);
@@ -189,7 +189,7 @@ static int64_t steady_of(const struct led_ctx *x, const struct gw_led_session *s
         v[n++] = run->first_compute;
     }
     if (n == 0 || 2 * n < (s->n_nodes < 256 ? s->n_nodes : 256)) return GW_LED_NO_TIME;
-    qsort(v, n, sizeof *v, led_cmp_i64);
+    led_qsort(v, n, sizeof *v, led_cmp_i64);
     return v[(n - 1) / 2];
 }
 
@@ -230,7 +230,7 @@ int led_sessions_from_events(struct led_ctx *x, struct gw_error *err)
             int ni = led_node_index(x, e->nodes[k]);
             if (ni >= 0) s->nodes[s->n_nodes++] = (uint32_t)ni;
         }
-        qsort(s->nodes, s->n_nodes, sizeof *s->nodes, cmp_u32);
+        led_qsort(s->nodes, s->n_nodes, sizeof *s->nodes, cmp_u32);
         s->t_steady = steady_of(x, s);
         if (e->type == GW_LEV_SESSION_RETRY) s->attempt = 1;
         if (end && end->type == GW_LEV_SESSION_FAIL) s->outcome = s->t_steady != GW_LED_NO_TIME ? GW_LED_FAILED
