@@ -76,23 +76,10 @@ static int scan_cb(void *ud, const void *k, size_t kl, const void *v, size_t vl)
     return s->rc ? 1 : 0;
 }
 
-static int time_param(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, int64_t def, int64_t *out)
-{
-    const struct gw_param *p = gw_params_get(&rq->params, name);
-    *out = def;
-    if (!p || p->val_len == 0) return 0;
-    if (gw_parse_time_ms(p->val, out) != GW_OK) {
-        gw_resp_api_error(rs, "bad_data", "invalid parameter \"%s\": cannot parse \"%.100s\" to a valid timestamp",
-                          name, p->val);
-        return -1;
-    }
-    return 0;
-}
-
 void gw_api_checkpoints(struct gw_http_req *rq, struct gw_http_resp *rs)
 {
     int64_t start, end;
-    if (time_param(rq, rs, "start", INT64_MIN, &start) || time_param(rq, rs, "end", INT64_MAX, &end)) return;
+    if (gw_http_time_param(rq, rs, "start", INT64_MIN, &start) || gw_http_time_param(rq, rs, "end", INT64_MAX, &end)) return;
     if (end < start) {
         gw_resp_api_error(rs, "bad_data", "invalid parameter \"end\": end timestamp must not be before start time");
         return;

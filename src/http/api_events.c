@@ -82,19 +82,6 @@ static void events_post(struct gw_http_req *rq, struct gw_http_resp *rs, struct 
     rs->content_type = "application/json";
 }
 
-static int time_param(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, int64_t def, int64_t *out)
-{
-    const struct gw_param *p = gw_params_get(&rq->params, name);
-    *out = def;
-    if (!p || p->val_len == 0) return 0;
-    if (gw_parse_time_ms(p->val, out) != GW_OK) {
-        gw_resp_api_error(rs, "bad_data", "invalid parameter \"%s\": cannot parse \"%.100s\" to a valid timestamp",
-                          name, p->val);
-        return -1;
-    }
-    return 0;
-}
-
 /* The GET filters: type (0 any), node ("" any), limit (0 all). */
 struct ev_filter {
     enum gw_led_ev_type type;
@@ -150,7 +137,7 @@ static void events_get(struct gw_http_req *rq, struct gw_http_resp *rs, struct g
 {
     int64_t start, end;
     struct ev_filter f;
-    if (time_param(rq, rs, "start", INT64_MIN, &start) || time_param(rq, rs, "end", INT64_MAX, &end) ||
+    if (gw_http_time_param(rq, rs, "start", INT64_MIN, &start) || gw_http_time_param(rq, rs, "end", INT64_MAX, &end) ||
         filter_params(rq, rs, &f))
         return;
     if (end < start) {

@@ -33,19 +33,6 @@ static int64_t newest_data(struct gw_http *h)
     return now;
 }
 
-static int time_param(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, int64_t def, int64_t *out)
-{
-    const struct gw_param *p = gw_params_get(&rq->params, name);
-    *out = def;
-    if (!p || p->val_len == 0) return 0;
-    if (gw_parse_time_ms(p->val, out) != GW_OK) {
-        gw_resp_api_error(rs, "bad_data", "invalid parameter \"%s\": cannot parse \"%.100s\" to a valid timestamp",
-                          name, p->val);
-        return -1;
-    }
-    return 0;
-}
-
 /* Loads [from, to] and builds the ledger into *res; answers 500 itself on
  * failure (-1). now_newest: "now" = the newest data in the range. */
 static int build(struct gw_http_req *rq, struct gw_http_resp *rs, int64_t from, int64_t to, int now_newest,
@@ -87,8 +74,8 @@ static void answer(struct gw_http_resp *rs, int rc, const char *content_type)
 void gw_api_sessions(struct gw_http_req *rq, struct gw_http_resp *rs)
 {
     int64_t start, end;
-    if (time_param(rq, rs, "end", newest_data(rq->h), &end) ||
-        time_param(rq, rs, "start", end > INT64_MIN + LEDGER_SESSIONS_MS ? end - LEDGER_SESSIONS_MS : INT64_MIN,
+    if (gw_http_time_param(rq, rs, "end", newest_data(rq->h), &end) ||
+        gw_http_time_param(rq, rs, "start", end > INT64_MIN + LEDGER_SESSIONS_MS ? end - LEDGER_SESSIONS_MS : INT64_MIN,
                    &start))
         return;
     if (end < start) {

@@ -191,6 +191,11 @@ void gw_api_admin_flush(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_alerts(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_rules(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_checkpoints(struct gw_http_req *rq, struct gw_http_resp *rs);
+/* params.c: the time parameter `name` (RFC 3339 or Unix seconds) into
+ * *out, def when absent or empty; 0, or -1 after answering 400 naming it. */
+int gw_http_time_param(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, int64_t def,
+                       int64_t *out);
+
 /* api_events.c: POST and GET /api/v1/events (scheduler events, ledger.h). */
 void gw_api_events(struct gw_http_req *rq, struct gw_http_resp *rs);
 /* api_ledger.c: GET /api/v1/sessions and /api/v1/exclusions (the node ledger). */

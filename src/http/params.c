@@ -130,3 +130,16 @@ const struct gw_param *gw_params_get(const struct gw_params *p, const char *key)
             return &p->v[i];
     return NULL;
 }
+
+int gw_http_time_param(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, int64_t def, int64_t *out)
+{
+    const struct gw_param *p = gw_params_get(&rq->params, name);
+    *out = def;
+    if (!p || p->val_len == 0) return 0;
+    if (gw_parse_time_ms(p->val, out) != GW_OK) {
+        gw_resp_api_error(rs, "bad_data", "invalid parameter \"%s\": cannot parse \"%.100s\" to a valid timestamp",
+                          name, p->val);
+        return -1;
+    }
+    return 0;
+}
