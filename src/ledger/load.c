@@ -134,21 +134,23 @@ static int on_alert(void *ud, const struct gw_alert *al)
     return 0;
 }
 
-/* The range actually covered by the activity when it was left open. */
-static void narrow(struct gw_led_input *in)
+/* The range actually covered by the data when it was left open: from the
+ * oldest activity or alert, to the newest of anything (gw_led_data_newest). */
+static void narrow(struct gw_led_data *d)
 {
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    for (size_t i = 0; i < in->n_act; i++) {
-        if (in->act[i].t < lo) lo = in->act[i].t;
-        if (in->act[i].t > hi) hi = in->act[i].t;
+    struct gw_led_input *in = &d->in;
+    if (in->from == INT64_MIN) {
+        int64_t lo = INT64_MAX;
+        for (size_t i = 0; i < in->n_act; i++)
+            if (in->act[i].t < lo) lo = in->act[i].t;
+        for (size_t i = 0; i < in->n_alerts; i++)
+            if (in->alerts[i].active_at < lo) lo = in->alerts[i].active_at;
+        in->from = lo == INT64_MAX ? 0 : lo;
     }
-    for (size_t i = 0; i < in->n_alerts; i++) {
-        if (in->alerts[i].active_at < lo) lo = in->alerts[i].active_at;
-        if (in->alerts[i].last_raised > hi) hi = in->alerts[i].last_raised;
+    if (in->to == INT64_MAX) {
+        int64_t hi = gw_led_data_newest(d);
+        in->to = hi == INT64_MAX ? in->from : hi;
     }
-    if (lo == INT64_MAX) lo = hi = 0;
-    if (in->from == INT64_MIN) in->from = lo;
-    if (in->to == INT64_MAX) in->to = hi;
     in->now = in->to;
 }
 
@@ -232,7 +234,7 @@ static int load_common(struct loader *L, struct gw_db *db, struct gw_led_events 
 static int finish(struct loader *L, int rc)
 {
     if (rc == GW_OK) rc = name_others(L);
-    if (rc == GW_OK) narrow(&L->d->in);
+    if (rc == GW_OK) narrow(L->d);
     return rc;
 }
 

@@ -322,7 +322,7 @@ static void collect_classes(struct rep *p)
         if (!seen && p->n_classes < REP_MAX_CLASSES)
             snprintf(p->classes[p->n_classes++], sizeof p->classes[0], "%s", c);
     }
-    rep_qsort(p->classes, p->n_classes, sizeof p->classes[0], cmp_str);
+    led_qsort(p->classes, p->n_classes, sizeof p->classes[0], cmp_str);
 }
 
 /* The charts' time axis: the range analysed, else what the data spans. */
@@ -572,7 +572,7 @@ static void per_detector(struct rep *p)
         rep_none(p, "alerts");
         return;
     }
-    rep_qsort(d, n, sizeof d[0], cmp_det);
+    led_qsort(d, n, sizeof d[0], cmp_det);
     static const char *const h[] = {"detector", "alerts", "critical alerts", "failures it defined"};
     rep_tbl_begin(p, "tbl-fail-detector", h, 4);
     for (uint32_t i = 0; i < n; i++) {
@@ -608,7 +608,7 @@ static void lead_finding(struct rep *p)
     if (with_xid) {
         char med[40] = "-";
         if (n) {
-            rep_qsort(leads, n, sizeof leads[0], cmp_i64);
+            led_qsort(leads, n, sizeof leads[0], cmp_i64);
             rep_fmt_dur(leads[n / 2], med, sizeof med);
         }
         rep_textf(p, "Of the %zu with an XID, %zu %s detected before the XID (median lead time %s). ", with_xid, n,

@@ -10,12 +10,7 @@
 #include <stdio.h>
 
 #include "gpuwatch/ledger.h"
-
-/* qsort that accepts an empty (NULL) array. */
-static inline void rep_qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
-{
-    if (n > 1) qsort(base, n, size, cmp);
-}
+#include "ledger/ledger_int.h"   /* led_qsort */
 
 #define REP_MAX_CLASSES 16       /* distinct failure classes with their own colour */
 

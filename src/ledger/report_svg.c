@@ -442,7 +442,7 @@ static int ckpt_capacity_line(struct rep *p, const struct tscale *ts, const stru
                  x - 3, vy(vs, cap), x + 3, vy(vs, cap));
     }
     if (n) {
-        rep_qsort(caps, n, sizeof *caps, cmp_dbl);
+        led_qsort(caps, n, sizeof *caps, cmp_dbl);
         double med = n % 2 ? caps[n / 2] : (caps[n / 2 - 1] + caps[n / 2]) / 2, y = vy(vs, med);
         char label[64];
         snprintf(label, sizeof label, "link capacity ~%.0f GB/s", med);
