@@ -772,40 +772,15 @@ static int v2_series(const struct pctx *c, const uint8_t *p, const uint8_t *end,
     return GW_OK;
 }
 
-static int v2_fill_symbols(const struct pctx *c, const uint8_t *p, const uint8_t *end,
-                           struct sym *syms, size_t n_syms)
-{
-    size_t i = 0;
-    while (p < end) {
-        const uint8_t *at = p, *s = NULL;
-        size_t n = 0;
-        uint64_t key = 0;
-        int rc = get_key(c, &p, end, &key, "Request");
-        if (rc != GW_OK)
-            return rc;
-        if (key == 0x22) {
-            if ((rc = get_sub(c, &p, end, &s, &n, "symbols", "Request")) != GW_OK)
-                return rc;
-            if (i == n_syms)
-                return overflow(c, at);
-            if (i == 0 && n != 0)
-                return fail(c, at, "symbols[0] must be the empty string, got %zu bytes", n);
-            syms[i].p = n ? (const char *)s : empty_str;
-            syms[i].len = (uint32_t)n;
-            i++;
-        } else if ((rc = skip_value(c, &p, end, key, at, "Request")) != GW_OK) {
-            return rc;
-        }
-    }
-    return GW_OK;
-}
-
-/* The timeseries of a v2 Request (symbols are counted here, filled by
- * v2_fill_symbols). Count mode (f == NULL): accumulates into k. Fill mode:
+/* One walk over the fields of a v2 Request, in one of three passes.
+ * Count (k set): counts symbols and series into k. Symbols (k and f NULL):
+ * fills out_syms[0..n_syms) and checks symbols[0] is empty. Fill (f set):
  * fills what f points at, resolving label refs in syms. */
 static int v2_request(const struct pctx *c, const uint8_t *p, const uint8_t *end, struct counts *k,
-                      struct fill *f, const struct sym *syms, size_t n_syms)
+                      struct fill *f, struct sym *out_syms, const struct sym *syms, size_t n_syms)
 {
+    size_t n_seen = 0;
+    int sym_pass = k == NULL && f == NULL;
     while (p < end) {
         const uint8_t *at = p, *s = NULL;
         size_t n = 0;
@@ -816,11 +791,22 @@ static int v2_request(const struct pctx *c, const uint8_t *p, const uint8_t *end
         if (key == 0x22) {
             if ((rc = get_sub(c, &p, end, &s, &n, "symbols", "Request")) != GW_OK)
                 return rc;
-            if (f == NULL)
+            if (sym_pass) {
+                if (n_seen == n_syms)
+                    return overflow(c, at);
+                if (n_seen == 0 && n != 0)
+                    return fail(c, at, "symbols[0] must be the empty string, got %zu bytes", n);
+                out_syms[n_seen].p = n ? (const char *)s : empty_str;
+                out_syms[n_seen].len = (uint32_t)n;
+                n_seen++;
+            } else if (k != NULL) {
                 k->n_symbols++;
+            }
         } else if (key == 0x2A) {
             if ((rc = get_sub(c, &p, end, &s, &n, "timeseries", "Request")) != GW_OK)
                 return rc;
+            if (sym_pass)
+                continue;
             if (f != NULL && f->series == f->series_end)
                 return overflow(c, at);
             if ((rc = v2_series(c, s, s + n, k, f, f != NULL ? f->series : NULL, syms, n_syms)) != GW_OK)
@@ -865,7 +851,7 @@ int gw_rw_decode(const uint8_t *pb, size_t len, int version, struct gw_arena *a,
     end = len ? pb + len : pb;   /* NULL + 0 is undefined */
 
     memset(&k, 0, sizeof k);
-    rc = version == 1 ? v1_request(&c, pb, end, &k, NULL) : v2_request(&c, pb, end, &k, NULL, NULL, 0);
+    rc = version == 1 ? v1_request(&c, pb, end, &k, NULL) : v2_request(&c, pb, end, &k, NULL, NULL, NULL, 0);
     if (rc != GW_OK)
         return rc;
 
@@ -894,9 +880,9 @@ int gw_rw_decode(const uint8_t *pb, size_t len, int version, struct gw_arena *a,
         if ((rc = arena_array(a, k.n_symbols, sizeof(struct sym), &vsy, "symbols", err)) != GW_OK)
             return rc;
         syms = vsy;
-        rc = v2_fill_symbols(&c, pb, end, syms, k.n_symbols);
+        rc = v2_request(&c, pb, end, NULL, NULL, syms, NULL, k.n_symbols);
         if (rc == GW_OK)
-            rc = v2_request(&c, pb, end, NULL, &f, syms, k.n_symbols);
+            rc = v2_request(&c, pb, end, NULL, &f, NULL, syms, k.n_symbols);
     }
     if (rc != GW_OK)
         return rc;
