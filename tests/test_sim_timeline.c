@@ -50,11 +50,16 @@ static struct gw_sim_timeline *build(const struct gw_sim_config *c)
 
 static char *truth_bytes(const struct gw_sim_timeline *tl, size_t *len)
 {
-    char *buf = NULL;
-    FILE *f = open_memstream(&buf, len);
+    /* the stream's buffer pointer lives on the heap: gcc -O3 takes the
+     * address of a local handed to open_memstream for a dangling pointer */
+    char **bufp = calloc(1, sizeof *bufp);
+    assert_non_null(bufp);
+    FILE *f = open_memstream(bufp, len);
     assert_non_null(f);
     assert_int_equal(gw_sim_truth_write(tl, f, NULL), GW_OK);
     fclose(f);
+    char *buf = *bufp;
+    free(bufp);
     return buf;
 }
 

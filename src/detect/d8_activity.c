@@ -113,7 +113,10 @@ int gw_det_activity_drain(struct gw_det *d, gw_det_activity_cb cb, void *ud)
             uint32_t ni = o->node < d->n_nodes ? det_node_resolve(d, o->node) : o->node;
             buf[i].t = o->t;
             buf[i].level = o->level;
-            memcpy(buf[i].name, ni < d->n_nodes ? d->nodes[ni].name : "", DET_NODE_NAME);
+            if (ni < d->n_nodes)
+                memcpy(buf[i].name, d->nodes[ni].name, DET_NODE_NAME);
+            else
+                buf[i].name[0] = '\0';
         }
         pthread_mutex_unlock(&d->mu);
         if (n == 0) break;
