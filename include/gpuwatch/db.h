@@ -57,6 +57,8 @@ struct gw_db_opts {
     int64_t future_tolerance_ms;   /* default 10 min */
     int read_only;                 /* CLI readers next to a running serve */
     const struct gw_db_observer *observer;  /* NULL: none; borrowed, must outlive the db */
+    uint64_t retention_bytes;      /* 0: none; else the background thread also drops the
+                                      oldest days while pages in use exceed it */
 };
 void gw_db_opts_default(struct gw_db_opts *o);
 
@@ -158,6 +160,9 @@ struct gw_db_compact_opts {
     int keep_dead;              /* 1: leave dead series in the index */
     /* progress: phase ("days", "series", "copy"), done of total units, samples so far */
     void (*progress)(void *ud, const char *phase, uint64_t done, uint64_t total, uint64_t samples);
+    /* NULL, or asked between days and batches: nonzero stops the run with
+     * GW_ESHUTDOWN (what is done stays done) */
+    int (*stop)(void *ud);
     void *ud;
 };
 struct gw_db_compact_result {

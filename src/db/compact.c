@@ -179,6 +179,10 @@ static int compact_days(struct gw_db *db, const struct gw_db_compact_opts *o, st
     int64_t now = gw_now_ms();
     /* progress in days x 1000 units: a day's nodes fill its share */
     for (size_t i = 0; rc == GW_OK && i < days.n; i++) {
+        if (o->stop && o->stop(o->ud)) {
+            rc = gw_error_set(err, GW_ESHUTDOWN, "compaction stopped");
+            break;
+        }
         uint64_t before = st.node_days;
         struct day_progress dp = {.o = o, .base = i * 1000, .total_units = days.n * 1000, .samples0 = 0};
         struct gw_store_compact_stats ds;
@@ -283,6 +287,10 @@ static int drop_dead(struct gw_db *db, const struct gw_db_compact_opts *o, struc
     int rc = dead_candidates(db, &dc, err);
     uint64_t batch[GW_DEAD_BATCH];
     for (size_t i = 0; rc == GW_OK && i < dc.n;) {
+        if (o->stop && o->stop(o->ud)) {
+            rc = gw_error_set(err, GW_ESHUTDOWN, "compaction stopped");
+            break;
+        }
         size_t nb = 0;
         pthread_mutex_lock(&db->mu);
         for (; i < dc.n && nb < GW_DEAD_BATCH; i++)
