@@ -146,8 +146,8 @@ int gw_db_retention(struct gw_db *db, int64_t keep_ms, int64_t now_ms, unsigned 
 int gw_db_retention_size(struct gw_db *db, uint64_t max_bytes, unsigned *dropped, struct gw_error *err);
 
 /* ---- compaction (src/db/compact.c, docs/storage.md "Compaction") ----
- * Re-encodes every finished UTC day (older than the newest partition's day
- * and wholly before the oldest sample still in the head) into one day blob
+ * Re-encodes every finished UTC day (before today by the wall clock, and
+ * wholly before the oldest sample still in the head) into one day blob
  * per node, drops series with no data in any partition and none in the
  * head (with label pairs no series uses any more), and, only when the db
  * was opened without the background thread (offline: no serve on the

@@ -41,8 +41,8 @@ static const struct gw_cli_opt compact_opts[] = {
 static const struct gw_cli_cmd compact_cmd = {
     .name = "compact",
     .synopsis = "--data-dir DIR [--keep-dead] [--no-file-copy] [--json]",
-    .intro = "Re-encodes every finished UTC day (older than the newest day and than\n"
-             "anything still in memory) into one blob per node and day, with longer\n"
+    .intro = "Re-encodes every finished UTC day (before today, and older than anything\n"
+             "still in memory) into one blob per node and day, with longer\n"
              "runs for the codec; every sample stays bit-exact. Drops series that have\n"
              "no data left (and their label pairs). Safe to run again: finished work is\n"
              "skipped, data that arrived late is merged.\n"

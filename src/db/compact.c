@@ -133,7 +133,10 @@ static int days_cb(void *ud, const struct gw_store_partition *p)
     return GW_OK;
 }
 
-/* The finished days that need work, ascending, into c. */
+/* The finished days that need work, ascending, into c: before today (UTC,
+ * wall clock) and wholly before the oldest sample the head still holds
+ * (open or waiting to be flushed), so the flusher writes nothing more
+ * into them except late data. */
 static int finished_days(struct gw_db *db, struct days_ctx *c, struct gw_error *err)
 {
     int64_t oldest = head_oldest(db);
@@ -143,9 +146,9 @@ static int finished_days(struct gw_db *db, struct days_ctx *c, struct gw_error *
     if (rc) return rc;
     rc = gw_store_partitions(t, days_cb, c);
     size_t w = 0;
-    int64_t newest = c->n ? c->d[c->n - 1] : 0;
+    int64_t today = day_floor(gw_now_ms());
     for (size_t i = 0; rc == GW_OK && i < c->n; i++) {
-        if (c->d[i] >= newest || c->d[i] >= head_day) continue;
+        if (c->d[i] >= today || c->d[i] >= head_day) continue;
         int need = gw_store_day_needs_compact(t, c->d[i]);
         if (need < 0) rc = need;
         else if (need) c->d[w++] = c->d[i];
