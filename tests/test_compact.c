@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "db/db_int.h"     /* the db's store, for white-box checks of the index */
+#include "gpuwatch/block.h"
 #include "gpuwatch/codec.h"
 #include "gpuwatch/db.h"
 #include "gpuwatch/labels.h"
@@ -603,6 +604,118 @@ static void test_compact_crash_anywhere(void **state)
     gw_db_close(db);
 }
 
+/* Store level: GWB1 blobs (format 2) whose blocks of one series overlap in
+ * time keep their blocks as they were; the other series are merged into
+ * one value part; the day blob is found by a scan that starts mid-day. */
+struct blk_got {
+    size_t n;
+    int64_t t[64];
+    uint64_t v[64];
+    size_t blocks;
+};
+
+static int blk_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t len)
+{
+    (void)block_mint;
+    struct blk_got *g = ud;
+    int64_t t[64];
+    double v[64];
+    size_t n = 0;
+    assert_int_equal(gw_block_decode(b, len, t, v, 64, &n), GW_OK);
+    for (size_t i = 0; i < n && g->n < 64; i++, g->n++) {
+        g->t[g->n] = t[i];
+        memcpy(&g->v[g->n], &v[i], 8);
+    }
+    g->blocks++;
+    return GW_OK;
+}
+
+struct put_ctx {
+    int64_t window;
+    struct gw_store_blob_entry e[2];
+};
+
+static int put_fn(struct gw_store_txn *t, void *ud)
+{
+    struct put_ctx *c = ud;
+    return gw_store_blob_put(t, 1, c->window, c->e, 2);
+}
+
+static void test_compact_store_overlap_and_gwb1(void **state)
+{
+    (void)state;
+    char dir[700];
+    snprintf(dir, sizeof dir, "%s/store", tmpdir);
+    struct gw_store_opts so = {.dir = dir, .initial_map_bytes = 1 << 20};
+    struct gw_store *s = NULL;
+    struct gw_error err = {0};
+    assert_int_equal(gw_store_open(&s, &so, &err), GW_OK);
+    int64_t day = 20000, d0 = day * GW_DAY_MS;
+    /* sid 5: window 0 holds t = 10, 20, 30; window 1 (a later blob) holds
+     * t = 25 (overlap); sid 7: 40, 50 then 7200040 */
+    int64_t t5a[] = {10, 20, 30}, t5b[] = {25}, t7a[] = {40, 50}, t7b[] = {7200040};
+    double v5a[] = {1, from_bits(UINT64_C(0x7ff0000000000002)), 3}, v5b[] = {4}, v7a[] = {-0.0, 6}, v7b[] = {7};
+    struct gw_buf b[4];
+    for (int i = 0; i < 4; i++) gw_buf_init(&b[i], 0);
+    assert_int_equal(gw_block_encode(t5a, v5a, 3, &b[0]), GW_OK);
+    assert_int_equal(gw_block_encode(t7a, v7a, 2, &b[1]), GW_OK);
+    assert_int_equal(gw_block_encode(t5b, v5b, 1, &b[2]), GW_OK);
+    assert_int_equal(gw_block_encode(t7b, v7b, 1, &b[3]), GW_OK);
+    struct put_ctx p1 = {.window = d0, .e = {{5, b[0].data, b[0].len, 0}, {7, b[1].data, b[1].len, 0}}};
+    struct put_ctx p2 = {.window = d0 + 2 * HOUR_MS, .e = {{5, b[2].data, b[2].len, 0}, {7, b[3].data, b[3].len, 0}}};
+    assert_int_equal(gw_store_write(s, put_fn, &p1, &err), GW_OK);
+    assert_int_equal(gw_store_write(s, put_fn, &p2, &err), GW_OK);
+    struct gw_store_compact_stats st;
+    memset(&st, 0, sizeof st);
+    assert_int_equal(gw_store_compact_day(s, day, 1, &st, NULL, NULL, &err), GW_OK);
+    assert_int_equal(st.node_days, 1);
+    assert_int_equal(st.blobs_before, 2);
+    assert_int_equal(st.blobs_after, 1);
+    assert_int_equal(st.samples, 7);
+    struct gw_store_txn *t;
+    assert_int_equal(gw_store_read_begin(s, &t, &err), GW_OK);
+    assert_int_equal(gw_store_day_needs_compact(t, day), 0);
+    struct blk_got g5 = {0}, g7 = {0};
+    assert_int_equal(gw_store_blocks_get(t, 1, 5, d0 - 2 * HOUR_MS, d0 + GW_DAY_MS, blk_cb, &g5), GW_OK);
+    assert_int_equal(g5.blocks, 2);   /* kept as they were */
+    int64_t want5[] = {10, 20, 30, 25};
+    assert_memory_equal(g5.t, want5, sizeof want5);
+    assert_true(g5.v[1] == UINT64_C(0x7ff0000000000002));
+    /* mid-day start: the day blob lies before mint_lo but is found */
+    assert_int_equal(gw_store_blocks_get(t, 1, 7, d0 + 5 * HOUR_MS, d0 + GW_DAY_MS, blk_cb, &g7), GW_OK);
+    assert_int_equal(g7.blocks, 1);   /* one value part over the day */
+    int64_t want7[] = {40, 50, 7200040};
+    assert_memory_equal(g7.t, want7, sizeof want7);
+    assert_true(g7.v[0] == UINT64_C(0x8000000000000000));
+    assert_int_equal(gw_store_blocks_any(t, 1, 7, d0 + 20 * HOUR_MS, d0 + 21 * HOUR_MS), 1);
+    assert_int_equal(gw_store_blocks_any(t, 1, 9, d0 + 20 * HOUR_MS, d0 + 21 * HOUR_MS), 0);
+    gw_store_read_end(t);
+    /* idempotent */
+    memset(&st, 0, sizeof st);
+    assert_int_equal(gw_store_compact_day(s, day, 2, &st, NULL, NULL, &err), GW_OK);
+    assert_int_equal(st.node_days, 0);
+    for (int i = 0; i < 4; i++) gw_buf_free(&b[i]);
+    gw_store_close(s);
+}
+
+static void test_compact_size_parse(void **state)
+{
+    (void)state;
+    uint64_t v = 0;
+    assert_int_equal(gw_parse_size_bytes("500GB", &v), GW_OK);
+    assert_true(v == UINT64_C(500000000000));
+    assert_int_equal(gw_parse_size_bytes("20GiB", &v), GW_OK);
+    assert_true(v == UINT64_C(20) << 30);
+    assert_int_equal(gw_parse_size_bytes("1.5tb", &v), GW_OK);
+    assert_true(v == UINT64_C(1500000000000));
+    assert_int_equal(gw_parse_size_bytes("4096", &v), GW_OK);
+    assert_true(v == 4096);
+    assert_int_equal(gw_parse_size_bytes("18446744073709551615", &v), GW_OK);
+    assert_true(v == UINT64_MAX);
+    const char *bad[] = {"", "GB", "12XB", "-1GB", "1e3", "1.5.5GB", "20 GiB", "99999999999PB", "1GBs"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) assert_int_equal(gw_parse_size_bytes(bad[i], &v), GW_EPARSE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -611,6 +724,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_compact_retention_size, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compact_retention_size_partial, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compact_crash_anywhere, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_compact_store_overlap_and_gwb1, setup, teardown),
+        cmocka_unit_test(test_compact_size_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

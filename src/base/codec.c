@@ -165,8 +165,9 @@ int gw_parse_size_bytes(const char *s, uint64_t *out)
     uint64_t ip = 0;
     int digits = 0;
     while (*p >= '0' && *p <= '9') {
-        if (ip > (UINT64_MAX - 9) / 10) return GW_EPARSE;
-        ip = ip * 10 + (uint64_t)(*p++ - '0');
+        uint64_t d = (uint64_t)(*p++ - '0');
+        if (ip > UINT64_MAX / 10 || (ip == UINT64_MAX / 10 && d > UINT64_MAX % 10)) return GW_EPARSE;
+        ip = ip * 10 + d;
         digits++;
     }
     double frac = 0, scale = 1;
@@ -185,9 +186,13 @@ int gw_parse_size_bytes(const char *s, uint64_t *out)
     for (size_t i = 0; i <= n; i++) unit[i] = (char)(p[i] >= 'A' && p[i] <= 'Z' ? p[i] - 'A' + 'a' : p[i]);
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (strcmp(unit, units[i].u) != 0) continue;
+        if (frac == 0 && units[i].mul == 1) {
+            *out = ip;
+            return GW_OK;
+        }
         double v = ((double)ip + frac) * units[i].mul;
         if (!(v < 18446744073709551616.0)) return GW_EPARSE;
-        *out = frac == 0 && units[i].mul == 1 ? ip : (uint64_t)v;
+        *out = (uint64_t)v;
         return GW_OK;
     }
     return GW_EPARSE;
