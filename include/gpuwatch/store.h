@@ -254,6 +254,7 @@ struct gw_store_compact_stats {
     uint64_t blobs_before, blobs_after;
     uint64_t bytes_before, bytes_after;   /* blob value bytes */
     uint64_t samples;           /* samples re-encoded */
+    uint64_t cols_after, col_bytes_after;  /* timestamp columns of the day blobs */
 };
 /* Called after each node of a day: done of total nodes, samples so far. */
 typedef void (*gw_store_progress_cb)(void *ud, uint64_t done, uint64_t total, uint64_t samples);

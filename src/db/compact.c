@@ -199,12 +199,15 @@ static int compact_days(struct gw_db *db, const struct gw_db_compact_opts *o, st
         st.bytes_before += ds.bytes_before;
         st.bytes_after += ds.bytes_after;
         st.samples += ds.samples;
+        st.cols_after += ds.cols_after;
+        st.col_bytes_after += ds.col_bytes_after;
         if (st.node_days > before) r->days++;
         gw_log(GW_LOG_INFO, "db", "msg=\"day compacted\" day=%lld nodes=%llu blobs_before=%llu blobs_after=%llu "
-               "bytes_before=%llu bytes_after=%llu samples=%llu",
+               "bytes_before=%llu bytes_after=%llu samples=%llu columns=%llu column_bytes=%llu",
                (long long)days.d[i], (unsigned long long)ds.node_days, (unsigned long long)ds.blobs_before,
                (unsigned long long)ds.blobs_after, (unsigned long long)ds.bytes_before,
-               (unsigned long long)ds.bytes_after, (unsigned long long)ds.samples);
+               (unsigned long long)ds.bytes_after, (unsigned long long)ds.samples,
+               (unsigned long long)ds.cols_after, (unsigned long long)ds.col_bytes_after);
     }
     free(days.d);
     r->node_days = st.node_days;

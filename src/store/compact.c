@@ -620,6 +620,8 @@ static int compact_node(struct gw_store *s, int64_t day, int64_t now_ms, const s
         st->bytes_before += c.bytes_before;
         st->bytes_after += c.payload_after + GW_BLOB2_HDR + 4 * o.n_dc + GW_BLOB_ENT * o.n_e;
         st->samples += o.samples;
+        st->cols_after += o.n_dc;
+        st->col_bytes_after += o.cols.len;
     }
 out:
     free(c.cols);
