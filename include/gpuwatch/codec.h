@@ -83,6 +83,12 @@ uint64_t gw_mono_ns(void);        /* CLOCK_MONOTONIC */
  * into ms. GW_OK or GW_EPARSE. */
 int gw_parse_duration_ms(const char *s, int64_t *out_ms);
 
+/* Parses a byte size: an integer or decimal number, then optionally B, KB,
+ * MB, GB, TB, PB (powers of 1000) or KiB, MiB, GiB, TiB, PiB (powers of
+ * 1024), case-insensitive ("500GB", "20GiB", "1.5TB", "4096"). GW_OK or
+ * GW_EPARSE (also for a result of 2^64 bytes or more). */
+int gw_parse_size_bytes(const char *s, uint64_t *out);
+
 /* ---- UTF-8 (strict: no overlong forms, no surrogates, nothing above U+10FFFF) ---- */
 /* Length (1..4) of the valid sequence at p and its code point in *cp; 0
  * when the bytes there are invalid or truncated (len >= 1). */

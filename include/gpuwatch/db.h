@@ -57,6 +57,8 @@ struct gw_db_opts {
     int64_t future_tolerance_ms;   /* default 10 min */
     int read_only;                 /* CLI readers next to a running serve */
     const struct gw_db_observer *observer;  /* NULL: none; borrowed, must outlive the db */
+    uint64_t retention_bytes;      /* 0: none; else the background thread also drops the
+                                      oldest days while pages in use exceed it */
 };
 void gw_db_opts_default(struct gw_db_opts *o);
 
@@ -137,6 +139,45 @@ int gw_db_flush(struct gw_db *db, struct gw_error *err);
 /* Drops partitions older than keep_ms before now. */
 int gw_db_retention(struct gw_db *db, int64_t keep_ms, int64_t now_ms, unsigned *dropped,
                     struct gw_error *err);
+
+/* Drops the oldest day partitions, one at a time, until the store's pages
+ * in use (LMDB pages less its free list, not the file's high-water size)
+ * are at most max_bytes; the newest partition always stays. */
+int gw_db_retention_size(struct gw_db *db, uint64_t max_bytes, unsigned *dropped, struct gw_error *err);
+
+/* ---- compaction (src/db/compact.c, docs/storage.md "Compaction") ----
+ * Re-encodes every finished UTC day (before today by the wall clock, and
+ * wholly before the oldest sample still in the head) into one day blob
+ * per node, drops series with no data in any partition and none in the
+ * head (with label pairs no series uses any more), and, only when the db
+ * was opened without the background thread (offline: no serve on the
+ * dir), rewrites the LMDB file with a compacting copy so freed pages go
+ * back to the file system. One compaction at a time per process (a second
+ * call gets GW_ELIMIT). Ingest is not blocked: each node's day is swapped
+ * in its own short write transaction, dead series are deleted in batches. */
+struct gw_db_compact_opts {
+    int copy_file;              /* 1: also the compacting copy (offline only; ignored online) */
+    int keep_dead;              /* 1: leave dead series in the index */
+    /* progress: phase ("days", "series", "copy"), done of total units, samples so far */
+    void (*progress)(void *ud, const char *phase, uint64_t done, uint64_t total, uint64_t samples);
+    /* NULL, or asked between days and batches: nonzero stops the run with
+     * GW_ESHUTDOWN (what is done stays done) */
+    int (*stop)(void *ud);
+    void *ud;
+};
+struct gw_db_compact_result {
+    unsigned days;              /* days with at least one node re-encoded */
+    uint64_t node_days, node_days_raced;
+    uint64_t blobs_before, blobs_after;
+    uint64_t bytes_before, bytes_after;     /* blob bytes of the re-encoded node-days */
+    uint64_t samples;
+    uint64_t series_dropped, pairs_dropped;
+    uint64_t file_before, file_after;       /* LMDB data file size */
+    uint64_t live_before, live_after;       /* LMDB pages in use */
+    int file_copied;            /* the compacting copy ran */
+};
+int gw_db_compact(struct gw_db *db, const struct gw_db_compact_opts *o, struct gw_db_compact_result *r,
+                  struct gw_error *err);
 
 struct gw_db_stats {
     uint64_t series;             /* in the store */

@@ -232,6 +232,62 @@ int gw_store_partitions(struct gw_store_txn *t, gw_store_partition_cb cb, void *
 /* Drops every partition whose day < before_day; *dropped gets the count. */
 int gw_store_partitions_drop_before(struct gw_store_txn *t, int64_t before_day, unsigned *dropped);
 
+/* ---- compaction (src/store/compact.c) ----
+ * A compacted day holds, per node, ONE "day blob" keyed node | day start |
+ * seq GW_STORE_DAY_SEQ (+ more seqs only from late data at the day's
+ * first window), whose entries span the whole day: one timestamp column
+ * per distinct timestamp array of the node's day, one value part per
+ * series (a series over GW_BLOCK_MAX_SAMPLES in a day gets several). The
+ * readers above find day blobs whatever mint_lo they get. Blobs written
+ * after compaction (late or backfilled data) keep their window keys and
+ * are merged by the next run. */
+#define GW_STORE_DAY_SEQ 0x80000000u
+/* Writes a day blob (GWB2 layout) of node_id for day; the caller removed
+ * the one before. Errors as gw_store_blob_put_cols. */
+int gw_store_blob_put_day(struct gw_store_txn *t, uint32_t node_id, int64_t day,
+                          const struct gw_store_blob_col *cols, size_t ncols,
+                          const struct gw_store_blob_entry *entries, size_t n);
+
+struct gw_store_compact_stats {
+    uint64_t node_days;         /* node-days re-encoded */
+    uint64_t node_days_raced;   /* changed while being re-encoded: left for the next run */
+    uint64_t blobs_before, blobs_after;
+    uint64_t bytes_before, bytes_after;   /* blob value bytes */
+    uint64_t samples;           /* samples re-encoded */
+    uint64_t cols_after, col_bytes_after;  /* timestamp columns of the day blobs */
+};
+/* Called after each node of a day: done of total nodes, samples so far. */
+typedef void (*gw_store_progress_cb)(void *ud, uint64_t done, uint64_t total, uint64_t samples);
+/* Re-encodes the blobs of day into one day blob per node. Nodes whose data
+ * is one day blob already are skipped (idempotent). Every sample keeps its
+ * timestamp and value bits; a series whose blocks overlap in time keeps
+ * its original blocks (as whole blocks inside the day blob). Each node
+ * takes one short read transaction (the re-encoding) and one write
+ * transaction (delete the old blobs, write the day blob, adjust the meta
+ * day totals "stat.<day>.blocks|bytes", set meta "compact.<day>" =
+ * now_ms); a node whose blobs changed in between is left alone and
+ * counted in node_days_raced. The caller holds no transaction. */
+int gw_store_compact_day(struct gw_store *s, int64_t day, int64_t now_ms, struct gw_store_compact_stats *st,
+                         gw_store_progress_cb cb, void *ud, struct gw_error *err);
+/* 1 when day has any blob that is not a day blob (work for
+ * gw_store_compact_day), 0 when not, or a negative error. */
+int gw_store_day_needs_compact(struct gw_store_txn *t, int64_t day);
+/* Sets bit sid of bits (nbits bits, zeroed by the caller) for every sid
+ * found in any blob directory of any partition (sids >= nbits ignored). */
+int gw_store_sids_with_data(struct gw_store_txn *t, uint8_t *bits, uint64_t nbits);
+/* gw_store_series_delete, then deletes every label pair of the series
+ * that no series uses any more (pairs and pair_ids); *pairs_dropped
+ * (may be NULL) is increased by their count. Write txn only. */
+int gw_store_series_delete_gc(struct gw_store_txn *t, uint64_t sid, uint64_t *pairs_dropped);
+/* The LMDB compacting copy of the (closed) store in dir: copies the live
+ * pages to dir/data.mdb.compact, fsyncs it, renames it over dir/data.mdb
+ * and fsyncs dir. A crash at any point leaves either the old or the new
+ * file (both complete); a leftover temp file is removed by the next
+ * read-write gw_store_open. The caller must keep every other process out
+ * (the db's LOCK). *before / *after: data file sizes (may be NULL). */
+int gw_store_copy_compact(const char *dir, uint64_t *before, uint64_t *after, struct gw_error *err);
+#define GW_STORE_COMPACT_TMP "data.mdb.compact"
+
 struct gw_store_stats {
     uint64_t map_bytes;        /* current map size */
     uint64_t file_bytes;       /* data file size on disk */
@@ -240,6 +296,8 @@ struct gw_store_stats {
     uint64_t index_bytes;      /* pages of pairs/pair_ids/series/shash/postings
                                   (with their sub-databases)/nodes/node_ids/mmeta */
     unsigned page_size;
+    uint64_t live_bytes;       /* used_bytes less LMDB's free pages: what retention
+                                  by size measures */
 };
 int gw_store_stats(struct gw_store *s, struct gw_store_stats *st, struct gw_error *err);
 

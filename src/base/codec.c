@@ -153,6 +153,51 @@ int gw_parse_duration_ms(const char *s, int64_t *out_ms)
     return GW_OK;
 }
 
+int gw_parse_size_bytes(const char *s, uint64_t *out)
+{
+    static const struct { const char *u; double mul; } units[] = {
+        {"", 1}, {"b", 1}, {"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12}, {"pb", 1e15},
+        {"kib", 1024.0}, {"mib", 1048576.0}, {"gib", 1073741824.0}, {"tib", 1099511627776.0},
+        {"pib", 1125899906842624.0},
+    };
+    if (!s || !*s) return GW_EPARSE;
+    const char *p = s;
+    uint64_t ip = 0;
+    int digits = 0;
+    while (*p >= '0' && *p <= '9') {
+        uint64_t d = (uint64_t)(*p++ - '0');
+        if (ip > UINT64_MAX / 10 || (ip == UINT64_MAX / 10 && d > UINT64_MAX % 10)) return GW_EPARSE;
+        ip = ip * 10 + d;
+        digits++;
+    }
+    double frac = 0, scale = 1;
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9') {
+            scale /= 10;
+            frac += (*p++ - '0') * scale;
+            digits++;
+        }
+    }
+    if (!digits) return GW_EPARSE;
+    char unit[8];
+    size_t n = strlen(p);
+    if (n >= sizeof unit) return GW_EPARSE;
+    for (size_t i = 0; i <= n; i++) unit[i] = (char)(p[i] >= 'A' && p[i] <= 'Z' ? p[i] - 'A' + 'a' : p[i]);
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(unit, units[i].u) != 0) continue;
+        if (frac == 0 && units[i].mul == 1) {
+            *out = ip;
+            return GW_OK;
+        }
+        double v = ((double)ip + frac) * units[i].mul;
+        if (!(v < 18446744073709551616.0)) return GW_EPARSE;
+        *out = (uint64_t)v;
+        return GW_OK;
+    }
+    return GW_EPARSE;
+}
+
 /* ---- UTF-8 ---- */
 
 size_t gw_utf8_decode(const uint8_t *p, size_t len, uint32_t *cp)

@@ -31,6 +31,7 @@
 #include "cli.h"
 #include "cli_parse.h"
 #include "serve_alerts.h"
+#include "serve_compact.h"
 
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:9201"
 
@@ -44,6 +45,7 @@ struct serve {
     int print_det_config;
     int no_detectors;
     struct gw_det_config dc;
+    struct gw_compact_sched csched;  /* --compact.schedule */
     /* running state, released by serve_stop */
     sigset_t sigs;                 /* SIGTERM, SIGINT: blocked, taken by sigwait */
     uint64_t t0;                   /* start of serve_open */
@@ -55,6 +57,7 @@ struct serve {
     struct gw_db *db;
     struct gw_http *h;
     struct gw_serve_alerts *sa;
+    struct gw_serve_compact *sc;   /* the compaction thread (NULL: off) */
     struct gw_kv *ckv;             /* DIR/checkpoints/: D7's checkpoint events */
     struct gw_led_events *events;  /* DIR/events/: scheduler events (POST /api/v1/events) */
     int addr_written;              /* DIR/serve.addr exists */
@@ -116,6 +119,17 @@ static int serve_external_url(void *base, const char *v)
     return 0;
 }
 
+static int serve_retention_size(void *p, const char *v)
+{
+    uint64_t *bytes = p;
+    return gw_parse_size_bytes(v, bytes) == GW_OK && *bytes > 0 ? 0 : -1;
+}
+
+static int serve_compact_schedule(void *p, const char *v)
+{
+    return gw_compact_sched_parse(v, p);
+}
+
 static const char *const fsync_names[] = {"always", "batch", "off", NULL};
 static const int fsync_modes[] = {GW_FSYNC_ALWAYS, GW_FSYNC_BATCH, GW_FSYNC_OFF};
 
@@ -126,6 +140,17 @@ static const struct gw_cli_opt serve_opts[] = {
      .help = "data directory (created if missing; one gpuwatch per dir)"},
     {.name = "--retention", .arg = "DUR", .type = GW_CLI_DUR, GW_CLI_AT(struct serve, dbo.retention_ms),
      .help = "keep this much history, e.g. 55d, 8w (default 55d)"},
+    {.name = "--retention.time", .arg = "DUR", .type = GW_CLI_DUR, GW_CLI_AT(struct serve, dbo.retention_ms),
+     .help = "the same as --retention"},
+    {.name = "--retention.size", .arg = "SIZE", .type = GW_CLI_CALL, .set = serve_retention_size,
+     GW_CLI_AT(struct serve, dbo.retention_bytes), .expect = "a size such as 500GB or 20GiB",
+     .help = "also drop the oldest days while the store's pages in use\n"
+             "exceed SIZE (500GB, 20GiB; default: no limit; checked every 10 min)"},
+    {.name = "--compact.schedule", .arg = "SPEC", .type = GW_CLI_CALL, .set = serve_compact_schedule,
+     GW_CLI_AT(struct serve, csched), .expect = "off, HH:MM (daily, UTC) or an interval of at least 1m",
+     .help = "when to compact finished days on a background thread:\n"
+             "HH:MM daily UTC, an interval like 24h, or off (default 03:00;\n"
+             "see gpuwatch compact --help; the file copy runs only offline)"},
     {.name = "--fsync", .arg = "MODE", .type = GW_CLI_CHOICE, GW_CLI_AT(struct serve, dbo.fsync),
      .choices = fsync_names, .values = fsync_modes,
      .help = "always: fsync the WAL before answering (survives power loss)\n"
@@ -188,6 +213,7 @@ static int serve_parse(struct serve *s, int argc, char **argv)
 {
     gw_db_opts_default(&s->dbo);
     s->dbo.background = 1;
+    gw_compact_sched_parse(GW_COMPACT_SCHED_DEFAULT, &s->csched);
     gw_http_opts_default(&s->ho);   /* fields it leaves alone stay 0 (default) */
     int rc = gw_cli_parse(&serve_cmd, argc, argv, s);
     if (rc >= 0)
@@ -335,6 +361,10 @@ static int serve_start(struct serve *s)
         fprintf(stderr, "gpuwatch serve: cannot start the alert thread\n");
         return 1;
     }
+    if (gw_serve_compact_start(&s->sc, s->db, &s->csched) != GW_OK) {
+        fprintf(stderr, "gpuwatch serve: cannot start the compaction thread\n");
+        return 1;
+    }
     write_serve_file(s->dbo.dir, serve_listen(s), gw_http_port(s->h));
     s->addr_written = 1;
     gw_http_set_ready(s->h, 1);
@@ -358,6 +388,7 @@ static void serve_stop(struct serve *s)
     if (s->addr_written)
         gw_http_set_ready(s->h, 0);
     gw_http_stop(s->h);
+    gw_serve_compact_stop(s->sc);  /* ends a running compaction between days */
     gw_serve_alerts_stop(s->sa);   /* last ALERTS samples, checkpoints, detector state, alert log */
     gw_kv_close(s->ckv);
     gw_led_events_close(s->events);

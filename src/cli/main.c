@@ -40,8 +40,9 @@ static const struct gw_cli_cmd stats_cmd = {
 };
 
 struct retention_args {
-    const char *dir, *keep_s;
+    const char *dir, *keep_s, *size_s;
     int64_t keep_ms;
+    uint64_t size_bytes;
 };
 
 static int retention_keep(void *base, const char *v)
@@ -53,20 +54,35 @@ static int retention_keep(void *base, const char *v)
     return 0;
 }
 
+static int retention_size(void *base, const char *v)
+{
+    struct retention_args *a = base;
+    if (gw_parse_size_bytes(v, &a->size_bytes) != GW_OK || a->size_bytes == 0)
+        return -1;
+    a->size_s = v;
+    return 0;
+}
+
 static const struct gw_cli_opt retention_opts[] = {
     {.name = "--data-dir", .arg = "DIR", .help = "the data directory", .type = GW_CLI_STR,
      GW_CLI_AT(struct retention_args, dir), .flags = GW_CLI_REQUIRED},
     {.name = "--keep", .arg = "DUR", .help = "keep this much history, e.g. 55d", .type = GW_CLI_CALL,
-     .set = retention_keep, .expect = "a duration such as 55d, 12h or 8w", .flags = GW_CLI_REQUIRED},
+     .set = retention_keep, .expect = "a duration such as 55d, 12h or 8w"},
+    {.name = "--size", .arg = "SIZE", .help = "drop the oldest days until the store's pages in use\n"
+     "fit in SIZE, e.g. 500GB or 20GiB (the newest day stays)", .type = GW_CLI_CALL,
+     .set = retention_size, .expect = "a size such as 500GB, 20GiB or 1.5TB"},
     {0},
 };
 
 static const struct gw_cli_cmd retention_cmd = {
     .name = "retention",
-    .synopsis = "--data-dir DIR --keep DUR",
-    .intro = "Drops day partitions whose data is older than DUR (e.g. 55d). When a\n"
-             "'gpuwatch serve' runs on DIR the request is handed to it over HTTP;\n"
-             "otherwise the dir is changed directly.\n",
+    .synopsis = "--data-dir DIR [--keep DUR] [--size SIZE]",
+    .intro = "Drops day partitions whose data is older than DUR (e.g. 55d), and/or the\n"
+             "oldest ones until the store's pages in use fit in SIZE (at least one of\n"
+             "the two is required). Freed pages are reused by later writes; the file\n"
+             "shrinks only when 'gpuwatch compact' runs offline. When a 'gpuwatch\n"
+             "serve' runs on DIR the request is handed to it over HTTP; otherwise the\n"
+             "dir is changed directly.\n",
     .opts = retention_opts,
 };
 
@@ -205,6 +221,8 @@ static int cmd_retention(int argc, char **argv)
     int rc = gw_cli_parse(&retention_cmd, argc, argv, &a);
     if (rc >= 0)
         return rc;
+    if (!a.keep_s && !a.size_s)
+        return gw_cli_usage_error(&retention_cmd, 1, "--keep or --size is required");
     const char *dir = a.dir, *keep_s = a.keep_s;
     int64_t keep = a.keep_ms;
     struct gw_db_opts o;
@@ -222,7 +240,8 @@ static int cmd_retention(int argc, char **argv)
             fclose(f);
             addr[strcspn(addr, "\r\n")] = '\0';
             char path[512], resp[4096];
-            snprintf(path, sizeof path, "/api/v1/admin/retention?keep=%s", keep_s);
+            snprintf(path, sizeof path, "/api/v1/admin/retention?%s%s%s%s", keep_s ? "keep=" : "",
+                     keep_s ? keep_s : "", a.size_s ? (keep_s ? "&size=" : "size=") : "", a.size_s ? a.size_s : "");
             int status = http_post(addr, path, resp, sizeof resp);
             if (status >= 200 && status < 300) {
                 printf("%s\n", resp[0] ? resp : "ok");
@@ -238,14 +257,16 @@ static int cmd_retention(int argc, char **argv)
         fprintf(stderr, "gpuwatch retention: cannot open %s: %s\n", dir, err.msg);
         return 1;
     }
-    unsigned dropped = 0;
-    rc = gw_db_retention(db, keep, gw_now_ms(), &dropped, &err);
+    unsigned dropped = 0, dropped_size = 0;
+    rc = keep_s ? gw_db_retention(db, keep, gw_now_ms(), &dropped, &err) : GW_OK;
+    if (rc == GW_OK && a.size_s) rc = gw_db_retention_size(db, a.size_bytes, &dropped_size, &err);
     gw_db_close(db);
     if (rc) {
         fprintf(stderr, "gpuwatch retention: %s\n", err.msg);
         return 1;
     }
-    printf("dropped %u partition(s) older than %s\n", dropped, keep_s);
+    if (keep_s) printf("dropped %u partition(s) older than %s\n", dropped, keep_s);
+    if (a.size_s) printf("dropped %u partition(s) to fit in %s\n", dropped_size, a.size_s);
     return 0;
 }
 
@@ -266,7 +287,8 @@ static const struct {
 } commands[] = {
     {"serve", gw_cli_serve, "receive Prometheus remote write, store it, answer the Prometheus API"},
     {"stats", cmd_stats, "series, samples and bytes on disk of a data dir (per partition)"},
-    {"retention", cmd_retention, "drop stored data older than a duration"},
+    {"retention", cmd_retention, "drop stored data older than a duration or beyond a size"},
+    {"compact", gw_cli_compact, "re-encode finished days, drop dead series, shrink the store file"},
     {"query", gw_cli_query, "evaluate a PromQL expression against a running serve or a data dir"},
     {"simulate", gw_cli_simulate, "simulate a GPU cluster's exporters and remote-write them (with ground truth)"},
     {"evaluate", gw_cli_evaluate, "score the failure detectors against a simulated cluster's ground truth"},

@@ -1364,6 +1364,11 @@ static void *bg_main(void *arg)
                 gw_log(GW_LOG_WARN, "db", "msg=\"retention failed\" err=\"%s\"", e.msg);
             else if (dropped)
                 gw_log(GW_LOG_INFO, "db", "msg=\"retention dropped partitions\" count=%u", dropped);
+            gw_error_clear(&e);
+            if (db->o.retention_bytes && gw_db_retention_size(db, db->o.retention_bytes, &dropped, &e) != GW_OK)
+                gw_log(GW_LOG_WARN, "db", "msg=\"retention by size failed\" err=\"%s\"", e.msg);
+            else if (db->o.retention_bytes && dropped)
+                gw_log(GW_LOG_INFO, "db", "msg=\"retention by size dropped partitions\" count=%u", dropped);
         }
     }
     return NULL;

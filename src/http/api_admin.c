@@ -1,6 +1,12 @@
 /* api_admin.c - maintenance endpoints for the CLI next to a running serve:
  *   POST /api/v1/admin/retention?keep=55d   drop day partitions older than keep
+ *   POST /api/v1/admin/retention?size=500GB drop the oldest day partitions until the
+ *                                           store's pages in use fit (keep and size may
+ *                                           be given together)
  *   POST /api/v1/admin/flush                write every head chunk to the store
+ *   POST /api/v1/admin/compact[?keep_dead=1] re-encode finished days, drop dead series
+ *                                           (the compacting copy of the file runs only
+ *                                           offline, docs/storage.md)
  * Answered only for clients on a loopback address (403 otherwise), since
  * they change or delete data and the API has no authentication. */
 #include <arpa/inet.h>
@@ -29,37 +35,73 @@ static int from_loopback(struct gw_http_req *rq)
     return 0;
 }
 
+static int admin_refused(struct gw_http_req *rq, struct gw_http_resp *rs)
+{
+    if (from_loopback(rq)) return 0;
+    gw_resp_api_error(rs, "bad_data", "admin endpoints answer loopback clients only");
+    rs->status = 403;
+    return 1;
+}
+
 void gw_api_admin_retention(struct gw_http_req *rq, struct gw_http_resp *rs)
 {
-    if (!from_loopback(rq)) {
-        gw_resp_api_error(rs, "bad_data", "admin endpoints answer loopback clients only");
-        rs->status = 403;
-        return;
-    }
+    if (admin_refused(rq, rs)) return;
     const struct gw_param *p = gw_params_get(&rq->params, "keep");
+    const struct gw_param *ps = gw_params_get(&rq->params, "size");
     int64_t keep = 0;
-    if (!p || gw_parse_duration_ms(p->val, &keep) != GW_OK || keep <= 0) {
+    uint64_t size = 0;
+    if ((!p && !ps) || (p && (gw_parse_duration_ms(p->val, &keep) != GW_OK || keep <= 0))) {
         gw_resp_api_error(rs, "bad_data", "invalid parameter \"keep\": expected a positive duration like 55d");
         return;
     }
-    unsigned dropped = 0;
+    if (ps && (gw_parse_size_bytes(ps->val, &size) != GW_OK || size == 0)) {
+        gw_resp_api_error(rs, "bad_data", "invalid parameter \"size\": expected a positive size like 500GB or 20GiB");
+        return;
+    }
+    unsigned dropped = 0, dropped_size = 0;
     struct gw_error err = {0};
-    if (gw_db_retention(rq->h->db, keep, gw_now_ms(), &dropped, &err) != GW_OK) {
+    if ((p && gw_db_retention(rq->h->db, keep, gw_now_ms(), &dropped, &err) != GW_OK) ||
+        (ps && gw_db_retention_size(rq->h->db, size, &dropped_size, &err) != GW_OK)) {
         gw_resp_api_error(rs, "internal", "%s", err.msg);
         return;
     }
     rs->status = 200;
     rs->content_type = "application/json";
-    gw_buf_printf(&rs->body, "{\"status\":\"success\",\"data\":{\"droppedPartitions\":%u}}", dropped);
+    gw_buf_printf(&rs->body, "{\"status\":\"success\",\"data\":{\"droppedPartitions\":%u}}", dropped + dropped_size);
+}
+
+void gw_api_admin_compact(struct gw_http_req *rq, struct gw_http_resp *rs)
+{
+    if (admin_refused(rq, rs)) return;
+    const struct gw_param *p = gw_params_get(&rq->params, "keep_dead");
+    struct gw_db_compact_opts o = {.keep_dead = p && !strcmp(p->val, "1")};
+    struct gw_db_compact_result r;
+    struct gw_error err = {0};
+    int rc = gw_db_compact(rq->h->db, &o, &r, &err);
+    if (rc != GW_OK) {
+        gw_resp_api_error(rs, rc == GW_ELIMIT ? "unavailable" : "internal", "%s", err.msg);
+        if (rc == GW_ELIMIT) rs->status = 503;
+        return;
+    }
+    rs->status = 200;
+    rs->content_type = "application/json";
+    gw_buf_printf(&rs->body,
+                  "{\"status\":\"success\",\"data\":{\"days\":%u,\"nodeDays\":%llu,\"nodeDaysRaced\":%llu,"
+                  "\"blobsBefore\":%llu,\"blobsAfter\":%llu,\"bytesBefore\":%llu,\"bytesAfter\":%llu,"
+                  "\"samples\":%llu,\"seriesDropped\":%llu,\"pairsDropped\":%llu,\"fileBytesBefore\":%llu,"
+                  "\"fileBytesAfter\":%llu,\"liveBytesBefore\":%llu,\"liveBytesAfter\":%llu,\"fileCopied\":%s}}",
+                  r.days, (unsigned long long)r.node_days, (unsigned long long)r.node_days_raced,
+                  (unsigned long long)r.blobs_before, (unsigned long long)r.blobs_after,
+                  (unsigned long long)r.bytes_before, (unsigned long long)r.bytes_after,
+                  (unsigned long long)r.samples, (unsigned long long)r.series_dropped,
+                  (unsigned long long)r.pairs_dropped, (unsigned long long)r.file_before,
+                  (unsigned long long)r.file_after, (unsigned long long)r.live_before,
+                  (unsigned long long)r.live_after, r.file_copied ? "true" : "false");
 }
 
 void gw_api_admin_flush(struct gw_http_req *rq, struct gw_http_resp *rs)
 {
-    if (!from_loopback(rq)) {
-        gw_resp_api_error(rs, "bad_data", "admin endpoints answer loopback clients only");
-        rs->status = 403;
-        return;
-    }
+    if (admin_refused(rq, rs)) return;
     struct gw_error err = {0};
     if (gw_db_flush(rq->h->db, &err) != GW_OK) {
         gw_resp_api_error(rs, "internal", "%s", err.msg);

@@ -93,10 +93,12 @@ static int blob_entry(struct gw_store_txn *t, const struct gw_store_blob *b, uin
     return gw_store_blob_resolve(b, j, &t->join, p, len);
 }
 
-/* Writes one blob: "GWB1" when cols is NULL, else "GWB2" (layouts in keys.c). */
+/* Writes one blob: "GWB1" when cols is NULL, else "GWB2" (layouts in keys.c).
+ * seq_fixed > UINT32_MAX: the next seq of the node and window; else that
+ * seq (a day blob, written by compaction over a key it just deleted). */
 static int blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_start,
                     const struct gw_store_blob_col *cols, size_t ncols,
-                    const struct gw_store_blob_entry *entries, size_t n)
+                    const struct gw_store_blob_entry *entries, size_t n, uint64_t seq_fixed)
 {
     int rc = gw_store_need_write(t);
     if (rc != GW_OK)
@@ -146,7 +148,11 @@ static int blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_sta
     gw_store_blob_key(key, node_id, window_start, UINT32_MAX);
     MDB_val k = {sizeof key, key}, d;
     uint32_t seq = 0;
-    int mrc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
+    int mrc = seq_fixed <= UINT32_MAX ? MDB_NOTFOUND : mdb_cursor_get(c, &k, &d, MDB_SET_RANGE);
+    if (seq_fixed <= UINT32_MAX) {
+        seq = (uint32_t)seq_fixed;
+        goto put;
+    }
     if (mrc == MDB_SUCCESS) {
         if (k.mv_size == sizeof key && memcmp(k.mv_data, key, sizeof key) == 0) {
             rc = GW_ELIMIT; /* seq space of this window used up */
@@ -163,6 +169,7 @@ static int blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_sta
         rc = gw_store_terr(t, mrc, "blob seek");
         goto out;
     }
+put:
     gw_store_blob_key(key, node_id, window_start, seq);
     k.mv_data = key;
     k.mv_size = sizeof key;
@@ -210,7 +217,7 @@ out:
 int gw_store_blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_start,
                       const struct gw_store_blob_entry *entries, size_t n)
 {
-    return blob_put(t, node_id, window_start, NULL, 0, entries, n);
+    return blob_put(t, node_id, window_start, NULL, 0, entries, n, UINT64_MAX);
 }
 
 int gw_store_blob_put_cols(struct gw_store_txn *t, uint32_t node_id, int64_t window_start,
@@ -218,13 +225,107 @@ int gw_store_blob_put_cols(struct gw_store_txn *t, uint32_t node_id, int64_t win
                            const struct gw_store_blob_entry *entries, size_t n)
 {
     static const struct gw_store_blob_col none;
-    return blob_put(t, node_id, window_start, cols ? cols : &none, cols ? ncols : 0, entries, n);
+    return blob_put(t, node_id, window_start, cols ? cols : &none, cols ? ncols : 0, entries, n, UINT64_MAX);
+}
+
+int gw_store_blob_put_day(struct gw_store_txn *t, uint32_t node_id, int64_t day,
+                          const struct gw_store_blob_col *cols, size_t ncols,
+                          const struct gw_store_blob_entry *entries, size_t n)
+{
+    static const struct gw_store_blob_col none;
+    if (day > INT64_MAX / GW_DAY_MS || day < INT64_MIN / GW_DAY_MS)
+        return GW_EINVAL;
+    return blob_put(t, node_id, day * GW_DAY_MS, cols ? cols : &none, cols ? ncols : 0, entries, n,
+                    GW_STORE_DAY_SEQ);
+}
+
+/* The visit of one blob's entries of sid (see blocks_scan). Sets *done when
+ * the scan must stop (a callback said so, or the first block was found
+ * with no callback) and *found when sid has an entry. */
+static int blob_visit(struct gw_store_txn *t, const MDB_val *d, int64_t ws, uint64_t sid, gw_store_block_cb cb,
+                      gw_store_part_cb pcb, void *ud, int *done, int *found)
+{
+    struct gw_store_blob b;
+    int rc = blob_parse_txn(t, d, &b);
+    if (rc != GW_OK)
+        return rc;
+    for (uint32_t j = gw_store_blob_lower(&b, (uint32_t)sid); j < b.n && gw_store_blob_sid(&b, j) == sid; j++) {
+        *found = 1;
+        if (!cb && !pcb) {
+            *done = 1;
+            return GW_OK;
+        }
+        const uint8_t *p;
+        size_t len;
+        int crc;
+        if (pcb) {
+            struct gw_store_block_part bp = {.window_start = ws};
+            if ((rc = gw_store_blob_split(&b, j, &p, &len, &bp.col, &bp.col_len)) != GW_OK) {
+                *done = 1;
+                return rc;
+            }
+            if (bp.col) {
+                bp.val = p;
+                bp.val_len = len;
+            } else {
+                bp.block = p;
+                bp.len = len;
+            }
+            crc = pcb(ud, &bp);
+        } else {
+            if ((rc = blob_entry(t, &b, j, &p, &len)) != GW_OK) {
+                *done = 1;
+                return rc;
+            }
+            crc = cb(ud, ws, p, len);
+        }
+        if (crc != 0) {
+            *done = 1;
+            return crc < 0 ? crc : GW_OK;
+        }
+    }
+    return GW_OK;
+}
+
+/* Visits node_id's blobs of one partition from key seek on, while the key
+ * starts with the first `prefix` bytes of seek and its window starts at or
+ * before maxt. */
+static int part_scan(struct gw_store_txn *t, MDB_dbi dbi, const uint8_t *seek, size_t prefix, int64_t maxt,
+                     uint64_t sid, gw_store_block_cb cb, gw_store_part_cb pcb, void *ud, int *done, int *found)
+{
+    MDB_cursor *c;
+    int rc = GW_OK, mrc = mdb_cursor_open(t->txn, dbi, &c);
+    if (mrc != MDB_SUCCESS)
+        return gw_store_terr(t, mrc, "partition cursor");
+    MDB_val k = {GW_BLOB_KEY_LEN, (void *)seek}, d;
+    for (mrc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE); mrc == MDB_SUCCESS && !*done;
+         mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
+        if (k.mv_size != GW_BLOB_KEY_LEN) {
+            rc = GW_ECORRUPT;
+            break;
+        }
+        if (memcmp(k.mv_data, seek, prefix) != 0)
+            break;
+        int64_t ws = gw_store_unbias(gw_get_be64((const uint8_t *)k.mv_data + 4));
+        if (ws > maxt)
+            break;
+        if ((rc = blob_visit(t, &d, ws, sid, cb, pcb, ud, done, found)) != GW_OK)
+            break;
+    }
+    /* NOTFOUND also covers a partition another process dropped. */
+    if (rc == GW_OK && !*done && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
+        rc = gw_store_terr(t, mrc, "blob scan");
+    mdb_cursor_close(c);
+    return rc;
 }
 
 /* Shared by blocks_get, block_parts_get and blocks_any: cb == NULL and
  * pcb == NULL means "stop at the first block and return 1". Blobs are
  * visited in key order (day, window start, seq), the blocks of a blob in
- * directory order. */
+ * directory order. A compacted day's blob is keyed at the day's start
+ * (seq >= GW_STORE_DAY_SEQ) and spans the whole day, so in the first
+ * partition the day blobs are visited before the windows from mint_lo on
+ * (they precede those in key order too). */
 static int blocks_scan(struct gw_store_txn *t, uint32_t node_id, uint64_t sid, int64_t mint_lo, int64_t maxt,
                        gw_store_block_cb cb, gw_store_part_cb pcb, void *ud)
 {
@@ -233,74 +334,19 @@ static int blocks_scan(struct gw_store_txn *t, uint32_t node_id, uint64_t sid, i
     if (mint_lo > maxt || sid > UINT32_MAX)
         return 0;
     struct part_vec pv = {0};
-    int rc = gw_store_parts_collect(t, gw_store_day_of(mint_lo), gw_store_day_of(maxt), &pv);
+    int64_t first_day = gw_store_day_of(mint_lo);
+    int rc = gw_store_parts_collect(t, first_day, gw_store_day_of(maxt), &pv);
     uint8_t seek[GW_BLOB_KEY_LEN];
-    gw_store_blob_key(seek, node_id, mint_lo, 0);
     int done = 0, found = 0;
     for (size_t i = 0; rc == GW_OK && !done && i < pv.n; i++) {
-        MDB_cursor *c;
-        int mrc = mdb_cursor_open(t->txn, pv.v[i].dbi, &c);
-        if (mrc != MDB_SUCCESS) {
-            rc = gw_store_terr(t, mrc, "partition cursor");
-            break;
+        if (pv.v[i].day == first_day && first_day > INT64_MIN / GW_DAY_MS && first_day * GW_DAY_MS < mint_lo) {
+            gw_store_blob_key(seek, node_id, first_day * GW_DAY_MS, GW_STORE_DAY_SEQ);
+            rc = part_scan(t, pv.v[i].dbi, seek, 12, maxt, sid, cb, pcb, ud, &done, &found);
+            if (rc != GW_OK || done)
+                break;
         }
-        MDB_val k = {sizeof seek, seek}, d;
-        for (mrc = mdb_cursor_get(c, &k, &d, MDB_SET_RANGE); mrc == MDB_SUCCESS && !done;
-             mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
-            if (k.mv_size != GW_BLOB_KEY_LEN) {
-                rc = GW_ECORRUPT;
-                break;
-            }
-            if (memcmp(k.mv_data, seek, 4) != 0)
-                break;
-            int64_t ws = gw_store_unbias(gw_get_be64((const uint8_t *)k.mv_data + 4));
-            if (ws > maxt)
-                break;
-            struct gw_store_blob b;
-            if ((rc = blob_parse_txn(t, &d, &b)) != GW_OK)
-                break;
-            for (uint32_t j = gw_store_blob_lower(&b, (uint32_t)sid); j < b.n && gw_store_blob_sid(&b, j) == sid;
-                 j++) {
-                found = 1;
-                if (!cb && !pcb) {
-                    done = 1;
-                    break;
-                }
-                const uint8_t *p;
-                size_t len;
-                int crc;
-                if (pcb) {
-                    struct gw_store_block_part bp = {.window_start = ws};
-                    if ((rc = gw_store_blob_split(&b, j, &p, &len, &bp.col, &bp.col_len)) != GW_OK) {
-                        done = 1;
-                        break;
-                    }
-                    if (bp.col) {
-                        bp.val = p;
-                        bp.val_len = len;
-                    } else {
-                        bp.block = p;
-                        bp.len = len;
-                    }
-                    crc = pcb(ud, &bp);
-                } else {
-                    if ((rc = blob_entry(t, &b, j, &p, &len)) != GW_OK) {
-                        done = 1;
-                        break;
-                    }
-                    crc = cb(ud, ws, p, len);
-                }
-                if (crc != 0) {
-                    rc = crc < 0 ? crc : GW_OK;
-                    done = 1;
-                    break;
-                }
-            }
-        }
-        /* NOTFOUND also covers a partition another process dropped. */
-        if (rc == GW_OK && !done && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
-            rc = gw_store_terr(t, mrc, "blob scan");
-        mdb_cursor_close(c);
+        gw_store_blob_key(seek, node_id, mint_lo, 0);
+        rc = part_scan(t, pv.v[i].dbi, seek, 4, maxt, sid, cb, pcb, ud, &done, &found);
     }
     free(pv.v);
     if (rc != GW_OK)

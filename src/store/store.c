@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <lmdb.h>
 
@@ -256,6 +257,12 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o, struct g
     if (mrc != MDB_SUCCESS) {
         rc = gw_error_set(err, gw_store_map_mdb(mrc), "cannot configure store env: %s", mdb_strerror(mrc));
         goto fail;
+    }
+    if (!s->read_only) {
+        /* A compacting copy that did not reach its rename (compact.c). */
+        char tmp[4096];
+        if ((size_t)snprintf(tmp, sizeof tmp, "%s/%s", s->dir, GW_STORE_COMPACT_TMP) < sizeof tmp)
+            (void)unlink(tmp);
     }
     unsigned flags = MDB_NOTLS;
     if (s->read_only)
@@ -525,6 +532,7 @@ int gw_store_stats(struct gw_store *s, struct gw_store_stats *out, struct gw_err
     uint64_t known = st.index_bytes + named + trees * es.ms_psize;
     if (st.used_bytes >= (2 + free_pages) * es.ms_psize && live > known)
         st.index_bytes += live - known;
+    st.live_bytes = st.used_bytes >= (2 + free_pages) * es.ms_psize ? live : 0;
     size_t dl = strlen(s->dir);
     char *path = malloc(dl + sizeof "/data.mdb");
     if (!path) {

@@ -1,0 +1,329 @@
+/* cmd_compact.c - `gpuwatch compact`: re-encodes finished days into one
+ * blob per node and day, drops dead series and (offline) gives freed pages
+ * back to the file system (docs/storage.md, "Compaction"). When a
+ * `gpuwatch serve` runs on the dir the request is handed to it over HTTP
+ * (POST /api/v1/admin/compact), as `gpuwatch retention` does; otherwise
+ * the dir is opened directly. Also the schedule of `serve --compact.schedule`
+ * and the compaction thread of serve. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpuwatch/codec.h"
+#include "gpuwatch/db.h"
+#include "gpuwatch/httpc.h"
+#include "gpuwatch/log.h"
+#include "cli.h"
+#include "cli_parse.h"
+#include "serve_compact.h"
+
+struct compact_args {
+    const char *dir;
+    int keep_dead, no_copy, json;
+};
+
+static const struct gw_cli_opt compact_opts[] = {
+    {.name = "--data-dir", .arg = "DIR", .help = "the data directory", .type = GW_CLI_STR,
+     GW_CLI_AT(struct compact_args, dir), .flags = GW_CLI_REQUIRED | GW_CLI_NONEMPTY},
+    {.name = "--keep-dead", .help = "leave series without data in the index", .type = GW_CLI_FLAG,
+     GW_CLI_AT(struct compact_args, keep_dead)},
+    {.name = "--no-file-copy", .help = "offline: skip the compacting copy of the LMDB file", .type = GW_CLI_FLAG,
+     GW_CLI_AT(struct compact_args, no_copy)},
+    {.name = "--json", .help = "print the summary as one JSON object", .type = GW_CLI_FLAG,
+     GW_CLI_AT(struct compact_args, json)},
+    {0},
+};
+
+static const struct gw_cli_cmd compact_cmd = {
+    .name = "compact",
+    .synopsis = "--data-dir DIR [--keep-dead] [--no-file-copy] [--json]",
+    .intro = "Re-encodes every finished UTC day (before today, and older than anything\n"
+             "still in memory) into one blob per node and day, with longer\n"
+             "runs for the codec; every sample stays bit-exact. Drops series that have\n"
+             "no data left (and their label pairs). Safe to run again: finished work is\n"
+             "skipped, data that arrived late is merged.\n"
+             "\n"
+             "When 'gpuwatch serve' runs on DIR the request is handed to it over HTTP\n"
+             "(ingest goes on meanwhile); otherwise DIR is opened directly and, at the\n"
+             "end, the LMDB file is rewritten with a compacting copy so freed space goes\n"
+             "back to the file system (crash-safe: copy, fsync, rename). Online, freed\n"
+             "pages are reused by later writes but the file does not shrink.\n",
+    .opts = compact_opts,
+    .outro = "\nProgress goes to stderr: a bar with rate and ETA on a terminal, log lines\n"
+             "otherwise. serve runs the same compaction on its own thread, see\n"
+             "'gpuwatch serve --help' (--compact.schedule).\n",
+};
+
+/* ---- progress ---- */
+
+struct progress {
+    int tty;
+    uint64_t t0;
+    const char *phase;
+    int last_pct;
+    uint64_t last_ns;
+};
+
+static void progress_cb(void *ud, const char *phase, uint64_t done, uint64_t total, uint64_t samples)
+{
+    struct progress *p = ud;
+    uint64_t now = gw_mono_ns();
+    int pct = total ? (int)(done * 100 / total) : 100;
+    if (p->phase != phase) {
+        if (p->tty && p->phase) fputc('\n', stderr);
+        p->phase = phase;
+        p->last_pct = -1;
+        p->t0 = now;
+    }
+    double secs = (double)(now - p->t0) / 1e9;
+    if (p->tty) {
+        if (now - p->last_ns < 100000000ull && pct != 100) return;
+        p->last_ns = now;
+        char bar[31];
+        int fill = pct * 30 / 100;
+        for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
+        bar[30] = 0;
+        double eta = done && total > done ? secs * (double)(total - done) / (double)done : 0;
+        fprintf(stderr, "\r%-7s [%s] %3d%%  %.2f M samples/s  ETA %dm%02ds  ", phase, bar, pct,
+                secs > 0 ? (double)samples / secs / 1e6 : 0.0, (int)eta / 60, (int)eta % 60);
+        fflush(stderr);
+        return;
+    }
+    if (pct / 10 == p->last_pct / 10 && pct != 100) return;
+    p->last_pct = pct;
+    gw_log(GW_LOG_INFO, "compact", "msg=\"progress\" phase=%s done=%" PRIu64 " total=%" PRIu64 " pct=%d samples=%" PRIu64
+           " seconds=%.1f", phase, done, total, pct, samples, secs);
+}
+
+/* ---- summary ---- */
+
+static void print_summary(const struct gw_db_compact_result *r, int json)
+{
+    if (json) {
+        printf("{\"days\":%u,\"node_days\":%" PRIu64 ",\"node_days_raced\":%" PRIu64 ",\"blobs_before\":%" PRIu64
+               ",\"blobs_after\":%" PRIu64 ",\"bytes_before\":%" PRIu64 ",\"bytes_after\":%" PRIu64
+               ",\"samples\":%" PRIu64 ",\"series_dropped\":%" PRIu64 ",\"pairs_dropped\":%" PRIu64
+               ",\"file_bytes_before\":%" PRIu64 ",\"file_bytes_after\":%" PRIu64 ",\"live_bytes_before\":%" PRIu64
+               ",\"live_bytes_after\":%" PRIu64 ",\"file_copied\":%s}\n",
+               r->days, r->node_days, r->node_days_raced, r->blobs_before, r->blobs_after, r->bytes_before,
+               r->bytes_after, r->samples, r->series_dropped, r->pairs_dropped, r->file_before, r->file_after,
+               r->live_before, r->live_after, r->file_copied ? "true" : "false");
+        return;
+    }
+    printf("days compacted      %u (%" PRIu64 " node-days", r->days, r->node_days);
+    if (r->node_days_raced) printf(", %" PRIu64 " changed meanwhile, left for the next run", r->node_days_raced);
+    printf(")\n");
+    printf("blobs               %" PRIu64 " -> %" PRIu64 "\n", r->blobs_before, r->blobs_after);
+    printf("blob bytes          %" PRIu64 " -> %" PRIu64, r->bytes_before, r->bytes_after);
+    if (r->samples)
+        printf(" (%.3f -> %.3f bytes/sample)", (double)r->bytes_before / (double)r->samples,
+               (double)r->bytes_after / (double)r->samples);
+    printf("\nsamples re-encoded  %" PRIu64 "\n", r->samples);
+    printf("series dropped      %" PRIu64 " (label pairs dropped %" PRIu64 ")\n", r->series_dropped, r->pairs_dropped);
+    printf("pages in use        %" PRIu64 " -> %" PRIu64 "\n", r->live_before, r->live_after);
+    printf("file bytes          %" PRIu64 " -> %" PRIu64 "%s\n", r->file_before, r->file_after,
+           r->file_copied ? "" : " (no compacting copy)");
+}
+
+/* ---- handing over to a running serve ---- */
+
+static int handoff(const char *dir, const struct compact_args *a, const char *open_err)
+{
+    char addr_path[4096], addr[300] = {0};
+    snprintf(addr_path, sizeof addr_path, "%s/serve.addr", dir);
+    FILE *f = fopen(addr_path, "r");
+    if (!f || !fgets(addr, sizeof addr, f)) {
+        if (f) fclose(f);
+        fprintf(stderr, "gpuwatch compact: cannot open %s: %s\n", dir, open_err);
+        return 1;
+    }
+    fclose(f);
+    addr[strcspn(addr, "\r\n")] = '\0';
+    char url[400];
+    snprintf(url, sizeof url, "http://%s/", addr);
+    struct gw_error err = {0};
+    struct gw_httpc *c = NULL;
+    struct gw_httpc_opts o;
+    gw_httpc_opts_default(&o);
+    o.timeout_ms = 24 * 3600 * 1000;   /* a compaction of many days takes a while */
+    o.user_agent = "gpuwatch-cli";
+    int status = -1;
+    struct gw_httpc_response r;
+    gw_httpc_response_init(&r);
+    if (!a->json)
+        fprintf(stderr, "gpuwatch compact: handed to the running server at %s; waiting for it\n", addr);
+    if (gw_httpc_open(&c, url, &o, &err) == GW_OK &&
+        gw_httpc_request(c, "POST", a->keep_dead ? "/api/v1/admin/compact?keep_dead=1" : "/api/v1/admin/compact",
+                         NULL, 0, NULL, 0, &r, &err) == GW_OK)
+        status = r.status;
+    int rc = 0;
+    if (status >= 200 && status < 300) {
+        printf("%.*s\n", (int)r.body.len, r.body.len ? (const char *)r.body.data : "");
+    } else if (status < 0) {
+        fprintf(stderr, "gpuwatch compact: the running server at %s does not answer: %s\n", addr, err.msg);
+        rc = 1;
+    } else {
+        fprintf(stderr, "gpuwatch compact: the running server at %s answered %d: %.*s\n", addr, status,
+                (int)r.body.len, r.body.len ? (const char *)r.body.data : "");
+        rc = 1;
+    }
+    gw_httpc_response_free(&r);
+    gw_httpc_close(c);
+    return rc;
+}
+
+int gw_cli_compact(int argc, char **argv)
+{
+    struct compact_args a = {0};
+    int rc = gw_cli_parse(&compact_cmd, argc, argv, &a);
+    if (rc >= 0) return rc;
+    struct gw_db_opts o;
+    gw_db_opts_default(&o);
+    o.dir = a.dir;
+    struct gw_error err = {0};
+    struct gw_db *db = NULL;
+    if (access(a.dir, F_OK) != 0) {
+        fprintf(stderr, "gpuwatch compact: no data dir %s\n", a.dir);
+        return 1;
+    }
+    if (gw_db_open(&db, &o, &err) != GW_OK) return handoff(a.dir, &a, err.msg);
+    /* everything the WAL held goes to the store first */
+    if (gw_db_flush(db, &err) != GW_OK) {
+        fprintf(stderr, "gpuwatch compact: cannot flush %s: %s\n", a.dir, err.msg);
+        gw_db_close(db);
+        return 1;
+    }
+    struct progress p = {.tty = isatty(2), .last_pct = -1};
+    struct gw_db_compact_opts co = {.copy_file = !a.no_copy, .keep_dead = a.keep_dead, .progress = progress_cb,
+                                    .ud = &p};
+    struct gw_db_compact_result r;
+    rc = gw_db_compact(db, &co, &r, &err);
+    if (p.tty && p.phase) fputc('\n', stderr);
+    gw_db_close(db);
+    if (rc != GW_OK) {
+        fprintf(stderr, "gpuwatch compact: %s\n", err.msg);
+        return 1;
+    }
+    print_summary(&r, a.json);
+    return 0;
+}
+
+/* ---- serve --compact.schedule ---- */
+
+int gw_compact_sched_parse(const char *v, struct gw_compact_sched *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!strcmp(v, "off")) {
+        out->off = 1;
+        return 0;
+    }
+    unsigned hh, mm;
+    char extra;
+    if (strlen(v) == 5 && v[2] == ':' && sscanf(v, "%2u:%2u%c", &hh, &mm, &extra) == 2 && hh < 24 && mm < 60) {
+        out->daily = 1;
+        out->minute_of_day = (int)(hh * 60 + mm);
+        return 0;
+    }
+    int64_t ms;
+    if (gw_parse_duration_ms(v, &ms) == GW_OK && ms >= 60000) {
+        out->every_ms = ms;
+        return 0;
+    }
+    return -1;
+}
+
+int64_t gw_compact_sched_next(const struct gw_compact_sched *s, int64_t now_ms)
+{
+    if (s->off) return INT64_MAX;
+    if (!s->daily) return now_ms + s->every_ms;
+    int64_t day = now_ms / 86400000LL * 86400000LL;
+    int64_t at = day + (int64_t)s->minute_of_day * 60000;
+    return at > now_ms ? at : at + 86400000LL;
+}
+
+struct gw_serve_compact {
+    struct gw_db *db;
+    struct gw_compact_sched sched;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stopping;
+};
+
+static int sc_stop(void *ud)
+{
+    struct gw_serve_compact *c = ud;
+    pthread_mutex_lock(&c->mu);
+    int s = c->stopping;
+    pthread_mutex_unlock(&c->mu);
+    return s;
+}
+
+static void *sc_main(void *arg)
+{
+    struct gw_serve_compact *c = arg;
+    for (;;) {
+        int64_t next = gw_compact_sched_next(&c->sched, gw_now_ms());
+        pthread_mutex_lock(&c->mu);
+        while (!c->stopping && gw_now_ms() < next) {
+            int64_t wait = next - gw_now_ms();
+            if (wait > 60000) wait = 60000;   /* re-read the clock every minute */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += wait / 1000;
+            ts.tv_nsec += (long)(wait % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+        }
+        int stop = c->stopping;
+        pthread_mutex_unlock(&c->mu);
+        if (stop) break;
+        struct gw_db_compact_opts o = {.stop = sc_stop, .ud = c};
+        struct gw_db_compact_result r;
+        struct gw_error e = {0};
+        gw_log(GW_LOG_INFO, "compact", "msg=\"scheduled compaction starts\"");
+        if (gw_db_compact(c->db, &o, &r, &e) != GW_OK)
+            gw_log(GW_LOG_WARN, "compact", "msg=\"scheduled compaction failed\" err=\"%s\"", e.msg);
+    }
+    return NULL;
+}
+
+int gw_serve_compact_start(struct gw_serve_compact **out, struct gw_db *db, const struct gw_compact_sched *s)
+{
+    *out = NULL;
+    if (s->off) return GW_OK;
+    struct gw_serve_compact *c = calloc(1, sizeof *c);
+    if (!c) return GW_ENOMEM;
+    c->db = db;
+    c->sched = *s;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    if (pthread_create(&c->th, NULL, sc_main, c) != 0) {
+        pthread_mutex_destroy(&c->mu);
+        pthread_cond_destroy(&c->cv);
+        free(c);
+        return GW_ENOMEM;
+    }
+    *out = c;
+    return GW_OK;
+}
+
+void gw_serve_compact_stop(struct gw_serve_compact *c)
+{
+    if (!c) return;
+    pthread_mutex_lock(&c->mu);
+    c->stopping = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    pthread_join(c->th, NULL);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c);
+}
