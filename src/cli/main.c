@@ -272,6 +272,7 @@ static const struct {
     {"evaluate", gw_cli_evaluate, "score the failure detectors against a simulated cluster's ground truth"},
     {"exclusions", gw_cli_exclusions, "the nodes to keep out of the next job (node ledger), for a scheduler"},
     {"report", gw_cli_report, "reliability report of a data dir (Markdown or HTML; read-only)"},
+    {"verify", gw_cli_verify, "check every block, the index and the WAL of a data dir (read-only)"},
     {"version", cmd_version, "print the version"},
 };
 
