@@ -195,4 +195,34 @@ struct gw_db_verify_stats {
 int gw_db_verify(const char *dir, gw_db_problem_cb cb, gw_store_progress_cb progress, void *ud,
                  struct gw_db_verify_stats *st, struct gw_error *err);
 
+
+/* ---- backup and restore (backup.c, restore.c; format at the top of
+ * backup.c) ----
+ * gw_db_backup: a consistent backup of an open, writing database (serve)
+ * into out (absent or empty), without pausing ingest: the WAL is cut, the
+ * segments before the cut copied, then the store snapshot (LMDB copy), then
+ * the other files of the dir; every sample acknowledged before the call is
+ * in the backup. Written to OUT.partial.XXXXXX and renamed when complete.
+ * gw_db_backup_dir: the same for a data dir no process uses (takes
+ * DIR/LOCK; GW_ELIMIT when a process holds it).
+ * gw_db_backup_check: checks the manifest and every file (size, CRC).
+ * gw_db_restore: checks, then copies into dir through a temp dir renamed
+ * into place; a non-empty dir only with force (moved aside, then removed);
+ * GW_ELIMIT when a process holds DIR/LOCK, GW_ECORRUPT for an incomplete or
+ * damaged backup (nothing written then). */
+struct gw_db_backup_stats {
+    uint64_t files, bytes, wal_segments;
+    uint64_t wal_position;       /* the cut (UINT64_MAX: all segments) */
+};
+int gw_db_backup(struct gw_db *db, const char *out, struct gw_db_backup_stats *st, struct gw_error *err);
+int gw_db_backup_dir(const char *dir, const char *out, struct gw_db_backup_stats *st, struct gw_error *err);
+int gw_db_backup_check(const char *from, struct gw_db_backup_stats *st, struct gw_error *err);
+int gw_db_restore(const char *from, const char *dir, int force, struct gw_db_backup_stats *st,
+                  struct gw_error *err);
+/* Takes DIR/LOCK as serve does (*fd holds it; close to release): GW_OK,
+ * GW_ELIMIT when another process holds it, GW_EIO. */
+int gw_db_lock_dir(const char *dir, int *fd, struct gw_error *err);
+/* rm -rf (no symlinks followed); 0 or -1. */
+int gw_db_rmtree(const char *path);
+
 #endif /* GW_DB_H */

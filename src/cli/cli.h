@@ -16,5 +16,7 @@ int gw_cli_evaluate(int argc, char **argv);   /* cmd_evaluate.c */
 int gw_cli_exclusions(int argc, char **argv); /* cmd_exclusions.c */
 int gw_cli_report(int argc, char **argv);     /* cmd_report.c */
 int gw_cli_verify(int argc, char **argv);     /* cmd_verify.c */
+int gw_cli_backup(int argc, char **argv);     /* cmd_backup.c */
+int gw_cli_restore(int argc, char **argv);    /* cmd_backup.c */
 
 #endif /* GW_CLI_H */
