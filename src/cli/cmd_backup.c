@@ -20,6 +20,7 @@
 #include "gpuwatch/db.h"
 #include "gpuwatch/httpc.h"
 #include "cli.h"
+#include "cli_export.h"
 #include "cli_parse.h"
 
 struct backup_args {
@@ -113,23 +114,6 @@ static void url_encode(const char *s, char *out, size_t cap)
     out[o] = 0;
 }
 
-/* The URL of the serve on dir (from DIR/serve.addr); 0 or -1. */
-static int serve_url(const char *dir, char *out, size_t cap)
-{
-    char path[PATH_MAX], addr[300] = {0};
-    snprintf(path, sizeof path, "%s/serve.addr", dir);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    int ok = fgets(addr, sizeof addr, f) != NULL;
-    fclose(f);
-    addr[strcspn(addr, "\r\n")] = 0;
-    if (!ok || !addr[0])
-        return -1;
-    snprintf(out, cap, "http://%s/", addr);
-    return 0;
-}
-
 static int backup_online(const char *url, const char *out)
 {
     char absout[PATH_MAX], enc[3 * PATH_MAX], path[3 * PATH_MAX + 64];
@@ -180,7 +164,7 @@ int gw_cli_backup(int argc, char **argv)
     struct gw_error err = {0};
     rc = gw_db_backup_dir(a.dir, a.out, &st, &err);
     if (rc == GW_ELIMIT) {
-        if (serve_url(a.dir, url, sizeof url) == 0)
+        if (gw_cli_serve_url(a.dir, url, sizeof url) == 0)
             return backup_online(url, a.out);
         fprintf(stderr, "gpuwatch backup: %s, and DIR/serve.addr does not say where it listens; give --url\n",
                 err.msg);
