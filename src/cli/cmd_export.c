@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gpuwatch/codec.h"
@@ -200,6 +201,11 @@ static int export_run(const struct export_args *a, struct gw_matcher *m, size_t 
 {
     if (a->url)
         return gw_cli_remote_read(a->url, m, nm, from, to, read_cb, e, err);
+    char sp[4200];
+    struct stat sb;
+    snprintf(sp, sizeof sp, "%s/store", a->dir);
+    if (stat(sp, &sb) != 0)
+        return gw_error_set(err, GW_ENOTFOUND, "no gpuwatch store in %s", a->dir);
     int lock = -1;
     int rc = gw_db_lock_dir(a->dir, &lock, err);
     if (rc == GW_OK) {
