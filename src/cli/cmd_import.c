@@ -245,8 +245,6 @@ static int looks_like_text(const uint8_t *p, size_t len)
 
 static int import_rw(struct imp *m, const char *file, const uint8_t *p, size_t len)
 {
-    if (!m->db)
-        return post_body(m, p, len, 0) == GW_OK ? GW_OK : GW_EIO;
     struct gw_buf pb;
     gw_buf_init(&pb, 0);
     struct gw_arena a;
@@ -260,7 +258,7 @@ static int import_rw(struct imp *m, const char *file, const uint8_t *p, size_t l
     }
     if (rc != GW_OK)
         rc = gw_error_set(m->err, GW_EPARSE, "%s: neither text nor a remote-write body: %s", file, e.msg);
-    else
+    else   /* to a serve re-encoded as 1.0, whatever version the file is */
         rc = send_request(m, &req);
     gw_arena_free(&a);
     gw_buf_free(&pb);
@@ -325,7 +323,11 @@ static int split_args(int argc, char **argv, char **opts, int *nopt, const char 
 static void print_totals(const struct imp *m)
 {
     const struct gw_append_result *t = &m->tot;
-    printf("imported %llu samples: accepted %llu", (unsigned long long)m->sent, (unsigned long long)t->accepted);
+    if (!m->db)
+        printf("sent %llu samples: %llu in requests the server answered 2xx (resent duplicates included)",
+               (unsigned long long)m->sent, (unsigned long long)t->accepted);
+    else
+        printf("imported %llu samples: accepted %llu", (unsigned long long)m->sent, (unsigned long long)t->accepted);
     if (m->db)
         printf(", duplicates %llu, conflicts %llu, out of order %llu, too old %llu, too new %llu, "
                "invalid series %llu (%llu samples)",
@@ -361,6 +363,7 @@ int gw_cli_import(int argc, char **argv)
         return gw_cli_usage_error(&import_cmd, 1, "give exactly one of --data-dir and --url");
     if (!nfiles)
         return gw_cli_usage_error(&import_cmd, 1, "no FILE given");
+    rc = GW_OK;
     struct gw_error err = {0};
     struct imp m = {.batch_max = (size_t)a.batch, .err = &err, .url = a.url};
     gw_arena_init(&m.strings, 1 << 20, 0);
