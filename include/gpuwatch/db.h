@@ -28,6 +28,7 @@
 #include "gpuwatch/err.h"
 #include "gpuwatch/matcher.h"
 #include "gpuwatch/rw.h"
+#include "gpuwatch/store.h"
 #include "gpuwatch/wal.h"
 
 struct gw_db;
@@ -198,5 +199,71 @@ int gw_db_stats(struct gw_db *db, struct gw_db_stats *st, struct gw_error *err);
 typedef int (*gw_db_partition_cb)(void *ud, int64_t day, uint64_t blocks, uint64_t samples,
                                   uint64_t payload_bytes, uint64_t page_bytes);
 int gw_db_partitions(struct gw_db *db, gw_db_partition_cb cb, void *ud, struct gw_error *err);
+
+
+/* ---- verification (verify.c) ----
+ * Checks a data dir read-only, safe next to a running serve: the store
+ * (gw_store_verify: every block decoded, the index cross-checked) in one
+ * LMDB read transaction, then every WAL segment (gw_wal_check) and every
+ * record's payload (SERIES labels canonical and valid, SAMPLES well formed
+ * and naming series that exist in the store or in an earlier SERIES
+ * record). Each problem goes to cb with where it is; fields that do not
+ * apply hold day = window_start = INT64_MIN, seq = wal_segment = -1, the
+ * others 0. A torn tail of the last WAL segment is normal (st->wal).
+ * GW_OK when the checks ran (st->problems says whether anything was found);
+ * GW_ENOTFOUND when DIR holds no store; other errors when a check could not
+ * run. */
+struct gw_db_problem {
+    const char *area;           /* "store" or "wal" */
+    const char *kind;           /* store: see gw_store_problem; wal: "segment", "series", "samples" */
+    int64_t day;
+    uint32_t node_id;
+    int64_t window_start;
+    int64_t seq;
+    uint64_t sid;
+    uint32_t pair_id;
+    int64_t wal_segment;
+    uint64_t wal_offset;
+    char what[256];
+};
+typedef void (*gw_db_problem_cb)(void *ud, const struct gw_db_problem *p);
+struct gw_db_verify_stats {
+    struct gw_store_verify_stats store;
+    struct gw_wal_check_stats wal;
+    uint64_t wal_series, wal_samples;   /* in valid WAL records */
+    uint64_t problems;                  /* store + WAL */
+};
+int gw_db_verify(const char *dir, gw_db_problem_cb cb, gw_store_progress_cb progress, void *ud,
+                 struct gw_db_verify_stats *st, struct gw_error *err);
+
+
+/* ---- backup and restore (backup.c, restore.c; format at the top of
+ * backup.c) ----
+ * gw_db_backup: a consistent backup of an open, writing database (serve)
+ * into out (absent or empty), without pausing ingest: the WAL is cut, the
+ * segments before the cut copied, then the store snapshot (LMDB copy), then
+ * the other files of the dir; every sample acknowledged before the call is
+ * in the backup. Written to OUT.partial.XXXXXX and renamed when complete.
+ * gw_db_backup_dir: the same for a data dir no process uses (takes
+ * DIR/LOCK; GW_ELIMIT when a process holds it).
+ * gw_db_backup_check: checks the manifest and every file (size, CRC).
+ * gw_db_restore: checks, then copies into dir through a temp dir renamed
+ * into place; a non-empty dir only with force (moved aside, then removed);
+ * GW_ELIMIT when a process holds DIR/LOCK, GW_ECORRUPT for an incomplete or
+ * damaged backup (nothing written then). */
+struct gw_db_backup_stats {
+    uint64_t files, bytes, wal_segments;
+    uint64_t wal_position;       /* the cut (UINT64_MAX: all segments) */
+};
+int gw_db_backup(struct gw_db *db, const char *out, struct gw_db_backup_stats *st, struct gw_error *err);
+int gw_db_backup_dir(const char *dir, const char *out, struct gw_db_backup_stats *st, struct gw_error *err);
+int gw_db_backup_check(const char *from, struct gw_db_backup_stats *st, struct gw_error *err);
+int gw_db_restore(const char *from, const char *dir, int force, struct gw_db_backup_stats *st,
+                  struct gw_error *err);
+/* Takes DIR/LOCK as serve does (*fd holds it; close to release): GW_OK,
+ * GW_ELIMIT when another process holds it, GW_EIO. */
+int gw_db_lock_dir(const char *dir, int *fd, struct gw_error *err);
+/* rm -rf (no symlinks followed); 0 or -1. */
+int gw_db_rmtree(const char *path);
 
 #endif /* GW_DB_H */

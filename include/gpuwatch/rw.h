@@ -154,4 +154,32 @@ int gw_read_response_decode(const uint8_t *body, size_t len, gw_read_series_cb c
 int gw_read_chunked_decode(const uint8_t *body, size_t len, gw_read_series_cb cb, void *ud,
                            struct gw_error *err);
 
+
+/* ---- samples as text with timestamps (openmetrics.c; format at its top) ----
+ * Writer: call gw_om_series per series, series sorted by labels (so a metric
+ * family's series are contiguous), then gw_om_finish ("# EOF"). strict:
+ * pure OpenMetrics (stale markers left out and counted in dropped, every
+ * NaN written "NaN"); else NaNs other than Prometheus' own are written
+ * "NaN:<hex bits>" so gpuwatch import restores them bit-exact. */
+struct gw_om_writer {
+    int strict;
+    char family[1024];          /* current metric family */
+    uint64_t samples, dropped;
+};
+void gw_om_writer_init(struct gw_om_writer *w, int strict);
+/* labels: canonical bytes with a __name__. GW_OK, GW_ECORRUPT (labels),
+ * GW_EINVAL (no __name__), GW_ENOMEM / GW_ETOOLARGE from out. */
+int gw_om_series(struct gw_om_writer *w, struct gw_buf *out, const uint8_t *labels, size_t len, const int64_t *t,
+                 const double *v, size_t n);
+int gw_om_finish(struct gw_om_writer *w, struct gw_buf *out);
+/* Reader: OpenMetrics (last non-blank line "# EOF"; timestamps in seconds)
+ * or Prometheus text (timestamps in ms); *is_om says which. cb gets each
+ * sample with its labels (__name__ first, unsorted, unvalidated; borrowed
+ * for the call) and line number; a non-GW_OK return stops and is returned.
+ * GW_EPARSE with "FILE:LINE: what" in err for a malformed line, a sample
+ * without a timestamp, or a NUL byte. */
+typedef int (*gw_om_sample_cb)(void *ud, const struct gw_label *ls, size_t n, int64_t t, double v, size_t line);
+int gw_om_parse(const char *file, const char *text, size_t len, int *is_om, gw_om_sample_cb cb, void *ud,
+                struct gw_error *err);
+
 #endif /* GW_RW_H */

@@ -301,4 +301,45 @@ struct gw_store_stats {
 };
 int gw_store_stats(struct gw_store *s, struct gw_store_stats *st, struct gw_error *err);
 
+
+/* ---- verification and copy (verify.c) ----
+ * gw_store_verify checks everything in one read transaction (a consistent
+ * snapshot; safe next to a writer, which it only keeps from reusing pages
+ * for the duration): every blob of every partition (key, directory,
+ * timestamp columns, every block decoded), and the index (every pair id of
+ * every series record resolves, labels are canonical, postings and shash
+ * entries point to existing series with matching pairs and hashes, node
+ * ids resolve, pairs/pair_ids and nodes/node_ids agree, the meta counters
+ * are past the ids in use, a series' recorded maxt is not past its newest
+ * stored block). Each problem goes to cb as it is found; where fields do
+ * not apply they hold day = window_start = INT64_MIN, seq = -1, sid = 0,
+ * node_id = pair_id = 0. Returns GW_OK when the checks ran (problems or
+ * not; count in st->problems), else a storage error (GW_ENOMEM, GW_ESTORE). */
+struct gw_store_problem {
+    const char *kind;          /* "blob", "block", "column", "series", "postings", "shash",
+                                  "pairs", "nodes", "meta" */
+    int64_t day;               /* partition day */
+    uint32_t node_id;
+    int64_t window_start;
+    int64_t seq;
+    uint64_t sid;
+    uint32_t pair_id;
+    char what[256];
+};
+typedef void (*gw_store_problem_cb)(void *ud, const struct gw_store_problem *p);
+/* done/total: blobs checked of all blobs (called per partition and every
+ * few hundred blobs). */
+typedef void (*gw_store_progress_cb)(void *ud, const char *phase, uint64_t done, uint64_t total);
+struct gw_store_verify_stats {
+    uint64_t partitions, blobs, blocks, columns, samples;
+    uint64_t series, postings, shash, pairs, nodes;
+    uint64_t problems;
+};
+int gw_store_verify(struct gw_store *s, gw_store_problem_cb cb, gw_store_progress_cb progress, void *ud,
+                    struct gw_store_verify_stats *st, struct gw_error *err);
+/* A consistent copy of the whole environment (mdb_env_copyfd2, compacting
+ * free pages) into the open file fd, from one read transaction: safe while
+ * others write. GW_OK, GW_EIO, GW_ESTORE. */
+int gw_store_copy_fd(struct gw_store *s, int fd, struct gw_error *err);
+
 #endif /* GW_STORE_H */

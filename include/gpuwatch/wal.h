@@ -89,4 +89,32 @@ typedef int (*gw_wal_replay_cb)(void *ud, uint8_t type, const uint8_t *payload, 
 int gw_wal_replay(const char *dir, uint64_t from_pos, gw_wal_replay_cb cb, void *ud,
                   struct gw_wal_replay_stats *st, struct gw_error *err);
 
+
+/* Sorted numbers of the segment files in dir (*out owned by the caller,
+ * NULL when none). GW_OK, GW_ENOTFOUND (no dir), GW_EIO, GW_ENOMEM. */
+int gw_wal_segments(const char *dir, uint32_t **out, size_t *n, struct gw_error *err);
+/* Segment file name of number seg ("%08u.wal") into buf (>= 16 bytes). */
+void gw_wal_segment_name(char *buf, size_t cap, uint32_t seg);
+
+/* Read-only check of every segment (check.c), safe next to a writer: the
+ * magic, every record's length and CRC. rec_cb (may be NULL) gets every
+ * valid record as replay would. A record that fails in the LAST segment
+ * and reaches its end is a torn tail (a write cut short; normal after a
+ * crash or while a writer appends): counted in st, not a problem. Any other
+ * failure goes to prob_cb with the segment and byte offset; the rest of
+ * that segment is skipped (its record boundaries are lost) and checking
+ * goes on with the next. Segments deleted while checking (a checkpoint)
+ * are skipped. GW_OK when the check ran (problems in st->problems), the
+ * callback's error, GW_EIO or GW_ENOMEM. */
+struct gw_wal_check_stats {
+    uint64_t segments, records, bytes;  /* bytes: payload bytes of valid records */
+    uint64_t problems;
+    int torn_tail;                      /* 1: the last segment ends in a torn record */
+    uint32_t torn_segment;
+    uint64_t torn_offset, torn_bytes;
+};
+typedef void (*gw_wal_problem_cb)(void *ud, uint32_t segment, uint64_t offset, const char *what);
+int gw_wal_check(const char *dir, gw_wal_replay_cb rec_cb, gw_wal_problem_cb prob_cb, void *ud,
+                 struct gw_wal_check_stats *st, struct gw_error *err);
+
 #endif /* GW_WAL_H */

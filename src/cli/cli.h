@@ -16,5 +16,10 @@ int gw_cli_evaluate(int argc, char **argv);   /* cmd_evaluate.c */
 int gw_cli_exclusions(int argc, char **argv); /* cmd_exclusions.c */
 int gw_cli_report(int argc, char **argv);     /* cmd_report.c */
 int gw_cli_compact(int argc, char **argv);    /* cmd_compact.c */
+int gw_cli_verify(int argc, char **argv);     /* cmd_verify.c */
+int gw_cli_backup(int argc, char **argv);     /* cmd_backup.c */
+int gw_cli_restore(int argc, char **argv);    /* cmd_backup.c */
+int gw_cli_export(int argc, char **argv);     /* cmd_export.c */
+int gw_cli_import(int argc, char **argv);     /* cmd_import.c */
 
 #endif /* GW_CLI_H */

@@ -294,6 +294,11 @@ static const struct {
     {"evaluate", gw_cli_evaluate, "score the failure detectors against a simulated cluster's ground truth"},
     {"exclusions", gw_cli_exclusions, "the nodes to keep out of the next job (node ledger), for a scheduler"},
     {"report", gw_cli_report, "reliability report of a data dir (Markdown or HTML; read-only)"},
+    {"verify", gw_cli_verify, "check every block, the index and the WAL of a data dir (read-only)"},
+    {"backup", gw_cli_backup, "consistent copy of a data dir, also while serve runs"},
+    {"restore", gw_cli_restore, "check a backup and restore it into a data dir"},
+    {"export", gw_cli_export, "raw samples of matching series as OpenMetrics text"},
+    {"import", gw_cli_import, "backfill samples from OpenMetrics/Prometheus text or remote-write files"},
     {"version", cmd_version, "print the version"},
 };
 

@@ -7,6 +7,8 @@
  *   POST /api/v1/admin/compact[?keep_dead=1] re-encode finished days, drop dead series
  *                                           (the compacting copy of the file runs only
  *                                           offline, docs/storage.md)
+ *   POST /api/v1/admin/backup?out=DIR       consistent backup into DIR (absent or
+ *                                           empty; a path on the server's machine)
  * Answered only for clients on a loopback address (403 otherwise), since
  * they change or delete data and the API has no authentication. */
 #include <arpa/inet.h>
@@ -110,4 +112,32 @@ void gw_api_admin_flush(struct gw_http_req *rq, struct gw_http_resp *rs)
     rs->status = 200;
     rs->content_type = "application/json";
     gw_buf_printf(&rs->body, "{\"status\":\"success\",\"data\":null}");
+}
+
+void gw_api_admin_backup(struct gw_http_req *rq, struct gw_http_resp *rs)
+{
+    if (!from_loopback(rq)) {
+        gw_resp_api_error(rs, "bad_data", "admin endpoints answer loopback clients only");
+        rs->status = 403;
+        return;
+    }
+    const struct gw_param *p = gw_params_get(&rq->params, "out");
+    if (!p || !p->val[0]) {
+        gw_resp_api_error(rs, "bad_data", "missing parameter \"out\": the directory to write the backup to");
+        return;
+    }
+    struct gw_db_backup_stats st;
+    struct gw_error err = {0};
+    int rc = gw_db_backup(rq->h->db, p->val, &st, &err);
+    if (rc != GW_OK) {
+        gw_resp_api_error(rs, rc == GW_EINVAL ? "bad_data" : "internal", "%s", err.msg);
+        return;
+    }
+    rs->status = 200;
+    rs->content_type = "application/json";
+    gw_buf_printf(&rs->body,
+                  "{\"status\":\"success\",\"data\":{\"files\":%llu,\"bytes\":%llu,\"walSegments\":%llu,"
+                  "\"walPosition\":%llu}}",
+                  (unsigned long long)st.files, (unsigned long long)st.bytes, (unsigned long long)st.wal_segments,
+                  (unsigned long long)st.wal_position);
 }

@@ -155,7 +155,7 @@ static const char *route_names[GW_R_COUNT] = {
     "/api/v1/labels", "/api/v1/label/:name/values", "/api/v1/metadata", "/api/v1/query_exemplars",
     "/api/v1/status/buildinfo", "/-/ready", "/-/healthy", "/metrics", "/api/v1/admin/retention",
     "/api/v1/admin/flush", "/api/v1/format_query", "/api/v1/alerts", "/api/v1/rules", "/api/v1/checkpoints",
-    "/api/v1/events", "/api/v1/sessions", "/api/v1/exclusions", "/api/v1/admin/compact", "other"};
+    "/api/v1/events", "/api/v1/sessions", "/api/v1/exclusions", "/api/v1/admin/compact", "/api/v1/admin/backup", "other"};
 
 static int metric_line(struct gw_buf *b, const char *name, uint64_t v)
 {
@@ -316,6 +316,7 @@ static const struct gw_route routes[] = {
     {GW_R_EXCLUSIONS, "exclusions", "/api/v1/exclusions", G, "GET", 1, 0, NULL, gw_api_exclusions},
     {GW_R_ADMIN_COMPACT, "admin_compact", "/api/v1/admin/compact", GW_M_POST, "POST", 1, 1, NULL,
      gw_api_admin_compact},
+    {GW_R_ADMIN_BACKUP, "admin_backup", "/api/v1/admin/backup", GW_M_POST, "POST", 1, 1, NULL, gw_api_admin_backup},
 };
 static const struct gw_route label_values_route = {
     GW_R_LABEL_VALUES, "label_values", "/api/v1/label/", G, "GET", 1, 0, NULL, gw_api_label_values};

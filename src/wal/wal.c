@@ -961,3 +961,24 @@ out:
     if (st) *st = s;
     return rc;
 }
+
+/* ------------------------------------------------------------- listing */
+
+int gw_wal_segments(const char *dir, uint32_t **out, size_t *n, struct gw_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    if (!dir || !dir[0]) return gw_error_set(err, GW_EINVAL, "wal: missing dir");
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) {
+        char eb[128];
+        int e = errno;
+        return gw_error_set(err, e == ENOENT ? GW_ENOTFOUND : GW_EIO, "cannot open wal dir %s: %s", dir,
+                            errtext(e, eb, sizeof eb));
+    }
+    int rc = list_segments(dirfd, dir, out, n, err);
+    close(dirfd);
+    return rc;
+}
+
+void gw_wal_segment_name(char *buf, size_t cap, uint32_t seg) { seg_name(buf, cap, seg); }

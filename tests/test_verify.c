@@ -1,0 +1,384 @@
+/* test_verify.c - gw_db_verify finds injected damage of each kind and says
+ * where it is: a corrupt blob (bytes overwritten through LMDB directly),
+ * postings naming a series that does not exist, a series record with an
+ * unknown label pair id, a WAL record that fails its CRC; and it passes a
+ * clean data dir and one whose newest WAL segment ends in a torn record. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <lmdb.h>
+
+#include "gpuwatch/codec.h"
+#include "gpuwatch/db.h"
+#include "gpuwatch/labels.h"
+
+#define MIN_MS 60000LL
+#define HOUR_MS 3600000LL
+
+static char tmpdir[512];
+
+static int setup(void **state)
+{
+    (void)state;
+    const char *base = getenv("GW_TEST_TMP");
+    if (!base) base = "/tmp";
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", base);
+    if (system(cmd) != 0) return -1;
+    snprintf(tmpdir, sizeof tmpdir, "%s/gwverify.XXXXXX", base);
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static struct gw_db *open_db(void)
+{
+    struct gw_db_opts o;
+    gw_db_opts_default(&o);
+    o.dir = tmpdir;
+    o.initial_map_bytes = 1 << 20;
+    struct gw_db *db = NULL;
+    struct gw_error err = {0};
+    int rc = gw_db_open(&db, &o, &err);
+    if (rc) fprintf(stderr, "open: %s\n", err.msg);
+    assert_int_equal(rc, GW_OK);
+    return db;
+}
+
+/* Appends n samples every 5 min from t0 to 3 series on each of 2 nodes. */
+static int append_some(struct gw_db *db, int64_t t0, int n, int64_t now)
+{
+    static char names[3][8] = {"a_total", "b", "c"};
+    static char hosts[2][8] = {"node1", "node2"};
+    struct gw_rw_series s[6];
+    struct gw_label l[6][2];
+    struct gw_sample smp[6][32];
+    struct gw_rw_request r = {.version = 1, .series = s, .n_series = 6};
+    for (int i = 0; i < 6; i++) {
+        l[i][0] = (struct gw_label){"__name__", 8, names[i % 3], (uint32_t)strlen(names[i % 3])};
+        l[i][1] = (struct gw_label){"hostname", 8, hosts[i / 3], 5};
+        s[i] = (struct gw_rw_series){.labels = l[i], .n_labels = 2, .samples = smp[i], .n_samples = (uint32_t)n};
+        for (int k = 0; k < n; k++) smp[i][k] = (struct gw_sample){t0 + k * 5 * MIN_MS, 100.5 * i + k};
+        r.n_samples += (uint64_t)n;
+    }
+    struct gw_append_result res;
+    struct gw_error err = {0};
+    int rc = gw_db_append(db, &r, now, &res, &err);
+    return rc == GW_OK && res.accepted == (uint64_t)(6 * n) ? 0 : -1;
+}
+
+/* A store with flushed blocks, then a WAL left by a "crashed" writer. */
+static void make_dir(void)
+{
+    int64_t now = gw_now_ms();
+    struct gw_db *db = open_db();
+    assert_int_equal(append_some(db, now - 6 * HOUR_MS, 24, now), 0);
+    struct gw_error err = {0};
+    assert_int_equal(gw_db_flush(db, &err), GW_OK);
+    gw_db_close(db);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        struct gw_db *d2 = open_db();
+        if (append_some(d2, now - 30 * MIN_MS, 4, now) != 0) _exit(3);
+        if (append_some(d2, now - 10 * MIN_MS, 2, now) != 0) _exit(3);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    assert_true(WIFEXITED(st));
+    assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+struct seen {
+    size_t n;
+    struct gw_db_problem p[64];
+};
+
+static void on_problem(void *ud, const struct gw_db_problem *p)
+{
+    struct seen *s = ud;
+    if (s->n < 64) s->p[s->n++] = *p;
+    fprintf(stderr, "  problem: %s %s sid=%llu pair=%u day=%lld seg=%lld off=%llu: %s\n", p->area, p->kind,
+            (unsigned long long)p->sid, p->pair_id, (long long)p->day, (long long)p->wal_segment,
+            (unsigned long long)p->wal_offset, p->what);
+}
+
+static void run_verify(struct seen *s, struct gw_db_verify_stats *st)
+{
+    memset(s, 0, sizeof *s);
+    struct gw_error err = {0};
+    int rc = gw_db_verify(tmpdir, on_problem, NULL, s, st, &err);
+    if (rc) fprintf(stderr, "verify: %s\n", err.msg);
+    assert_int_equal(rc, GW_OK);
+    assert_int_equal(st->problems, s->n);
+}
+
+static const struct gw_db_problem *find(const struct seen *s, const char *area, const char *kind)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->p[i].area, area) && !strcmp(s->p[i].kind, kind)) return &s->p[i];
+    return NULL;
+}
+
+/* ---- direct LMDB access to damage the store ---- */
+
+static MDB_env *env_open(MDB_txn **txn)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/store", tmpdir);
+    MDB_env *env;
+    assert_int_equal(mdb_env_create(&env), 0);
+    assert_int_equal(mdb_env_set_maxdbs(env, 256), 0);
+    assert_int_equal(mdb_env_open(env, path, 0, 0644), 0);
+    assert_int_equal(mdb_txn_begin(env, NULL, 0, txn), 0);
+    return env;
+}
+
+static void env_commit(MDB_env *env, MDB_txn *txn)
+{
+    assert_int_equal(mdb_txn_commit(txn), 0);
+    mdb_env_close(env);
+}
+
+static MDB_dbi dbi_named(MDB_txn *txn, const char *name)
+{
+    MDB_dbi d;
+    assert_int_equal(mdb_dbi_open(txn, name, 0, &d), 0);
+    return d;
+}
+
+/* The name of the first day partition. */
+static void first_partition(MDB_txn *txn, char *name, size_t cap)
+{
+    MDB_dbi main;
+    assert_int_equal(mdb_dbi_open(txn, NULL, 0, &main), 0);
+    MDB_cursor *c;
+    assert_int_equal(mdb_cursor_open(txn, main, &c), 0);
+    MDB_val k, d;
+    name[0] = 0;
+    for (int rc = mdb_cursor_get(c, &k, &d, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
+        if (k.mv_size == 9 && ((const char *)k.mv_data)[0] == 'p' && k.mv_size < cap) {
+            memcpy(name, k.mv_data, k.mv_size);
+            name[k.mv_size] = 0;
+            break;
+        }
+    }
+    mdb_cursor_close(c);
+    assert_true(name[0] == 'p');
+}
+
+static void test_clean(void **state)
+{
+    (void)state;
+    make_dir();
+    struct seen s;
+    struct gw_db_verify_stats st;
+    run_verify(&s, &st);
+    assert_int_equal(s.n, 0);
+    assert_true(st.store.blobs > 0);
+    assert_true(st.store.blocks >= 6);
+    assert_int_equal(st.store.series, 6);
+    assert_true(st.wal.records >= 2);
+    assert_true(st.wal_samples >= 36);
+    assert_int_equal(st.wal.torn_tail, 0);
+}
+
+static void test_corrupt_blob(void **state)
+{
+    (void)state;
+    make_dir();
+    MDB_txn *txn;
+    MDB_env *env = env_open(&txn);
+    char pname[32];
+    first_partition(txn, pname, sizeof pname);
+    MDB_dbi p = dbi_named(txn, pname);
+    MDB_cursor *c;
+    assert_int_equal(mdb_cursor_open(txn, p, &c), 0);
+    MDB_val k, d;
+    assert_int_equal(mdb_cursor_get(c, &k, &d, MDB_FIRST), 0);
+    uint8_t key[16];
+    memcpy(key, k.mv_data, 16);
+    size_t len = d.mv_size;
+    uint8_t *v = malloc(len);
+    memcpy(v, d.mv_data, len);
+    mdb_cursor_close(c);
+    /* Overwrite the start of the data after the directories: the first
+     * timestamp column (GWB2) or block (GWB1). */
+    uint32_t n = gw_get_be32(v + 4);
+    size_t area = memcmp(v, "GWB2", 4) == 0 ? 12 + 4 * (size_t)gw_get_be32(v + 8) + 8 * (size_t)n : 8 + 8 * (size_t)n;
+    assert_true(area + 4 < len);
+    memset(v + area, 0xff, 4);
+    MDB_val nk = {16, key}, nv = {len, v};
+    assert_int_equal(mdb_put(txn, p, &nk, &nv, 0), 0);
+    env_commit(env, txn);
+    free(v);
+
+    struct seen s;
+    struct gw_db_verify_stats st;
+    run_verify(&s, &st);
+    assert_true(s.n > 0);
+    const struct gw_db_problem *pb = find(&s, "store", "column");
+    if (!pb) pb = find(&s, "store", "block");
+    assert_non_null(pb);
+    int64_t day = strtoll(pname + 1, NULL, 10);
+    assert_int_equal(pb->day, day);
+    assert_int_equal(pb->node_id, gw_get_be32(key));
+    assert_true(pb->window_start != INT64_MIN);
+    assert_int_equal(pb->seq, 0);
+}
+
+static void test_postings_missing_series(void **state)
+{
+    (void)state;
+    make_dir();
+    MDB_txn *txn;
+    MDB_env *env = env_open(&txn);
+    MDB_dbi p = dbi_named(txn, "postings");
+    uint8_t kb[4], vb[4];
+    gw_put_be32(kb, 1);
+    gw_put_be32(vb, 999);
+    MDB_val k = {4, kb}, v = {4, vb};
+    assert_int_equal(mdb_put(txn, p, &k, &v, 0), 0);
+    env_commit(env, txn);
+
+    struct seen s;
+    struct gw_db_verify_stats st;
+    run_verify(&s, &st);
+    const struct gw_db_problem *pb = find(&s, "store", "postings");
+    assert_non_null(pb);
+    assert_int_equal(pb->sid, 999);
+    assert_int_equal(pb->pair_id, 1);
+    assert_non_null(strstr(pb->what, "does not exist"));
+}
+
+static void test_series_unknown_pair(void **state)
+{
+    (void)state;
+    make_dir();
+    MDB_txn *txn;
+    MDB_env *env = env_open(&txn);
+    MDB_dbi sd = dbi_named(txn, "series");
+    uint8_t kb[8];
+    gw_put_be64(kb, 2);
+    MDB_val k = {8, kb}, d;
+    assert_int_equal(mdb_get(txn, sd, &k, &d), 0);
+    uint8_t rec[32];
+    memcpy(rec, d.mv_data, 14);
+    rec[14] = 1;                 /* one pair id ... */
+    size_t o = 15 + gw_uvarint_put(rec + 15, 9999);  /* ... that does not exist */
+    MDB_val nv = {o, rec};
+    assert_int_equal(mdb_put(txn, sd, &k, &nv, 0), 0);
+    env_commit(env, txn);
+
+    struct seen s;
+    struct gw_db_verify_stats st;
+    run_verify(&s, &st);
+    const struct gw_db_problem *pb = NULL;
+    for (size_t i = 0; i < s.n; i++)
+        if (!strcmp(s.p[i].kind, "series") && s.p[i].pair_id == 9999) pb = &s.p[i];
+    assert_non_null(pb);
+    assert_int_equal(pb->sid, 2);
+    assert_non_null(strstr(pb->what, "does not exist"));
+}
+
+/* The newest WAL segment file (a path into buf). */
+static void newest_segment(char *buf, size_t cap)
+{
+    uint32_t *segs = NULL;
+    size_t n = 0;
+    char wal[600];
+    snprintf(wal, sizeof wal, "%s/wal", tmpdir);
+    assert_int_equal(gw_wal_segments(wal, &segs, &n, NULL), GW_OK);
+    assert_true(n > 0);
+    /* the newest non-empty one */
+    for (size_t i = n; i-- > 0;) {
+        char name[32];
+        gw_wal_segment_name(name, sizeof name, segs[i]);
+        snprintf(buf, cap, "%s/%s", wal, name);
+        struct stat sb;
+        if (stat(buf, &sb) == 0 && sb.st_size > 8) break;
+    }
+    free(segs);
+}
+
+static void test_wal_crc(void **state)
+{
+    (void)state;
+    make_dir();
+    char path[700];
+    newest_segment(path, sizeof path);
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    /* a payload byte of the first record (at offset 8: 9-byte header) */
+    assert_int_equal(fseek(f, 8 + 9 + 2, SEEK_SET), 0);
+    int ch = fgetc(f);
+    assert_int_equal(fseek(f, 8 + 9 + 2, SEEK_SET), 0);
+    fputc(ch ^ 0x40, f);
+    fclose(f);
+
+    struct seen s;
+    struct gw_db_verify_stats st;
+    run_verify(&s, &st);
+    const struct gw_db_problem *pb = find(&s, "wal", "segment");
+    assert_non_null(pb);
+    assert_true(pb->wal_segment > 0);
+    assert_int_equal(pb->wal_offset, 8);
+    assert_non_null(strstr(pb->what, "CRC"));
+}
+
+static void test_wal_torn_tail_is_normal(void **state)
+{
+    (void)state;
+    make_dir();
+    char path[700];
+    newest_segment(path, sizeof path);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(truncate(path, sb.st_size - 5), 0);
+    struct seen s;
+    struct gw_db_verify_stats st;
+    run_verify(&s, &st);
+    assert_int_equal(s.n, 0);
+    assert_int_equal(st.wal.torn_tail, 1);
+    assert_true(st.wal.torn_bytes > 0);
+}
+
+static void test_not_a_data_dir(void **state)
+{
+    (void)state;
+    struct gw_error err = {0};
+    char path[600];
+    snprintf(path, sizeof path, "%s/nothing-here", tmpdir);
+    assert_int_equal(gw_db_verify(path, NULL, NULL, NULL, NULL, &err), GW_ENOTFOUND);
+    assert_non_null(strstr(err.msg, "no gpuwatch store"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_clean, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_corrupt_blob, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_postings_missing_series, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_series_unknown_pair, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wal_crc, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wal_torn_tail_is_normal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_not_a_data_dir, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
