@@ -233,7 +233,7 @@ struct gw_db_verify_stats {
     uint64_t wal_series, wal_samples;   /* in valid WAL records */
     uint64_t problems;                  /* store + WAL */
 };
-int gw_db_verify(const char *dir, gw_db_problem_cb cb, gw_store_progress_cb progress, void *ud,
+int gw_db_verify(const char *dir, gw_db_problem_cb cb, gw_store_verify_progress_cb progress, void *ud,
                  struct gw_db_verify_stats *st, struct gw_error *err);
 
 

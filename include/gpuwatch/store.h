@@ -329,13 +329,13 @@ struct gw_store_problem {
 typedef void (*gw_store_problem_cb)(void *ud, const struct gw_store_problem *p);
 /* done/total: blobs checked of all blobs (called per partition and every
  * few hundred blobs). */
-typedef void (*gw_store_progress_cb)(void *ud, const char *phase, uint64_t done, uint64_t total);
+typedef void (*gw_store_verify_progress_cb)(void *ud, const char *phase, uint64_t done, uint64_t total);
 struct gw_store_verify_stats {
     uint64_t partitions, blobs, blocks, columns, samples;
     uint64_t series, postings, shash, pairs, nodes;
     uint64_t problems;
 };
-int gw_store_verify(struct gw_store *s, gw_store_problem_cb cb, gw_store_progress_cb progress, void *ud,
+int gw_store_verify(struct gw_store *s, gw_store_problem_cb cb, gw_store_verify_progress_cb progress, void *ud,
                     struct gw_store_verify_stats *st, struct gw_error *err);
 /* A consistent copy of the whole environment (mdb_env_copyfd2, compacting
  * free pages) into the open file fd, from one read transaction: safe while

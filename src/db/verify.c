@@ -76,7 +76,7 @@ struct unknown {
 
 struct vdb {
     gw_db_problem_cb cb;
-    gw_store_progress_cb progress;
+    gw_store_verify_progress_cb progress;
     void *ud;
     struct gw_db_verify_stats *st;
     struct gw_postings store_sids;   /* sorted */
@@ -266,7 +266,7 @@ static char *join2(const char *a, const char *b)
     return p;
 }
 
-int gw_db_verify(const char *dir, gw_db_problem_cb cb, gw_store_progress_cb progress, void *ud,
+int gw_db_verify(const char *dir, gw_db_problem_cb cb, gw_store_verify_progress_cb progress, void *ud,
                  struct gw_db_verify_stats *st, struct gw_error *err)
 {
     struct gw_db_verify_stats local;

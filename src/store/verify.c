@@ -36,7 +36,7 @@ struct vser {
 struct vctx {
     struct gw_store_txn *t;
     gw_store_problem_cb cb;
-    gw_store_progress_cb progress;
+    gw_store_verify_progress_cb progress;
     void *ud;
     struct gw_store_verify_stats *st;
     struct vser *ser;
@@ -691,7 +691,7 @@ static int check_partitions(struct vctx *c)
     return rc;
 }
 
-int gw_store_verify(struct gw_store *s, gw_store_problem_cb cb, gw_store_progress_cb progress, void *ud,
+int gw_store_verify(struct gw_store *s, gw_store_problem_cb cb, gw_store_verify_progress_cb progress, void *ud,
                     struct gw_store_verify_stats *st, struct gw_error *err)
 {
     struct gw_store_verify_stats local;
