@@ -56,6 +56,7 @@ struct gw_db_replay_state {
     _Atomic int64_t first, last, current;   /* segment numbers; -1: no segment */
     _Atomic uint64_t bytes_done, bytes_total;
     _Atomic int started, done;              /* replay begun / ended (success or not) */
+    _Atomic int64_t corruptions;            /* 1 when the replay repaired a torn or corrupt tail */
 };
 
 struct gw_db_opts {
@@ -158,10 +159,12 @@ struct gw_db_stats {
     uint64_t head_series;        /* with an open head chunk */
     uint64_t head_samples;
     uint64_t head_bytes;         /* memory held by head chunks + series */
+    uint64_t head_chunks;        /* open and cut-but-unflushed head chunks */
     uint64_t stored_samples;     /* in persisted blocks */
     uint64_t stored_block_bytes; /* payload bytes of persisted blocks */
     uint64_t store_file_bytes;   /* LMDB data file */
     uint64_t store_used_bytes;   /* LMDB pages in use */
+    uint64_t store_map_bytes;    /* LMDB map size (grows on demand) */
     uint64_t wal_bytes;
     int64_t mint, maxt;          /* oldest and newest sample of stored + head data; INT64_MAX/MIN when empty */
     /* counters since open */

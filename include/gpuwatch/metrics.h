@@ -52,5 +52,6 @@ int gw_hist_write(struct gw_buf *b, const char *name, const char *labels, const 
 extern struct gw_hist gw_hist_wal_fsync;      /* wal.c: each fdatasync of a segment */
 extern struct gw_hist gw_hist_db_flush;       /* db.c: each flush of settled head chunks to the store */
 extern struct gw_hist gw_hist_db_checkpoint;  /* db.c: each checkpoint (flush, store sync, WAL truncation) */
+extern struct gw_hist gw_hist_query[2];       /* http/api_query.c: PromQL evaluation, [0] instant, [1] range */
 
 #endif /* GW_METRICS_H */

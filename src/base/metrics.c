@@ -17,6 +17,7 @@ static const uint64_t bounds_ns[GW_HIST_BUCKETS] = {
 struct gw_hist gw_hist_wal_fsync;
 struct gw_hist gw_hist_db_flush;
 struct gw_hist gw_hist_db_checkpoint;
+struct gw_hist gw_hist_query[2];
 
 void gw_hist_observe_ns(struct gw_hist *h, uint64_t ns)
 {

@@ -328,6 +328,7 @@ int gw_db_open(struct gw_db **out, const struct gw_db_opts *o, struct gw_error *
         gw_db_replay_prog_begin(&rcx.prog, wal_dir, db->o.replay);
         rc = gw_wal_replay(wal_dir, 0, replay_cb, &rcx, &st, err);
         gw_db_replay_prog_end(&rcx.prog);
+        if (db->o.replay && st.corrupt) atomic_store(&db->o.replay->corruptions, 1);
         gw_head_set_freeze(db->head, 1);
         gw_store_read_end(rcx.rt);
         free(rcx.by_sid);

@@ -1385,6 +1385,7 @@ int gw_db_stats(struct gw_db *db, struct gw_db_stats *st, struct gw_error *err)
     st->series = ss.series;
     st->store_file_bytes = ss.file_bytes;
     st->store_used_bytes = ss.used_bytes;
+    st->store_map_bytes = ss.map_bytes;
     struct gw_store_txn *t = NULL;
     rc = gw_store_read_begin(db->store, &t, err);
     if (rc) return rc;
@@ -1404,6 +1405,7 @@ int gw_db_stats(struct gw_db *db, struct gw_db_stats *st, struct gw_error *err)
         st->head_series = hs.series;
         st->head_samples = hs.samples;
         st->head_bytes = hs.bytes;
+        st->head_chunks = hs.open_chunks + hs.pending_chunks;
         pthread_rwlock_rdlock(&db->wal_rw);
         st->wal_bytes = db->wal ? gw_wal_disk_bytes(db->wal) : 0;
         pthread_rwlock_unlock(&db->wal_rw);

@@ -69,3 +69,8 @@ void gw_api_admin_flush(struct gw_http_req *rq, struct gw_http_resp *rs)
     rs->content_type = "application/json";
     gw_buf_printf(&rs->body, "{\"status\":\"success\",\"data\":null}");
 }
+
+int gw_http_is_loopback(struct gw_http_req *rq)
+{
+    return from_loopback(rq);
+}
