@@ -157,6 +157,8 @@ void gw_det_free(struct gw_det *d);    /* NULL ok */
  * are listed in kept ("d7,node_labels", may be NULL) and counted in the
  * return value (they take effect at the next start). */
 int gw_det_set_config(struct gw_det *d, const struct gw_det_config *c, char *kept, size_t kept_cap);
+/* The configuration the engine runs with now. */
+void gw_det_get_config(struct gw_det *d, struct gw_det_config *c);
 
 /* 1 when some detector reads series of this metric name (evaluate uses it
  * to generate only those). */

@@ -1032,6 +1032,13 @@ int gw_det_set_config(struct gw_det *d, const struct gw_det_config *c, char *kep
     return n;
 }
 
+void gw_det_get_config(struct gw_det *d, struct gw_det_config *c)
+{
+    pthread_mutex_lock(&d->mu);
+    *c = d->c;
+    pthread_mutex_unlock(&d->mu);
+}
+
 void gw_det_stats(struct gw_det *d, struct gw_det_stats *st)
 {
     memset(st, 0, sizeof *st);
