@@ -246,10 +246,12 @@ static int w_db(struct gw_buf *b, struct gw_http *h)
         rc = one(b, "gpuwatch_db_store_map_used_ratio", "gauge", "Share of the store map in use (used / map size).",
                  (double)st.store_used_bytes / (double)st.store_map_bytes);
     if (rc == GW_OK && st.mint <= st.maxt) {
-        rc = family(b, "gpuwatch_db_min_time_ms", "gauge", "Timestamp of the oldest sample, ms.");
-        if (rc == GW_OK) rc = gw_buf_printf(b, "gpuwatch_db_min_time_ms %lld\n", (long long)st.mint);
-        if (rc == GW_OK) rc = family(b, "gpuwatch_db_max_time_ms", "gauge", "Timestamp of the newest sample, ms.");
-        if (rc == GW_OK) rc = gw_buf_printf(b, "gpuwatch_db_max_time_ms %lld\n", (long long)st.maxt);
+        /* seconds, not ms: promtool refuses abbreviated units in names */
+        rc = family(b, "gpuwatch_db_min_time_seconds", "gauge", "Timestamp of the oldest sample (Unix seconds).");
+        if (rc == GW_OK) rc = gw_buf_printf(b, "gpuwatch_db_min_time_seconds %.3f\n", (double)st.mint / 1000.0);
+        if (rc == GW_OK)
+            rc = family(b, "gpuwatch_db_max_time_seconds", "gauge", "Timestamp of the newest sample (Unix seconds).");
+        if (rc == GW_OK) rc = gw_buf_printf(b, "gpuwatch_db_max_time_seconds %.3f\n", (double)st.maxt / 1000.0);
     }
     return rc;
 }

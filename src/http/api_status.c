@@ -162,6 +162,8 @@ void gw_http_starting_msg(struct gw_http *h, char *msg, size_t cap)
         snprintf(msg, cap, "starting: WAL replay %u%% (segment %lld of %lld..%lld)", pct,
                  (long long)atomic_load(&r->current), (long long)atomic_load(&r->first),
                  (long long)atomic_load(&r->last));
+    } else if (h->db == NULL && r && atomic_load(&r->done)) {
+        snprintf(msg, cap, "starting: WAL replayed, writing settled data to the store");
     } else if (h->db == NULL) {
         snprintf(msg, cap, "starting: opening the data dir");
     } else {

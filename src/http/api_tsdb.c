@@ -1,7 +1,8 @@
 /* api_tsdb.c - GET /api/v1/status/tsdb: Prometheus' cardinality view.
  * headStats comes from the head (numSeries: series with an open head
  * chunk; chunkCount: open and unflushed head chunks; minTime and maxTime:
- * the oldest and newest sample held). The four top-10 lists count every
+ * the oldest and newest sample held; with no data, INT64_MAX and
+ * INT64_MIN as Prometheus answers for an empty head). The four top-10 lists count every
  * series of the store (like `promtool tsdb analyze`), read once per call:
  *   seriesCountByMetricName       series per __name__
  *   labelValueCountByLabelName    distinct values per label name
@@ -151,8 +152,7 @@ static int tsdb_render(struct gw_buf *d, struct gw_db *db, struct tsdb_ctx *c, s
                        "{\"headStats\":{\"numSeries\":%llu,\"numLabelPairs\":%llu,\"chunkCount\":%llu,"
                        "\"minTime\":%lld,\"maxTime\":%lld}",
                        (unsigned long long)st.head_series, (unsigned long long)c->pairs.used,
-                       (unsigned long long)st.head_chunks, st.mint <= st.maxt ? (long long)st.mint : 0LL,
-                       st.mint <= st.maxt ? (long long)st.maxt : 0LL);
+                       (unsigned long long)st.head_chunks, (long long)st.mint, (long long)st.maxt);
     if (rc == GW_OK) rc = top_list(d, "seriesCountByMetricName", &c->metrics, 0);
     if (rc == GW_OK) rc = top_list(d, "labelValueCountByLabelName", &c->names, 0);
     if (rc == GW_OK) rc = top_list(d, "memoryInBytesByLabelName", &c->names, 1);
