@@ -26,6 +26,7 @@
 enum gw_progress_unit {
     GW_PROGRESS_ITEMS = 0,   /* plain counts: "1.2M/3.0M 45.1k/s" */
     GW_PROGRESS_BYTES = 1,   /* "1.2 GiB/2.7 GiB 95.3 MiB/s" */
+    GW_PROGRESS_SECONDS = 2, /* data time in seconds: "3h12m/1d0h 450x/s" (x real time) */
 };
 
 extern int gw_progress_quiet;   /* 1: report nothing (also: env GW_PROGRESS_QUIET) */

@@ -29,6 +29,16 @@ struct gw_progress {
 
 static void human(char *out, size_t cap, double v, enum gw_progress_unit unit)
 {
+    if (unit == GW_PROGRESS_SECONDS) {
+        uint64_t s = (uint64_t)v;
+        if (s >= 86400)
+            snprintf(out, cap, "%llud%lluh", (unsigned long long)(s / 86400), (unsigned long long)(s % 86400 / 3600));
+        else if (s >= 3600)
+            snprintf(out, cap, "%lluh%llum", (unsigned long long)(s / 3600), (unsigned long long)(s % 3600 / 60));
+        else
+            snprintf(out, cap, "%llum%llus", (unsigned long long)(s / 60), (unsigned long long)(s % 60));
+        return;
+    }
     if (unit == GW_PROGRESS_BYTES) {
         static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
         int i = 0;
@@ -54,7 +64,10 @@ void gw_progress_format(char *out, unsigned cap, uint64_t done, uint64_t total, 
     char d[32], t[32], r[32];
     double rate = elapsed_s > 0 ? (double)done / elapsed_s : 0;
     human(d, sizeof d, (double)done, unit);
-    human(r, sizeof r, rate, unit);
+    if (unit == GW_PROGRESS_SECONDS)
+        snprintf(r, sizeof r, "%.0fx", rate);   /* x real time */
+    else
+        human(r, sizeof r, rate, unit);
     if (total == 0) {
         snprintf(out, cap, "%s %s/s", d, r);
         return;
