@@ -49,10 +49,12 @@ struct gw_http_opts {
 void gw_http_opts_default(struct gw_http_opts *o);
 
 struct gw_http;
-/* Starts serving db (borrowed; must outlive the server). db may be NULL:
- * the server then answers the health, readiness, status and /metrics
- * routes, and 503 "starting: WAL replay N%" on every route that needs the
- * database, until gw_http_set_db.
+/* Starts serving db (borrowed; must outlive the server). db may be NULL
+ * with o->replay set (serve, before its WAL replay): the server then
+ * answers the health, readiness, status and /metrics routes, and 503
+ * "starting: WAL replay N%" on every route that needs the database, until
+ * gw_http_set_db. (db NULL without o->replay: routes that need no database,
+ * for tests.)
  * GW_OK, GW_EIO (bind failed, with detail), GW_EINVAL (bad listen address). */
 int gw_http_start(struct gw_http **out, struct gw_db *db, const struct gw_http_opts *o, struct gw_error *err);
 /* The bound port (useful with port 0). */

@@ -155,7 +155,7 @@ static void on_headers(struct gw_http_req *rq)
         snprintf(rq->early_msg, sizeof rq->early_msg, "method not allowed");
         return;
     }
-    if (rq->route != NULL && !gw_route_no_db(rq->route->id) && rq->h->db == NULL) {
+    if (rq->route != NULL && !gw_route_no_db(rq->route->id) && rq->h->opts.replay != NULL && rq->h->db == NULL) {
         rq->early_status = 503;   /* the WAL is still replaying */
         gw_http_starting_msg(rq->h, rq->early_msg, sizeof rq->early_msg);
         return;
