@@ -245,12 +245,14 @@ static int w_db(struct gw_buf *b, struct gw_http *h)
     if (rc == GW_OK && st.store_map_bytes > 0)
         rc = one(b, "gpuwatch_db_store_map_used_ratio", "gauge", "Share of the store map in use (used / map size).",
                  (double)st.store_used_bytes / (double)st.store_map_bytes);
-    if (rc == GW_OK && st.mint <= st.maxt) {
-        /* seconds, not ms: promtool refuses abbreviated units in names */
-        rc = family(b, "gpuwatch_db_min_time_seconds", "gauge", "Timestamp of the oldest sample (Unix seconds).");
+    /* seconds, not ms: promtool refuses abbreviated units in names */
+    if (rc == GW_OK && st.mint != INT64_MAX) {
+        rc = family(b, "gpuwatch_db_min_time_seconds", "gauge",
+                    "Timestamp of the oldest stored sample (Unix seconds; absent while all data is in the head).");
         if (rc == GW_OK) rc = gw_buf_printf(b, "gpuwatch_db_min_time_seconds %.3f\n", (double)st.mint / 1000.0);
-        if (rc == GW_OK)
-            rc = family(b, "gpuwatch_db_max_time_seconds", "gauge", "Timestamp of the newest sample (Unix seconds).");
+    }
+    if (rc == GW_OK && st.maxt != INT64_MIN) {
+        rc = family(b, "gpuwatch_db_max_time_seconds", "gauge", "Timestamp of the newest sample (Unix seconds).");
         if (rc == GW_OK) rc = gw_buf_printf(b, "gpuwatch_db_max_time_seconds %.3f\n", (double)st.maxt / 1000.0);
     }
     return rc;

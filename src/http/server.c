@@ -179,6 +179,11 @@ static void on_headers(struct gw_http_req *rq)
 
 static void early_response(struct gw_http_req *rq, struct gw_http_resp *rs)
 {
+    if (rq->early_status == 503 && rq->route != NULL && rq->route->api) {
+        /* still starting: the Prometheus API's envelope, errorType unavailable */
+        gw_resp_api_error(rs, "unavailable", "%s", rq->early_msg);
+        return;
+    }
     gw_resp_text(rs, (unsigned)rq->early_status, "%s", rq->early_msg);
     if (rq->early_status == 405 && rq->route != NULL)
         gw_resp_header(rs, "Allow", "%s", rq->route->allow);

@@ -170,7 +170,10 @@ for _ in $(seq 1 600); do
         seen_replay=1
         [[ "$(gw_http_code GET "$gw/-/healthy")" == 200 ]] && seen_healthy=1
         code=$(gw_http_code GET "$gw/api/v1/query?query=up")
-        [[ "$code" == 503 ]] && grep -q '^starting' "$GW_TMP/last_body" && seen_query503=1
+        [[ "$code" == 503 ]] && grep -q '"errorType":"unavailable","error":"starting: WAL replay' "$GW_TMP/last_body" &&
+            seen_query503=1
+        code=$(gw_http_code POST "$gw/api/v1/write")
+        [[ "$code" == 503 ]] && grep -q '^starting: WAL replay' "$GW_TMP/last_body" || seen_query503=0
         curl -s "$gw/api/v1/status/walreplay" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)["data"]
