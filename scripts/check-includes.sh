@@ -35,7 +35,7 @@ declare -A LAYER=(
 
 # Module of every public header.
 declare -A OWNER=(
-    [err.h]=base [log.h]=base [buf.h]=base [arena.h]=base [codec.h]=base [json.h]=base
+    [err.h]=base [log.h]=base [buf.h]=base [arena.h]=base [metrics.h]=base [progress.h]=base [codec.h]=base [json.h]=base
     [chunk.h]=chunk [block.h]=chunk
     [labels.h]=model [matcher.h]=model
     [postings.h]=index

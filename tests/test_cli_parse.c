@@ -208,6 +208,73 @@ static void test_cli_parse_usage(void **state)
     assert_string_equal(buf, want);
 }
 
+/* ---- aliases (older names) and the flags listing of gw_cli_values ---- */
+
+struct alias_args {
+    const char *listen;
+    int64_t keep_ms;
+    int off, mode;
+    uint32_t threads;
+};
+
+static const char *const a_modes[] = {"always", "batch", NULL};
+static const int a_mode_values[] = {7, 9};
+
+static const struct gw_cli_opt alias_opts[] = {
+    {.name = "--web.listen-address", .alias = "--listen", .arg = "ADDR", .help = "where",
+     .type = GW_CLI_STR, GW_CLI_AT(struct alias_args, listen)},
+    {.name = "--storage.retention.time", .alias = "--retention", .arg = "DUR", .help = "keep",
+     .type = GW_CLI_DUR, GW_CLI_AT(struct alias_args, keep_ms)},
+    {.name = "--detector.disable", .alias = "--no-detectors", .help = "off", .type = GW_CLI_FLAG,
+     GW_CLI_AT(struct alias_args, off)},
+    {.name = "--storage.wal.fsync", .arg = "M", .help = "mode", .type = GW_CLI_CHOICE,
+     GW_CLI_AT(struct alias_args, mode), .choices = a_modes, .values = a_mode_values},
+    {.name = "--web.threads", .arg = "N", .help = "threads", .type = GW_CLI_UINT,
+     GW_CLI_AT(struct alias_args, threads)},
+    {0},
+};
+static const struct gw_cli_cmd alias_cmd = {.name = "demo", .opts = alias_opts};
+
+struct collected {
+    char text[512];
+};
+
+static void collect(void *ud, const char *name, const char *value)
+{
+    struct collected *c = ud;
+    size_t len = strlen(c->text);
+    snprintf(c->text + len, sizeof c->text - len, "%s=%s;", name, value ? value : "(null)");
+}
+
+static void test_cli_parse_aliases(void **state)
+{
+    (void)state;
+    struct alias_args a = {.keep_ms = 55LL * 86400000, .mode = 9, .threads = 4};
+    char *argv1[] = {"--listen", "127.0.0.1:1", "--retention=90s", "--no-detectors"};
+    assert_int_equal(gw_cli_parse(&alias_cmd, 4, argv1, &a), -1);
+    assert_string_equal(a.listen, "127.0.0.1:1");
+    assert_int_equal(a.keep_ms, 90000);
+    assert_int_equal(a.off, 1);
+    char *argv2[] = {"--web.listen-address=:9", "--storage.retention.time", "8w"};
+    assert_int_equal(gw_cli_parse(&alias_cmd, 3, argv2, &a), -1);
+    assert_string_equal(a.listen, ":9");
+    assert_int_equal(a.keep_ms, 8LL * 7 * 86400000);
+
+    struct collected c = {.text = ""};
+    a.mode = 7;
+    gw_cli_values(&alias_cmd, &a, collect, &c);
+    assert_string_equal(c.text, "web.listen-address=:9;storage.retention.time=8w;detector.disable=true;"
+                                "storage.wal.fsync=always;web.threads=4;");
+
+    char buf[2048] = "";
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    assert_non_null(f);
+    gw_cli_usage(&alias_cmd, f);
+    fclose(f);
+    assert_non_null(strstr(buf, "  --web.listen-address ADDR  where\n"
+                                "                       (also --listen)\n"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -216,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_cli_parse_refusals),
         cmocka_unit_test(test_cli_parse_help_and_dashdash),
         cmocka_unit_test(test_cli_parse_usage),
+        cmocka_unit_test(test_cli_parse_aliases),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

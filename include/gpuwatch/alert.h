@@ -191,6 +191,7 @@ int gw_alerts_notifier_start(struct gw_alerts *a, const struct gw_notifier_opts 
 /* Counters for /metrics. */
 struct gw_notifier_stats {
     uint64_t sent, errors, dropped;
+    uint64_t queued;                /* alerts due for sending now (the notifier's queue) */
 };
 void gw_alerts_notifier_stats(struct gw_alerts *a, struct gw_notifier_stats *st);
 

@@ -23,6 +23,7 @@
 #ifndef GW_DB_H
 #define GW_DB_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "gpuwatch/err.h"
@@ -47,6 +48,18 @@ struct gw_db_observer {
     void (*advance)(void *ud, int64_t t);
 };
 
+/* Progress of the WAL replay inside gw_db_open, readable from other
+ * threads while it runs (an HTTP server started before the open). Segment
+ * numbers as Prometheus' /api/v1/status/walreplay reports them: the
+ * first, the last and the one being read; bytes for a percentage. The
+ * caller zeroes it; gw_db_open fills it. */
+struct gw_db_replay_state {
+    _Atomic int64_t first, last, current;   /* segment numbers; -1: no segment */
+    _Atomic uint64_t bytes_done, bytes_total;
+    _Atomic int started, done;              /* replay begun / ended (success or not) */
+    _Atomic int64_t corruptions;            /* 1 when the replay repaired a torn or corrupt tail */
+};
+
 struct gw_db_opts {
     const char *dir;
     int64_t retention_ms;          /* default 55 d */
@@ -60,10 +73,13 @@ struct gw_db_opts {
     const struct gw_db_observer *observer;  /* NULL: none; borrowed, must outlive the db */
     uint64_t retention_bytes;      /* 0: none; else the background thread also drops the
                                       oldest days while pages in use exceed it */
+    struct gw_db_replay_state *replay;      /* NULL: none; borrowed, filled during gw_db_open */
 };
 void gw_db_opts_default(struct gw_db_opts *o);
 
-/* Opens (creating if needed), replays the WAL into the head.
+/* Opens (creating if needed), replays the WAL into the head, reporting
+ * progress (progress.h: a bar on a terminal, log lines otherwise) and in
+ * o->replay.
  * GW_OK, GW_EIO, GW_ECORRUPT, GW_ESTORE, GW_ENOMEM. */
 int gw_db_open(struct gw_db **out, const struct gw_db_opts *o, struct gw_error *err);
 /* Stops background work, flushes what is buffered, closes. NULL ok. */
@@ -185,12 +201,14 @@ struct gw_db_stats {
     uint64_t head_series;        /* with an open head chunk */
     uint64_t head_samples;
     uint64_t head_bytes;         /* memory held by head chunks + series */
+    uint64_t head_chunks;        /* open and cut-but-unflushed head chunks */
     uint64_t stored_samples;     /* in persisted blocks */
     uint64_t stored_block_bytes; /* payload bytes of persisted blocks */
     uint64_t store_file_bytes;   /* LMDB data file */
     uint64_t store_used_bytes;   /* LMDB pages in use */
+    uint64_t store_map_bytes;    /* LMDB map size (grows on demand) */
     uint64_t wal_bytes;
-    int64_t mint, maxt;          /* of stored (to the UTC day) + head data; INT64_MAX/MIN when empty */
+    int64_t mint, maxt;          /* oldest and newest sample of stored + head data; INT64_MAX/MIN when empty */
     /* counters since open */
     uint64_t appended, refused;
 };

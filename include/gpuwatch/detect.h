@@ -150,6 +150,15 @@ struct gw_det;
 int gw_det_new(struct gw_det **out, const struct gw_det_config *c, struct gw_alerts *alerts,
                struct gw_error *err);
 void gw_det_free(struct gw_det *d);    /* NULL ok */
+/* Applies c's thresholds to a running engine (a configuration reload).
+ * What was fixed when the engine started stays as it was: which detectors
+ * run (d1..d8), node identity (node_labels, node_regex, node_map,
+ * strip_domain) and interval; the keys among these whose new value differs
+ * are listed in kept ("d7,node_labels", may be NULL) and counted in the
+ * return value (they take effect at the next start). */
+int gw_det_set_config(struct gw_det *d, const struct gw_det_config *c, char *kept, size_t kept_cap);
+/* The configuration the engine runs with now. */
+void gw_det_get_config(struct gw_det *d, struct gw_det_config *c);
 
 /* 1 when some detector reads series of this metric name (evaluate uses it
  * to generate only those). */
@@ -180,6 +189,9 @@ struct gw_det_stats {
     uint64_t late;                  /* samples that arrived after their bucket was judged */
     uint64_t joins;                 /* instance -> node joins learnt (IP or name aliases) */
     int64_t judged_t;               /* end of the newest judged bucket (INT64_MIN before) */
+    uint64_t eval_ns[9];            /* bucket evaluation time since start: [0] peer
+                                     * statistics, [1]..[8] D1..D8 (D2/D3 work per sample,
+                                     * untimed: they show 0) */
 };
 void gw_det_stats(struct gw_det *d, struct gw_det_stats *st);
 

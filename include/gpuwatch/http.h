@@ -16,6 +16,8 @@
 
 struct gw_alerts;
 struct gw_led_events;
+struct gw_det;
+struct gw_det_config;
 
 struct gw_http_opts {
     const char *listen;          /* "host:port", "[v6]:port" or ":port"; default 127.0.0.1:9201 */
@@ -40,17 +42,53 @@ struct gw_http_opts {
      * by /api/v1/sessions and /api/v1/exclusions (borrowed); NULL: those
      * answer 503. */
     struct gw_led_events *events;
+    /* WAL replay progress (db.h; borrowed): /-/ready, /api/v1/status/walreplay
+     * and the 503 answers while the server has no database yet. NULL: none. */
+    struct gw_db_replay_state *replay;
 };
 void gw_http_opts_default(struct gw_http_opts *o);
 
 struct gw_http;
-/* Starts serving db (borrowed; must outlive the server).
+/* Starts serving db (borrowed; must outlive the server). db may be NULL
+ * with o->replay set (serve, before its WAL replay): the server then
+ * answers the health, readiness, status and /metrics routes, and 503
+ * "starting: WAL replay N%" on every route that needs the database, until
+ * gw_http_set_db. (db NULL without o->replay: routes that need no database,
+ * for tests.)
  * GW_OK, GW_EIO (bind failed, with detail), GW_EINVAL (bad listen address). */
 int gw_http_start(struct gw_http **out, struct gw_db *db, const struct gw_http_opts *o, struct gw_error *err);
 /* The bound port (useful with port 0). */
 uint16_t gw_http_port(const struct gw_http *h);
 /* Marks the server ready (/-/ready answers 200 afterwards; 503 before). */
 void gw_http_set_ready(struct gw_http *h, int ready);
+/* Gives a server started with db NULL its database (once). */
+void gw_http_set_db(struct gw_http *h, struct gw_db *db);
+
+/* ---- the operator's view: status API, reload ---- */
+/* POST /-/reload (loopback clients only) calls fn, which reloads the
+ * configuration and returns GW_OK, or an error with err set (the old
+ * configuration stays); fn also runs for SIGHUP, so it must serialize
+ * itself. NULL: /-/reload answers that there is nothing to reload. */
+typedef int (*gw_http_reload_fn)(void *ud, struct gw_error *err);
+void gw_http_set_reload(struct gw_http *h, gw_http_reload_fn fn, void *ud);
+/* Records the outcome of a (re)load of the configuration now, for
+ * runtimeinfo (reloadConfigSuccess, lastConfigTime) and the
+ * gpuwatch_config_last_reload_* metrics. */
+void gw_http_note_reload(struct gw_http *h, int ok);
+/* /api/v1/status/flags: n flag names ("web.listen-address", no dashes)
+ * and their values as strings (copied). GW_OK or GW_ENOMEM. */
+int gw_http_set_flags(struct gw_http *h, const char *const *names, const char *const *values, size_t n);
+/* /api/v1/status/config: the detector configuration rendered as YAML
+ * (copied). GW_OK or GW_ENOMEM. */
+int gw_http_set_det_config(struct gw_http *h, const struct gw_det_config *c);
+
+/* runtimeinfo's storageRetention ("55d"). */
+void gw_http_set_storage_retention(struct gw_http *h, const char *retention);
+
+/* The detector engine whose cost and counters /metrics reports (NULL:
+ * none); safe while requests run. */
+void gw_http_set_detectors(struct gw_http *h, struct gw_det *det);
+
 /* Stops accepting, finishes in-flight requests, frees. NULL ok. */
 void gw_http_stop(struct gw_http *h);
 

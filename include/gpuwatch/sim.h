@@ -360,7 +360,8 @@ struct gw_sim_output_opts {
     double speed;              /* 0: as fast as possible; 1: real time (a scrape is sent when
                                   the wall clock reaches its timestamp: a past start is
                                   backfilled first); k: k x real time from the first scrape */
-    int progress;              /* print progress to stderr */
+    int progress;              /* report progress (progress.h: a bar on a terminal, log lines otherwise) */
+    int64_t progress_end_ms;   /* data time of the last scrape, for the progress total (0: unknown) */
 };
 struct gw_sim_output_stats {
     uint64_t samples, requests, bytes, retries, series;

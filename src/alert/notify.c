@@ -324,6 +324,16 @@ void gw_alerts_notifier_stats(struct gw_alerts *a, struct gw_notifier_stats *st)
         st->sent = atomic_load(&n->sent);
         st->errors = atomic_load(&n->errors);
         st->dropped = atomic_load(&n->dropped);
+        /* the queue: alerts due for at least one Alertmanager now */
+        int64_t wall = gw_now_ms();
+        struct al_list *lists[2] = {&a->active, &a->resolved};
+        for (int l = 0; l < 2; l++)
+            for (struct al_entry *e = lists[l]->head; e; e = e->next)
+                for (size_t u = 0; u < n->n_urls; u++)
+                    if (need_send(e, u, wall, n->resend_ms, a->opts.resolved_keep_ms)) {
+                        st->queued++;
+                        break;
+                    }
     }
     pthread_mutex_unlock(&a->mu);
 }

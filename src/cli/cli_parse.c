@@ -89,6 +89,8 @@ static void usage_opts(const struct gw_cli_opt *opts, FILE *f)
             col = HELP_COL;
         }
         usage_text(f, o->help, col);
+        if (o->alias)
+            fprintf(f, "%*s(also %s)\n", HELP_COL, "", o->alias);
     }
 }
 
@@ -299,6 +301,8 @@ static const struct gw_cli_opt *find_opt(const struct gw_cli_opt *opts, const ch
             }
         } else if (o->name && strlen(o->name) == len && !strncmp(o->name, a, len)) {
             return o;
+        } else if (o->alias && strlen(o->alias) == len && !strncmp(o->alias, a, len)) {
+            return o;
         }
     }
     return NULL;
@@ -395,4 +399,111 @@ int gw_cli_parse(const struct gw_cli_cmd *cmd, int argc, char **argv, void *base
     if (m)
         return gw_cli_usage_error(cmd, 0, "%s is required", m->name);
     return -1;
+}
+
+/* ------------------------------------------------------------ values */
+
+/* ms as the shortest exact Prometheus duration: 55d, 90s, 1500ms. */
+static void duration_text(int64_t ms, char *out, size_t cap)
+{
+    static const struct { int64_t ms; const char *u; } units[] = {
+        {604800000, "w"}, {86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}, {1, "ms"}};
+    if (ms == 0) {
+        snprintf(out, cap, "0s");
+        return;
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (ms % units[i].ms == 0) {
+            snprintf(out, cap, "%lld%s", (long long)(ms / units[i].ms), units[i].u);
+            return;
+        }
+}
+
+static uint64_t load_uint(const void *p, size_t size)
+{
+    switch (size) {
+    case 1: { uint8_t x; memcpy(&x, p, 1); return x; }
+    case 2: { uint16_t x; memcpy(&x, p, 2); return x; }
+    case 4: { uint32_t x; memcpy(&x, p, 4); return x; }
+    default: { uint64_t x; memcpy(&x, p, 8); return x; }
+    }
+}
+
+/* The text of o's value at p into out. 0, or -1 when it has none. */
+static int value_text(const struct gw_cli_opt *o, const void *p, char *out, size_t cap)
+{
+    out[0] = '\0';
+    switch (o->type) {
+    case GW_CLI_FLAG:
+        snprintf(out, cap, "%s", *(const int *)p ? "true" : "false");
+        return 0;
+    case GW_CLI_STR:
+        snprintf(out, cap, "%s", *(const char *const *)p ? *(const char *const *)p : "");
+        return 0;
+    case GW_CLI_STRS: {
+        size_t len = 0, k = o->size / sizeof(const char *);
+        for (size_t i = 0; i < k && ((const char *const *)p)[i] && len < cap; i++) {
+            int w = snprintf(out + len, cap - len, "%s%s", i ? "," : "", ((const char *const *)p)[i]);
+            if (w < 0) break;
+            len += (size_t)w;
+        }
+        return 0;
+    }
+    case GW_CLI_CHOICE: {
+        int x;
+        memcpy(&x, p, sizeof x);
+        for (int i = 0; o->choices && o->choices[i]; i++)
+            if ((o->values ? o->values[i] : i) == x) {
+                snprintf(out, cap, "%s", o->choices[i]);
+                return 0;
+            }
+        snprintf(out, cap, "%d", x);
+        return 0;
+    }
+    case GW_CLI_UINT:
+        snprintf(out, cap, "%llu", (unsigned long long)load_uint(p, o->size));
+        return 0;
+    case GW_CLI_DUR:
+        duration_text(*(const int64_t *)p, out, cap);
+        return 0;
+    case GW_CLI_DOUBLE:
+        snprintf(out, cap, "%g", *(const double *)p);
+        return 0;
+    case GW_CLI_CALL:
+    case GW_CLI_TABLE:
+        break;
+    }
+    return -1;
+}
+
+void gw_cli_values(const struct gw_cli_cmd *cmd, const void *base, gw_cli_value_cb cb, void *ud)
+{
+    const struct gw_cli_opt *stack[8];
+    const void *bases[8];
+    int depth = 0;
+    stack[0] = cmd->opts;
+    bases[0] = base;
+    while (depth >= 0) {
+        const struct gw_cli_opt *o = stack[depth];
+        if (!o || is_end(o)) {
+            depth--;
+            continue;
+        }
+        stack[depth] = o + 1;
+        if (o->type == GW_CLI_TABLE) {
+            if (depth + 1 < 8) {
+                bases[depth + 1] = (const char *)bases[depth] + (o->at - 1);
+                stack[++depth] = o->sub;
+            }
+            continue;
+        }
+        if (!o->name)
+            continue;
+        char text[1024];
+        const char *name = o->name[0] == '-' && o->name[1] == '-' ? o->name + 2 : o->name;
+        if (o->at && value_text(o, (const char *)bases[depth] + (o->at - 1), text, sizeof text) == 0)
+            cb(ud, name, text);
+        else
+            cb(ud, name, NULL);
+    }
 }

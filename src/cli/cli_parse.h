@@ -8,7 +8,8 @@
  * value it is, and the help line; `gpuwatch CMD --help` is printed from it,
  * so the help cannot drift from what is parsed.
  *
- * Accepted: "--name value", "--name=value", flags as "--name"; "--help" or
+ * Accepted: "--name value", "--name=value", flags as "--name" (an option's
+ * alias, its older name, works the same); "--help" or
  * "-h" anywhere prints the help (stdout, exit 0); "--" ends the options.
  * Refused with "gpuwatch CMD: ..." on stderr and exit status 2: unknown
  * options (with the usage), a missing value, a value for a flag, a value
@@ -103,6 +104,8 @@ enum gw_cli_type {
  * printed as is (e.g. "\nalerts:"); the table ends with {0}. */
 struct gw_cli_opt {
     const char *name;          /* "--seed" */
+    const char *alias;         /* NULL, or an older name accepted as well ("--listen" for
+                                * "--web.listen-address"); the help shows it */
     const char *arg;           /* the value's placeholder in the help ("N", "DUR"); NULL: takes no value */
     const char *help;          /* help text; '\n' starts a continuation line (indented by the
                                 * printer); a leading '\n' starts the text below the name */
@@ -144,6 +147,14 @@ struct gw_cli_cmd {
  * should go on, 0 after printing the help (--help, -h), 2 after printing
  * a usage error to stderr. */
 int gw_cli_parse(const struct gw_cli_cmd *cmd, int argc, char **argv, void *base);
+
+/* Each option's current value in base as text, for a flags listing
+ * (Prometheus' /api/v1/status/flags): cb gets the name without its
+ * leading dashes and the value ("true"/"false" for flags, durations as
+ * "55d" or "90s", repeated values joined by ","); value is NULL for a
+ * GW_CLI_CALL option without a field (the caller knows what it set). */
+typedef void (*gw_cli_value_cb)(void *ud, const char *name, const char *value);
+void gw_cli_values(const struct gw_cli_cmd *cmd, const void *base, gw_cli_value_cb cb, void *ud);
 
 /* The help of cmd, as --help prints it. */
 void gw_cli_usage(const struct gw_cli_cmd *cmd, FILE *f);

@@ -14,6 +14,7 @@
 
 #include "gpuwatch/codec.h"
 #include "gpuwatch/evaluate.h"
+#include "gpuwatch/progress.h"
 #include "cli_parse.h"
 #include "cli_sim.h"
 
@@ -67,7 +68,17 @@ struct pool {
     int verbose, variations, ledger;
     size_t done;
     pthread_mutex_t mu;
+    struct gw_progress *bar;   /* runs finished of n (progress.h); NULL with per-run lines */
 };
+
+/* One run finished: count it for the progress reporter. */
+static void pool_done(struct pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    ++p->done;
+    gw_progress_set(p->bar, p->done);
+    pthread_mutex_unlock(&p->mu);
+}
 
 static void *worker(void *arg)
 {
@@ -96,6 +107,7 @@ static void *worker(void *arg)
         if (p->verbose && j->rc == GW_OK && !p->ledger)
             fprintf(stderr, "gpuwatch evaluate: seed %" PRIu64 ": done in %.1f s (%" PRIu64 " samples)\n",
                     j->cfg.seed, j->rep.seconds, j->rep.samples);
+        pool_done(p);
     }
 }
 
@@ -112,6 +124,9 @@ static void run_pool(struct pool *p, uint64_t threads)
     if (threads > 256)
         threads = 256;
     pthread_mutex_init(&p->mu, NULL);
+    /* --variations and --verbose print a line per run instead */
+    if (!p->variations && !p->verbose)
+        p->bar = gw_progress_start("evaluate: runs", p->n, GW_PROGRESS_ITEMS);
     pthread_t tids[256];
     size_t started = 0;
     for (size_t i = 1; i < threads; i++) {
@@ -122,6 +137,8 @@ static void run_pool(struct pool *p, uint64_t threads)
     worker(p);
     for (size_t i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
+    gw_progress_end(p->bar);
+    p->bar = NULL;
     pthread_mutex_destroy(&p->mu);
 }
 

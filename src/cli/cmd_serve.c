@@ -4,11 +4,16 @@
  * Phases, each a function over one struct serve:
  *   serve_parse   options into the db, http, alert and detector settings;
  *   serve_open    data dir, alert log (active alerts reloaded), detectors
- *                 over it (their saved state), then the database, whose WAL
- *                 replay feeds the detectors;
- *   serve_start   HTTP server, Alertmanager notifier, the serve-alerts
- *                 thread, DIR/serve.addr, ready;
- *   serve_wait    SIGINT or SIGTERM (blocked in every thread, sigwait here);
+ *                 over it (their saved state);
+ *   serve_http    the HTTP server, without a database yet: /-/healthy,
+ *                 /-/ready (503 with the replay's progress), /metrics and
+ *                 the status API answer, the rest 503 "starting";
+ *   serve_open_db the database, whose WAL replay feeds the detectors, then
+ *                 handed to the HTTP server;
+ *   serve_start   Alertmanager notifier, the serve-alerts thread,
+ *                 DIR/serve.addr, ready;
+ *   serve_wait    SIGHUP reloads --config.file; SIGINT or SIGTERM ends the
+ *                 wait (all blocked in every thread, sigwait here);
  *   serve_stop    the one cleanup path: whatever was started, in reverse
  *                 order, on success and on every failure alike. */
 #include <errno.h>
@@ -16,6 +21,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -44,10 +50,13 @@ struct serve {
     const char *external_url, *det_config;
     int print_det_config;
     int no_detectors;
+    const char *log_level;         /* as given, for the flags listing */
     struct gw_det_config dc;
     struct gw_compact_sched csched;  /* --compact.schedule */
+    struct gw_db_replay_state replay;  /* WAL replay progress, read by the HTTP server */
+    pthread_mutex_t reload_mu;     /* one configuration reload at a time (SIGHUP, /-/reload) */
     /* running state, released by serve_stop */
-    sigset_t sigs;                 /* SIGTERM, SIGINT: blocked, taken by sigwait */
+    sigset_t sigs;                 /* SIGTERM, SIGINT, SIGHUP: blocked, taken by sigwait */
     uint64_t t0;                   /* start of serve_open */
     char state_path[4096];         /* DIR/detect.state */
     char ext[512];                 /* the default --web.external-url */
@@ -101,10 +110,11 @@ static int serve_log_level(void *base, const char *v)
 {
     static const char *const names[] = {"debug", "info", "warn", "error"};
     static const int levels[] = {GW_LOG_DEBUG, GW_LOG_INFO, GW_LOG_WARN, GW_LOG_ERROR};
-    (void)base;
+    struct serve *s = base;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(v, names[i])) {
             gw_log_min_level = levels[i];
+            s->log_level = names[i];
             return 0;
         }
     return -1;
@@ -134,15 +144,15 @@ static const char *const fsync_names[] = {"always", "batch", "off", NULL};
 static const int fsync_modes[] = {GW_FSYNC_ALWAYS, GW_FSYNC_BATCH, GW_FSYNC_OFF};
 
 static const struct gw_cli_opt serve_opts[] = {
-    {.name = "--listen", .arg = "ADDR", .type = GW_CLI_STR, GW_CLI_AT(struct serve, ho.listen),
+    {.name = "--web.listen-address", .alias = "--listen", .arg = "ADDR", .type = GW_CLI_STR, GW_CLI_AT(struct serve, ho.listen),
      .help = "address to listen on (default 127.0.0.1:9201; ':PORT' for all interfaces)"},
-    {.name = "--data-dir", .arg = "DIR", .type = GW_CLI_STR, GW_CLI_AT(struct serve, dbo.dir),
+    {.name = "--storage.path", .alias = "--data-dir", .arg = "DIR", .type = GW_CLI_STR, GW_CLI_AT(struct serve, dbo.dir),
      .help = "data directory (created if missing; one gpuwatch per dir)"},
-    {.name = "--retention", .arg = "DUR", .type = GW_CLI_DUR, GW_CLI_AT(struct serve, dbo.retention_ms),
+    {.name = "--storage.retention.time", .alias = "--retention", .arg = "DUR", .type = GW_CLI_DUR, GW_CLI_AT(struct serve, dbo.retention_ms),
      .help = "keep this much history, e.g. 55d, 8w (default 55d)"},
     {.name = "--retention.time", .arg = "DUR", .type = GW_CLI_DUR, GW_CLI_AT(struct serve, dbo.retention_ms),
      .help = "the same as --retention"},
-    {.name = "--retention.size", .arg = "SIZE", .type = GW_CLI_CALL, .set = serve_retention_size,
+    {.name = "--storage.retention.size", .alias = "--retention.size", .arg = "SIZE", .type = GW_CLI_CALL, .set = serve_retention_size,
      GW_CLI_AT(struct serve, dbo.retention_bytes), .expect = "a size such as 500GB or 20GiB",
      .help = "also drop the oldest days while the store's pages in use\n"
              "exceed SIZE (500GB, 20GiB; default: no limit; checked every 10 min)"},
@@ -151,19 +161,19 @@ static const struct gw_cli_opt serve_opts[] = {
      .help = "when to compact finished days on a background thread:\n"
              "HH:MM daily UTC, an interval like 24h, or off (default 03:00;\n"
              "see gpuwatch compact --help; the file copy runs only offline)"},
-    {.name = "--fsync", .arg = "MODE", .type = GW_CLI_CHOICE, GW_CLI_AT(struct serve, dbo.fsync),
+    {.name = "--storage.wal.fsync", .alias = "--fsync", .arg = "MODE", .type = GW_CLI_CHOICE, GW_CLI_AT(struct serve, dbo.fsync),
      .choices = fsync_names, .values = fsync_modes,
      .help = "always: fsync the WAL before answering (survives power loss)\n"
              "batch:  write before answering, fsync every 100 ms (default;\n"
              "        survives a crash of gpuwatch)\n"
              "off:    write before answering, never fsync explicitly"},
-    {.name = "--threads", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct serve, ho.threads), .min = 1,
+    {.name = "--web.threads", .alias = "--threads", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct serve, ho.threads), .min = 1,
      .max = 256, .help = "HTTP worker threads (default 4)"},
-    {.name = "--max-body-bytes", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct serve, ho.max_body_bytes),
+    {.name = "--web.max-body-bytes", .alias = "--max-body-bytes", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct serve, ho.max_body_bytes),
      .min = 1024, .max = 1u << 30, .help = "largest accepted request body (default 33554432)"},
-    {.name = "--log-level", .arg = "LEVEL", .type = GW_CLI_CALL, .set = serve_log_level,
+    {.name = "--log.level", .alias = "--log-level", .arg = "LEVEL", .type = GW_CLI_CALL, .set = serve_log_level,
      .expect = "debug, info, warn or error", .help = "debug, info, warn or error (default info)"},
-    {.name = "--promql-compat", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct serve, ho.promql_compat),
+    {.name = "--query.promql-compat", .alias = "--promql-compat", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct serve, ho.promql_compat),
      .min = 2, .max = 3,
      .help = "3: Prometheus 3 range and lookback windows (t-r, t] (default);\n"
              "2: Prometheus 2.42's closed windows [t-r, t], its function set\n"
@@ -176,19 +186,21 @@ static const struct gw_cli_opt serve_opts[] = {
      GW_CLI_AT(struct serve, ho.query_max_samples), .min = 1, .max = UINT64_C(1) << 40,
      .help = "samples one query may hold in memory (default 50000000)"},
     {.help = "\nfailure detection and alerts (docs/alerts.md):"},
-    {.name = "--alertmanager", .arg = "URL", .type = GW_CLI_STRS, GW_CLI_AT(struct serve, am_urls),
+    {.name = "--alertmanager.url", .alias = "--alertmanager", .arg = "URL", .type = GW_CLI_STRS, GW_CLI_AT(struct serve, am_urls),
      GW_CLI_SEEN(struct serve, n_am),
      .help = "send alerts to this Alertmanager (API v2, e.g. http://127.0.0.1:9093);\n"
              "repeatable, up to 8; firing alerts are resent every minute"},
     {.name = "--web.external-url", .arg = "URL", .type = GW_CLI_CALL, .set = serve_external_url,
      .expect = "must start with http:// or https://",
      .help = "base of the generatorURL of sent alerts\n(default http://<listen address>)"},
-    {.name = "--detector-config", .arg = "FILE", .type = GW_CLI_STR, GW_CLI_AT(struct serve, det_config),
+    {.name = "--config.file", .alias = "--detector-config", .arg = "FILE", .type = GW_CLI_STR, GW_CLI_AT(struct serve, det_config),
      .help = "detector thresholds (\"key = value\" lines over the defaults,\n"
-             "see docs/detectors.md); a bad file exits with status 2"},
-    {.name = "--no-detectors", .type = GW_CLI_FLAG, GW_CLI_AT(struct serve, no_detectors),
+             "see docs/detectors.md); a bad file exits with status 2;\n"
+             "reloaded on SIGHUP and POST /-/reload (a bad file is refused\n"
+             "and the running configuration kept)"},
+    {.name = "--detector.disable", .alias = "--no-detectors", .type = GW_CLI_FLAG, GW_CLI_AT(struct serve, no_detectors),
      .help = "store and serve only: run no detector (alerts reloaded from\nthe alert log are still reported)"},
-    {.name = "--print-detector-config", .type = GW_CLI_FLAG, GW_CLI_AT(struct serve, print_det_config),
+    {.name = "--config.print", .alias = "--print-detector-config", .type = GW_CLI_FLAG, GW_CLI_AT(struct serve, print_det_config),
      .help = "print every detector threshold with its meaning (the\n"
              "defaults, or --detector-config's values) and exit"},
     {0},
@@ -196,7 +208,7 @@ static const struct gw_cli_opt serve_opts[] = {
 
 static const struct gw_cli_cmd serve_cmd = {
     .name = "serve",
-    .synopsis = "--data-dir DIR [options]",
+    .synopsis = "--storage.path DIR [options]",
     .opts = serve_opts,
     .outro = "Alerts are served at /api/v1/alerts and /api/v1/rules, written back as ALERTS series,\n"
              "and logged in DIR/alerts/; checkpoint events (D7) are kept in DIR/checkpoints/, served\n"
@@ -245,7 +257,7 @@ static int serve_print_det_config(const struct serve *s)
 static int serve_check(struct serve *s)
 {
     if (!s->dbo.dir) {
-        return gw_cli_usage_error(&serve_cmd, 1, "--data-dir is required");
+        return gw_cli_usage_error(&serve_cmd, 1, "--storage.path (or --data-dir) is required");
     }
     gw_det_config_default(&s->dc);
     if (s->det_config && !s->no_detectors && gw_det_config_load(&s->dc, s->det_config, &s->err) != GW_OK) {
@@ -319,23 +331,98 @@ static int serve_open(struct serve *s)
     }
     if (!s->no_detectors && serve_open_detectors(s) != 0)
         return 1;
+    return 0;
+}
+
+/* The database: the WAL replay runs here, with the HTTP server already
+ * answering (503 "starting" where the database is needed). 0 or 1. */
+static int serve_open_db(struct serve *s)
+{
+    s->dbo.replay = &s->replay;
     if (gw_db_open(&s->db, &s->dbo, &s->err) != GW_OK) {
         s->db = NULL;
         fprintf(stderr, "gpuwatch serve: cannot open data dir %s: %s\n", s->dbo.dir, s->err.msg);
         return 1;
     }
+    gw_http_set_db(s->h, s->db);
     return 0;
 }
 
-/* HTTP server, notifier, serve-alerts thread, DIR/serve.addr, ready. 0,
- * or the exit status (1; 2 when the notifier refuses its settings) with
- * what did start left in s for serve_stop. */
-static int serve_start(struct serve *s)
+/* Reloads --config.file (SIGHUP, POST /-/reload): a file that does not
+ * load is refused and the running configuration stays. GW_OK or the error. */
+static int serve_reload(void *ud, struct gw_error *err)
+{
+    struct serve *s = ud;
+    struct gw_det_config nc;
+    char kept[256] = "";
+    int rc;
+    pthread_mutex_lock(&s->reload_mu);
+    gw_det_config_default(&nc);
+    rc = gw_det_config_load(&nc, s->det_config, err);
+    if (rc != GW_OK) {
+        gw_log(GW_LOG_ERROR, "serve", "msg=\"configuration reload refused; the running configuration stays\" "
+               "file=%s err=\"%s\"", s->det_config, err->msg);
+        gw_http_note_reload(s->h, 0);
+    } else {
+        int n = s->det ? gw_det_set_config(s->det, &nc, kept, sizeof kept) : 0;
+        if (s->det) gw_det_get_config(s->det, &nc);
+        s->dc = nc;
+        gw_http_set_det_config(s->h, &nc);
+        gw_http_note_reload(s->h, 1);
+        gw_log(GW_LOG_INFO, "serve", "msg=\"configuration reloaded\" file=%s", s->det_config);
+        if (n > 0)
+            gw_log(GW_LOG_WARN, "serve", "msg=\"changed keys that take effect at the next start\" keys=%s", kept);
+    }
+    pthread_mutex_unlock(&s->reload_mu);
+    return rc;
+}
+
+struct flag_list {
+    const char *names[128];
+    char *values[128];
+    size_t n;
+    const struct serve *s;
+};
+
+static void flag_add(void *ud, const char *name, const char *value)
+{
+    struct flag_list *l = ud;
+    if (l->n == sizeof l->names / sizeof l->names[0]) return;
+    if (!value && !strcmp(name, "log.level"))
+        value = l->s->log_level ? l->s->log_level : "info";
+    else if (!value && !strcmp(name, "web.external-url"))
+        value = l->s->external_url ? l->s->external_url : "";
+    l->names[l->n] = name;
+    l->values[l->n] = strdup(value ? value : "");
+    if (l->values[l->n]) l->n++;
+}
+
+/* What the status API reports: flags, configuration, retention, reload. */
+static void serve_status_info(struct serve *s)
+{
+    struct flag_list l = {.n = 0, .s = s};
+    struct serve shown = *s;   /* defaults made visible */
+    char ret[32];
+    if (!shown.ho.listen) shown.ho.listen = SERVE_DEFAULT_LISTEN;
+    gw_cli_values(&serve_cmd, &shown, flag_add, &l);
+    gw_http_set_flags(s->h, l.names, (const char *const *)l.values, l.n);
+    for (size_t i = 0; i < l.n; i++) free(l.values[i]);
+    gw_http_set_det_config(s->h, &s->dc);
+    snprintf(ret, sizeof ret, "%lldd", (long long)(s->dbo.retention_ms / 86400000));
+    if (s->dbo.retention_ms % 86400000) snprintf(ret, sizeof ret, "%lldm", (long long)(s->dbo.retention_ms / 60000));
+    gw_http_set_storage_retention(s->h, ret);
+    if (s->det_config) gw_http_set_reload(s->h, serve_reload, s);
+}
+
+/* HTTP server, before the database opens: health, readiness, status and
+ * /metrics answer during the WAL replay. 0 or 1. */
+static int serve_http(struct serve *s)
 {
     s->ho.alerts = s->alerts;
     s->ho.checkpoints = s->ckv;
     s->ho.events = s->events;
-    if (gw_http_start(&s->h, s->db, &s->ho, &s->err) != GW_OK) {
+    s->ho.replay = &s->replay;
+    if (gw_http_start(&s->h, NULL, &s->ho, &s->err) != GW_OK) {
         s->h = NULL;
         fprintf(stderr, "gpuwatch serve: cannot listen on %s: %s\n", s->ho.listen ? s->ho.listen : "default",
                 s->err.msg);
@@ -343,6 +430,16 @@ static int serve_start(struct serve *s)
     }
     gw_http_set_alerts(s->h, s->alerts);
     gw_http_set_query_opts(s->h, &s->ho);
+    gw_http_set_detectors(s->h, s->det);
+    serve_status_info(s);
+    return 0;
+}
+
+/* Notifier, serve-alerts thread, DIR/serve.addr, ready. 0, or the exit
+ * status (1; 2 when the notifier refuses its settings) with what did
+ * start left in s for serve_stop. */
+static int serve_start(struct serve *s)
+{
     if (s->n_am > 0) {
         if (!s->external_url) {
             default_external_url(s->ext, sizeof s->ext, serve_listen(s), gw_http_port(s->h));
@@ -374,11 +471,25 @@ static int serve_start(struct serve *s)
     return 0;
 }
 
+/* SIGHUP reloads the configuration; SIGTERM or SIGINT returns (a clean
+ * shutdown follows). */
 static void serve_wait(struct serve *s)
 {
-    int sig = 0;
-    sigwait(&s->sigs, &sig);
-    gw_log(GW_LOG_INFO, "serve", "msg=\"shutting down\" signal=%d", sig);
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&s->sigs, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            struct gw_error e = {0};
+            if (!s->det_config)
+                gw_log(GW_LOG_INFO, "serve", "msg=\"SIGHUP: nothing to reload (serve has no --config.file)\"");
+            else
+                serve_reload(s, &e);   /* logs its outcome */
+            continue;
+        }
+        gw_log(GW_LOG_INFO, "serve", "msg=\"shutting down\" signal=%s", sig == SIGINT ? "SIGINT" : "SIGTERM");
+        return;
+    }
 }
 
 /* The one cleanup path: stops and frees whatever s holds, in reverse order
@@ -417,16 +528,23 @@ int gw_cli_serve(int argc, char **argv)
     sigemptyset(&s.sigs);
     sigaddset(&s.sigs, SIGTERM);
     sigaddset(&s.sigs, SIGINT);
+    sigaddset(&s.sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &s.sigs, NULL);
+    pthread_mutex_init(&s.reload_mu, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     if ((rc = serve_open(&s)) != 0)
+        goto out;
+    if ((rc = serve_http(&s)) != 0)
+        goto out;
+    if ((rc = serve_open_db(&s)) != 0)
         goto out;
     if ((rc = serve_start(&s)) != 0)
         goto out;
     serve_wait(&s);
 out:
     serve_stop(&s);
+    pthread_mutex_destroy(&s.reload_mu);
     if (rc == 0)
         gw_log(GW_LOG_INFO, "serve", "msg=\"stopped\"");
     return rc;

@@ -191,7 +191,8 @@ static const struct gw_cli_opt sim_opts[] = {
     {.name = "--batch", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct sim_args, batch), .min = 1,
      .max = 100000, .expect = "1..100000 samples per request", .help = "samples per request (default 2000)"},
     {.name = "--progress", .type = GW_CLI_FLAG, GW_CLI_AT(struct sim_args, progress),
-     .help = "print progress to stderr every second"},
+     .help = "report progress on stderr: a bar with rate and ETA on a\n"
+             "terminal, a log line every 10 % or 5 s otherwise"},
     {0},
 };
 
@@ -337,6 +338,7 @@ static int sim_run(const struct sim_args *a, struct gw_sim_config cfg)
         .max_skew = (unsigned)a->max_skew,
         .speed = a->speed,
         .progress = a->progress,
+        .progress_end_ms = cfg.start_ms + cfg.duration_ms,
     };
     struct gw_sim_output_stats st;
     memset(&st, 0, sizeof st);

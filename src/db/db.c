@@ -30,6 +30,7 @@
 #include "gpuwatch/codec.h"
 #include "gpuwatch/labels.h"
 #include "gpuwatch/log.h"
+#include "gpuwatch/metrics.h"
 
 #define GW_IDLE_GRACE_MS (15 * 60 * 1000)
 #define GW_WAL_CHECKPOINT_BYTES (256ull << 20)
@@ -112,6 +113,7 @@ struct replay_ctx {
      * index avoids a hash walk per sample */
     struct gw_head_series **by_sid;
     size_t by_sid_cap;
+    struct gw_db_replay_prog prog;
 };
 
 
@@ -208,6 +210,7 @@ static int replay_cb(void *ud, uint8_t type, const uint8_t *payload, size_t len,
     struct gw_db *db = c->db;
     int rc;
     db->last_wal_pos = pos;
+    gw_db_replay_prog_at(&c->prog, pos, len);
     if (!c->rt) {
         rc = gw_store_read_begin(db->store, &c->rt, c->err);
         if (rc) return rc;
@@ -322,7 +325,10 @@ int gw_db_open(struct gw_db **out, const struct gw_db_opts *o, struct gw_error *
         memset(&st, 0, sizeof st);
         uint64_t t0 = gw_mono_ns();
         gw_head_set_freeze(db->head, 0);   /* faster replay; chunks freeze after it */
+        gw_db_replay_prog_begin(&rcx.prog, wal_dir, db->o.replay);
         rc = gw_wal_replay(wal_dir, 0, replay_cb, &rcx, &st, err);
+        gw_db_replay_prog_end(&rcx.prog);
+        if (db->o.replay && st.corrupt) atomic_store(&db->o.replay->corruptions, 1);
         gw_head_set_freeze(db->head, 1);
         gw_store_read_end(rcx.rt);
         free(rcx.by_sid);
@@ -1192,14 +1198,36 @@ static int flush_pending(struct gw_db *db, int all, struct gw_error *err)
     return flush_pending_count(db, all, NULL, err);
 }
 
+/* flush_pending_count timed into gw_hist_db_flush when it wrote anything. */
+static int flush_pending_timed(struct gw_db *db, int all, size_t *flushed, struct gw_error *err)
+{
+    size_t n = 0;
+    uint64_t t0 = gw_mono_ns();
+    int rc = flush_pending_count(db, all, &n, err);
+    if (n > 0) gw_hist_observe_ns(&gw_hist_db_flush, gw_mono_ns() - t0);
+    if (flushed) *flushed = n;
+    return rc;
+}
+
 int gw_db_flush_pending(struct gw_db *db, struct gw_error *err)
 {
     return flush_pending(db, 0, err);
 }
 
+static int checkpoint_run(struct gw_db *db, int all, struct gw_error *err);
+
+/* A checkpoint, timed into gw_hist_db_checkpoint. */
 static int checkpoint(struct gw_db *db, int all, struct gw_error *err)
 {
-    int rc = flush_pending(db, all, err);
+    uint64_t t0 = gw_mono_ns();
+    int rc = checkpoint_run(db, all, err);
+    gw_hist_observe_ns(&gw_hist_db_checkpoint, gw_mono_ns() - t0);
+    return rc;
+}
+
+static int checkpoint_run(struct gw_db *db, int all, struct gw_error *err)
+{
+    int rc = flush_pending_timed(db, all, NULL, err);
     if (rc) return rc;
     uint64_t keep_from = UINT64_MAX;
     pthread_rwlock_rdlock(&db->wal_rw);
@@ -1319,7 +1347,7 @@ static void *bg_main(void *arg)
         /* settled chunks go to the store within a second, so a fast backfill
          * does not hold finished windows in memory */
         size_t flushed = 0;
-        if (flush_pending_count(db, 0, &flushed, &e) != GW_OK)
+        if (flush_pending_timed(db, 0, &flushed, &e) != GW_OK)
             gw_log(GW_LOG_WARN, "db", "msg=\"flush failed; will retry\" err=\"%s\"", e.msg);
 #ifdef __GLIBC__
         if (flushed >= 10000) malloc_trim(0);   /* hand the freed chunks back */

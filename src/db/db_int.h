@@ -54,6 +54,20 @@ typedef int (*gw_rec_sample_fn)(void *ud, uint64_t sid, int64_t t, double v);
 int gw_rec_series_each(const uint8_t *p, size_t len, gw_rec_series_fn fn, void *ud);
 int gw_rec_samples_each(const uint8_t *p, size_t len, gw_rec_sample_fn fn, void *ud);
 
+/* replay_progress.c: WAL replay progress (segments and bytes) into the
+ * caller's gw_db_replay_state and a progress reporter. */
+struct gw_progress;
+struct gw_db_replay_prog {
+    struct gw_db_replay_state *st;    /* may be NULL */
+    struct gw_progress *bar;
+    uint32_t *segs;                   /* segment numbers, ascending */
+    uint64_t *before;                 /* bytes of the segments before segs[i] */
+    size_t n, at;                     /* segments; index of the one being read */
+};
+void gw_db_replay_prog_begin(struct gw_db_replay_prog *p, const char *wal_dir, struct gw_db_replay_state *st);
+void gw_db_replay_prog_at(struct gw_db_replay_prog *p, uint64_t pos, size_t rec_len);
+void gw_db_replay_prog_end(struct gw_db_replay_prog *p);
+
 /* db.c */
 int gw_db_flush_pending(struct gw_db *db, struct gw_error *err);
 

@@ -1292,6 +1292,7 @@ struct part_ctx {
     gw_db_partition_cb cb;
     void *ud;
     struct gw_db_stats *st;
+    int64_t meta_min_day, meta_max_day;   /* oldest / newest day spanned from its totals, or INT64_MIN */
 };
 
 struct count_ctx {
@@ -1327,6 +1328,8 @@ static int part_cb(void *ud, const struct gw_store_partition *p)
         /* totals kept by the flusher; the day's time span is the day */
         cc.mint = p->day * GW_DAY_MS;
         cc.maxt = cc.mint + GW_DAY_MS - 1;
+        if (c->meta_min_day == INT64_MIN || p->day < c->meta_min_day) c->meta_min_day = p->day;
+        if (c->meta_max_day == INT64_MIN || p->day > c->meta_max_day) c->meta_max_day = p->day;
     } else {
         cc.blocks = cc.samples = cc.bytes = 0;
         int rc = gw_store_partition_blocks_each(c->t, p->day, count_block_cb, &cc);
@@ -1353,6 +1356,24 @@ int gw_db_partitions(struct gw_db *db, gw_db_partition_cb cb, void *ud, struct g
     return rc;
 }
 
+/* The per-day totals give a day's span, not its samples' times: read the
+ * blocks of the oldest and newest such day for the exact oldest and newest
+ * sample times (one day each, block headers only). */
+static int exact_edges(struct part_ctx *c)
+{
+    int64_t days[2] = {c->meta_min_day, c->meta_max_day};
+    for (int i = 0; i < 2; i++) {
+        if (days[i] == INT64_MIN || (i == 1 && days[1] == days[0])) continue;
+        struct count_ctx cc = {.mint = INT64_MAX, .maxt = INT64_MIN};
+        int rc = gw_store_partition_blocks_each(c->t, days[i], count_block_cb, &cc);
+        if (rc) return rc;
+        if (cc.blocks == 0) continue;
+        if (c->st->mint == days[i] * GW_DAY_MS) c->st->mint = cc.mint;
+        if (c->st->maxt == days[i] * GW_DAY_MS + GW_DAY_MS - 1) c->st->maxt = cc.maxt;
+    }
+    return GW_OK;
+}
+
 int gw_db_stats(struct gw_db *db, struct gw_db_stats *st, struct gw_error *err)
 {
     memset(st, 0, sizeof *st);
@@ -1364,11 +1385,13 @@ int gw_db_stats(struct gw_db *db, struct gw_db_stats *st, struct gw_error *err)
     st->series = ss.series;
     st->store_file_bytes = ss.file_bytes;
     st->store_used_bytes = ss.used_bytes;
+    st->store_map_bytes = ss.map_bytes;
     struct gw_store_txn *t = NULL;
     rc = gw_store_read_begin(db->store, &t, err);
     if (rc) return rc;
-    struct part_ctx c = {.db = db, .t = t, .st = st};
+    struct part_ctx c = {.db = db, .t = t, .st = st, .meta_min_day = INT64_MIN, .meta_max_day = INT64_MIN};
     rc = gw_store_partitions(t, part_cb, &c);
+    if (rc == GW_OK) rc = exact_edges(&c);
     gw_store_read_end(t);
     if (rc) return rc;
     if (db->head) {
@@ -1382,6 +1405,7 @@ int gw_db_stats(struct gw_db *db, struct gw_db_stats *st, struct gw_error *err)
         st->head_series = hs.series;
         st->head_samples = hs.samples;
         st->head_bytes = hs.bytes;
+        st->head_chunks = hs.open_chunks + hs.pending_chunks;
         pthread_rwlock_rdlock(&db->wal_rw);
         st->wal_bytes = db->wal ? gw_wal_disk_bytes(db->wal) : 0;
         pthread_rwlock_unlock(&db->wal_rw);

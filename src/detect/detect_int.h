@@ -235,6 +235,9 @@ struct gw_det {
     struct det_ck *ck;
     /* D8 (d8_activity.c) */
     struct det_act act;
+    /* evaluation cost for /metrics, ns (not part of the snapshot):
+     * [0] peer statistics, [1]..[8] D1..D8 */
+    uint64_t eval_ns[9];
 };
 
 /* engine.c */

@@ -10,10 +10,12 @@
  * GPUs at >= 80 % util; interrupt rate and runnable processes over nodes
  * whose GPUs are busy) in O(GPUs), then runs D4-D6 and the timers of D1/D2. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include "detect_int.h"
+#include "gpuwatch/codec.h"
 #include "gpuwatch/json.h"
 #include "gpuwatch/labels.h"
 
@@ -771,18 +773,21 @@ void det_evaluate(struct gw_det *d, int64_t T)
     d->in_eval = 1;
     deliver_raises(d, T);
     int64_t b = det_bucket_of(d, T - 1);
+    uint64_t t0 = gw_mono_ns(), t1;
+#define DET_TIMED(slot, call) (call, t1 = gw_mono_ns(), d->eval_ns[slot] += t1 - t0, t0 = t1)
     if (det_pres_has(&d->k.pres_any, b)) {
         d->k.buckets++;
-        peer_stats(d, T);
-        det_d1_eval(d, T);
-        det_d4_eval(d, T);
-        det_d5_eval(d, T);
-        det_d6_eval(d, T);
-        det_d7_eval(d, T);
-        det_d8_eval(d, T);
+        DET_TIMED(0, peer_stats(d, T));
+        DET_TIMED(1, det_d1_eval(d, T));
+        DET_TIMED(4, det_d4_eval(d, T));
+        DET_TIMED(5, det_d5_eval(d, T));
+        DET_TIMED(6, det_d6_eval(d, T));
+        DET_TIMED(7, det_d7_eval(d, T));
+        DET_TIMED(8, det_d8_eval(d, T));
     } else {
-        det_d1_eval(d, T);   /* pending onsets and collective decisions still come due */
+        DET_TIMED(1, det_d1_eval(d, T));   /* pending onsets and collective decisions still come due */
     }
+#undef DET_TIMED
     d->in_eval = 0;
     if (d->alerts) gw_alerts_advance(d->alerts, T);
 }
@@ -992,6 +997,48 @@ void gw_det_sample(struct gw_det *d, uint32_t handle, int64_t t, double v)
     pthread_mutex_unlock(&d->mu);
 }
 
+int gw_det_set_config(struct gw_det *d, const struct gw_det_config *c, char *kept, size_t kept_cap)
+{
+    int n = 0;
+    size_t len = 0;
+    if (kept && kept_cap) kept[0] = '\0';
+    if (!d) return 0;
+    pthread_mutex_lock(&d->mu);
+    struct gw_det_config nc = *c, *old = &d->c;
+    /* what was decided when the engine started: which detectors (and their
+     * rules) exist, how series map to nodes, the interval source */
+#define KEEP(cond, field, name)                                                                 \
+    do {                                                                                        \
+        if (cond) {                                                                             \
+            memcpy(&nc.field, &old->field, sizeof nc.field);                                    \
+            n++;                                                                                \
+            if (kept && len < kept_cap) {                                                       \
+                int w = snprintf(kept + len, kept_cap - len, "%s%s", len ? "," : "", name);     \
+                if (w > 0) len += (size_t)w;                                                    \
+            }                                                                                   \
+        }                                                                                       \
+    } while (0)
+    KEEP(memcmp(nc.enable, old->enable, sizeof nc.enable) != 0, enable, "d1..d6");
+    KEEP(nc.ckpt_enable != old->ckpt_enable, ckpt_enable, "d7");
+    KEEP(nc.act_enable != old->act_enable, act_enable, "d8");
+    KEEP(nc.interval_ms != old->interval_ms, interval_ms, "interval");
+    KEEP(strcmp(nc.node_labels, old->node_labels) != 0, node_labels, "node_labels");
+    KEEP(strcmp(nc.node_regex, old->node_regex) != 0, node_regex, "node_regex");
+    KEEP(strcmp(nc.node_map, old->node_map) != 0, node_map, "node_map");
+    KEEP(nc.strip_domain != old->strip_domain, strip_domain, "strip_domain");
+#undef KEEP
+    d->c = nc;
+    pthread_mutex_unlock(&d->mu);
+    return n;
+}
+
+void gw_det_get_config(struct gw_det *d, struct gw_det_config *c)
+{
+    pthread_mutex_lock(&d->mu);
+    *c = d->c;
+    pthread_mutex_unlock(&d->mu);
+}
+
 void gw_det_stats(struct gw_det *d, struct gw_det_stats *st)
 {
     memset(st, 0, sizeof *st);
@@ -1010,6 +1057,7 @@ void gw_det_stats(struct gw_det *d, struct gw_det_stats *st)
     st->interval_ms = det_interval(d);
     st->late = d->k.late;
     st->joins = d->k.joins;
+    memcpy(st->eval_ns, d->eval_ns, sizeof st->eval_ns);
     st->judged_t = d->k.iv > 0 && d->k.fleet_b != INT64_MIN ? d->k.fleet_b * d->k.iv : INT64_MIN;
     st->bytes = sizeof *d + (uint64_t)d->cap_series * sizeof(struct det_series) + (d->mask_sid + 1) * 4 +
                 (uint64_t)d->cap_nodes * sizeof(struct det_node) + (d->mask_node + 1) * 4 +

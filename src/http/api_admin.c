@@ -141,3 +141,8 @@ void gw_api_admin_backup(struct gw_http_req *rq, struct gw_http_resp *rs)
                   (unsigned long long)st.files, (unsigned long long)st.bytes, (unsigned long long)st.wal_segments,
                   (unsigned long long)st.wal_position);
 }
+
+int gw_http_is_loopback(struct gw_http_req *rq)
+{
+    return from_loopback(rq);
+}

@@ -853,10 +853,12 @@ static void run_query(const struct qreq *q, struct gw_http_resp *rs, const struc
     memset(&res, 0, sizeof res);
     gw_error_clear(&err);
     gw_pq_source_db(&src, q->db);
+    uint64_t t0 = gw_mono_ns();
     if (range)
         rc = gw_pq_eval_range(&src, e, start, end, step, po, &res, &err);
     else
         rc = gw_pq_eval_instant(&src, e, start, po, &res, &err);
+    gw_hist_observe_ns(&gw_hist_query[range ? 1 : 0], gw_mono_ns() - t0);
     if (rc != GW_OK) {
         eval_error(rs, rc, &err);
         return;

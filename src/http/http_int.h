@@ -8,6 +8,7 @@
 #ifndef GW_HTTP_INT_H
 #define GW_HTTP_INT_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +17,7 @@
 #include "gpuwatch/err.h"
 #include "gpuwatch/http.h"
 #include "gpuwatch/json.h"
+#include "gpuwatch/metrics.h"
 
 #ifndef GW_VERSION
 #define GW_VERSION "0.1.0"
@@ -62,7 +64,9 @@ enum gw_route_id {
     GW_R_WRITE = 0, GW_R_READ, GW_R_QUERY, GW_R_QUERY_RANGE, GW_R_SERIES, GW_R_LABELS,
     GW_R_LABEL_VALUES, GW_R_METADATA, GW_R_EXEMPLARS, GW_R_BUILDINFO, GW_R_READY,
     GW_R_HEALTHY, GW_R_METRICS, GW_R_ADMIN_RETENTION, GW_R_ADMIN_FLUSH, GW_R_FORMAT_QUERY, GW_R_ALERTS, GW_R_RULES,
-    GW_R_CHECKPOINTS, GW_R_EVENTS, GW_R_SESSIONS, GW_R_EXCLUSIONS, GW_R_ADMIN_COMPACT, GW_R_ADMIN_BACKUP, GW_R_NOT_FOUND,
+    GW_R_CHECKPOINTS, GW_R_EVENTS, GW_R_SESSIONS, GW_R_EXCLUSIONS, GW_R_ADMIN_COMPACT, GW_R_ADMIN_BACKUP,
+    GW_R_STATUS_RUNTIME, GW_R_STATUS_FLAGS, GW_R_STATUS_CONFIG, GW_R_STATUS_TSDB, GW_R_STATUS_WALREPLAY,
+    GW_R_RELOAD, GW_R_NOT_FOUND,
     GW_R_COUNT
 };
 /* Status codes counted per route; the last slot is "other". */
@@ -83,6 +87,7 @@ struct gw_http_counters {
     _Atomic uint64_t refused_histograms;
     _Atomic uint64_t refused_exemplars;
     _Atomic uint64_t metadata_stored;
+    struct gw_hist duration[GW_R_COUNT];   /* request durations by route (api_metrics.c) */
 };
 
 struct MHD_Daemon;
@@ -90,7 +95,7 @@ struct MHD_Connection;
 
 struct gw_http {
     struct MHD_Daemon *daemon;
-    struct gw_db *db;             /* borrowed */
+    struct gw_db *_Atomic db;     /* borrowed; NULL until gw_http_set_db (WAL replay) */
     struct gw_http_opts opts;
     char listen[256];
     uint16_t port;
@@ -102,6 +107,18 @@ struct gw_http {
     _Atomic int64_t q_lookback_ms;
     _Atomic int64_t q_timeout_ms;
     _Atomic uint64_t q_max_samples;
+    /* operator's view (api_status.c, api_metrics.c) */
+    int64_t start_ms;                     /* process start, Unix ms */
+    struct gw_det *_Atomic det;           /* borrowed, for /metrics; may be NULL */
+    pthread_mutex_t info_mu;              /* flags_json, config_yaml, reload fn */
+    char *flags_json;                     /* owned: {"name":"value",...} */
+    char *config_yaml;                    /* owned: the detector configuration */
+    char retention[32];                   /* storageRetention, e.g. "55d" */
+    gw_http_reload_fn reload_fn;
+    void *reload_ud;
+    _Atomic int reload_ok;                /* last reload (or the start) succeeded */
+    _Atomic int64_t reload_success_ms;    /* its time, Unix ms */
+    _Atomic uint64_t reloads, reload_failures;
 };
 
 enum gw_method { GW_M_GET = 1, GW_M_POST = 2, GW_M_HEAD = 4, GW_M_OTHER = 8 };
@@ -122,6 +139,7 @@ struct gw_http_req {
     int early_status;             /* non-zero: answer decided before the body */
     char early_msg[160];
     uint64_t body_bytes_seen;
+    uint64_t t0_ns;               /* request start (gw_mono_ns) */
     int rw_version;               /* remote write: 1 or 2 once the Content-Type is known */
     struct gw_params params;      /* filled before the route handler runs */
 };
@@ -165,6 +183,15 @@ struct gw_route {
     void (*early)(struct gw_http_req *rq);
     gw_route_fn fn;
 };
+/* 1: the route answers without the database (during the WAL replay); 0:
+ * 503 "starting: WAL replay N%" until the server has it. */
+int gw_route_no_db(enum gw_route_id id);
+/* Build information, generated at build time (cmake/buildinfo.cmake). */
+extern const char gw_build_revision[], gw_build_branch[], gw_build_user[], gw_build_date[], gw_build_compiler[];
+/* api_metrics.c: the process' start time (Unix ms) from /proc. */
+int64_t gw_process_start_ms(void);
+/* The route's path for labels ("other" for GW_R_NOT_FOUND). */
+const char *gw_route_name(enum gw_route_id id);
 const struct gw_route *gw_route_find(const char *path);
 /* Runs the route (method check, params, handler) for a request whose body
  * is complete. */
@@ -203,6 +230,22 @@ void gw_api_events(struct gw_http_req *rq, struct gw_http_resp *rs);
 /* api_ledger.c: GET /api/v1/sessions and /api/v1/exclusions (the node ledger). */
 void gw_api_sessions(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_exclusions(struct gw_http_req *rq, struct gw_http_resp *rs);
+
+/* api_metrics.c: /metrics. */
+void gw_api_metrics(struct gw_http_req *rq, struct gw_http_resp *rs);
+/* api_status.c: /api/v1/status/{buildinfo,runtimeinfo,flags,config,tsdb,
+ * walreplay}, POST /-/reload, and /-/ready's startup answer. */
+void gw_api_buildinfo(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_runtimeinfo(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_flags(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_config(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_tsdb(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_walreplay(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_reload(struct gw_http_req *rq, struct gw_http_resp *rs);
+/* "starting: WAL replay 45%" (or "starting") into msg. */
+void gw_http_starting_msg(struct gw_http *h, char *msg, size_t cap);
+/* api_admin.c: 1 when the client is on a loopback address. */
+int gw_http_is_loopback(struct gw_http_req *rq);
 
 /* Output buffers for JSON answers. */
 #define GW_HTTP_MAX_RESPONSE ((size_t)1 << 30)

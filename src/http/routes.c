@@ -11,8 +11,12 @@
  *   /api/v1/alerts, /api/v1/rules GET|POST (api_alerts.c),
  *   /api/v1/events GET|POST (api_events.c; a POST body is JSON lines),
  *   /api/v1/sessions, /api/v1/exclusions GET (api_ledger.c),
- *   /api/v1/label/<name>/values, /api/v1/metadata, /api/v1/status/buildinfo GET,
- *   /-/ready, /-/healthy, /metrics GET.
+ *   /api/v1/label/<name>/values, /api/v1/metadata GET,
+ *   /api/v1/status/{buildinfo,runtimeinfo,flags,config,tsdb,walreplay} GET
+ *   and POST /-/reload (api_status.c), /metrics GET (api_metrics.c),
+ *   /-/ready, /-/healthy GET.
+ * Routes of gw_route_no_db answer while the WAL replays; the others answer 503
+ * "starting: WAL replay N%" until the server has its database.
  * Unknown /api/ paths answer a JSON 404, other unknown paths plain text.
  * Parameters: form body values come before URL values (Go's r.Form). */
 #include <stdarg.h>
@@ -108,10 +112,13 @@ void gw_http_count(struct gw_http *h, enum gw_route_id id, unsigned status)
 
 static void h_ready(struct gw_http_req *rq, struct gw_http_resp *rs)
 {
-    if (atomic_load(&rq->h->ready))
+    char msg[160];
+    if (atomic_load(&rq->h->ready)) {
         gw_resp_text(rs, 200, "gpuwatch is Ready.");
-    else
-        gw_resp_text(rs, 503, "Service Unavailable");
+        return;
+    }
+    gw_http_starting_msg(rq->h, msg, sizeof msg);
+    gw_resp_text(rs, 503, "Service Unavailable: %s", msg);
 }
 
 static void h_healthy(struct gw_http_req *rq, struct gw_http_resp *rs)
@@ -129,13 +136,6 @@ static void json_ok(struct gw_http_resp *rs, const char *data)
         gw_resp_api_error(rs, "internal", "out of memory");
 }
 
-static void h_buildinfo(struct gw_http_req *rq, struct gw_http_resp *rs)
-{
-    (void)rq;
-    json_ok(rs, "{\"version\":\"" GW_VERSION "\",\"revision\":\"\",\"branch\":\"\",\"buildUser\":\"\","
-                "\"buildDate\":\"\",\"goVersion\":\"\"}");
-}
-
 static void h_exemplars(struct gw_http_req *rq, struct gw_http_resp *rs)
 {
     (void)rq;
@@ -148,143 +148,6 @@ static void h_not_found(struct gw_http_req *rq, struct gw_http_resp *rs)
         gw_resp_api_error(rs, "not_found", "no such endpoint: %s", rq->path);
     else
         gw_resp_text(rs, 404, "404 page not found");
-}
-
-static const char *route_names[GW_R_COUNT] = {
-    "/api/v1/write", "/api/v1/read", "/api/v1/query", "/api/v1/query_range", "/api/v1/series",
-    "/api/v1/labels", "/api/v1/label/:name/values", "/api/v1/metadata", "/api/v1/query_exemplars",
-    "/api/v1/status/buildinfo", "/-/ready", "/-/healthy", "/metrics", "/api/v1/admin/retention",
-    "/api/v1/admin/flush", "/api/v1/format_query", "/api/v1/alerts", "/api/v1/rules", "/api/v1/checkpoints",
-    "/api/v1/events", "/api/v1/sessions", "/api/v1/exclusions", "/api/v1/admin/compact", "/api/v1/admin/backup", "other"};
-
-static int metric_line(struct gw_buf *b, const char *name, uint64_t v)
-{
-    return gw_buf_printf(b, "%s %llu\n", name, (unsigned long long)v);
-}
-
-static void h_metrics(struct gw_http_req *rq, struct gw_http_resp *rs)
-{
-    struct gw_http *h = rq->h;
-    struct gw_buf *b = &rs->body;
-    struct gw_db_stats st;
-    struct gw_error err;
-    int rc = GW_OK;
-
-    gw_buf_reset(b);
-    rc = gw_buf_printf(b, "# HELP gpuwatch_http_requests_total HTTP requests by route and status code.\n"
-                          "# TYPE gpuwatch_http_requests_total counter\n");
-    for (int r = 0; rc == GW_OK && r < GW_R_COUNT; r++)
-        for (int c = 0; rc == GW_OK && c < GW_HTTP_N_CODES; c++) {
-            uint64_t v = atomic_load(&h->c.requests[r][c]);
-            if (v == 0)
-                continue;
-            if (gw_http_counted_codes[c] == 0)
-                rc = gw_buf_printf(b, "gpuwatch_http_requests_total{route=\"%s\",code=\"other\"} %llu\n",
-                                   route_names[r], (unsigned long long)v);
-            else
-                rc = gw_buf_printf(b, "gpuwatch_http_requests_total{route=\"%s\",code=\"%d\"} %llu\n",
-                                   route_names[r], gw_http_counted_codes[c], (unsigned long long)v);
-        }
-    if (rc == GW_OK)
-        rc = gw_buf_printf(b, "# HELP gpuwatch_http_request_body_bytes_total Request body bytes received.\n"
-                              "# TYPE gpuwatch_http_request_body_bytes_total counter\n");
-    if (rc == GW_OK)
-        rc = metric_line(b, "gpuwatch_http_request_body_bytes_total", atomic_load(&h->c.body_bytes));
-    if (rc == GW_OK)
-        rc = gw_buf_printf(b, "# HELP gpuwatch_remote_write_samples_accepted_total Samples stored from remote write.\n"
-                              "# TYPE gpuwatch_remote_write_samples_accepted_total counter\n");
-    if (rc == GW_OK)
-        rc = metric_line(b, "gpuwatch_remote_write_samples_accepted_total", atomic_load(&h->c.samples_accepted));
-    if (rc == GW_OK)
-        rc = gw_buf_printf(b, "# HELP gpuwatch_remote_write_samples_duplicate_total Resent samples ignored (same timestamp and value).\n"
-                              "# TYPE gpuwatch_remote_write_samples_duplicate_total counter\n");
-    if (rc == GW_OK)
-        rc = metric_line(b, "gpuwatch_remote_write_samples_duplicate_total", atomic_load(&h->c.samples_duplicate));
-    if (rc == GW_OK)
-        rc = gw_buf_printf(b, "# HELP gpuwatch_remote_write_refused_total Data refused from remote write by reason.\n"
-                              "# TYPE gpuwatch_remote_write_refused_total counter\n");
-    {
-        struct { const char *reason; _Atomic uint64_t *v; } rs_[] = {
-            {"duplicate_timestamp", &h->c.refused_conflict},
-            {"out_of_order", &h->c.refused_out_of_order},
-            {"too_old", &h->c.refused_too_old},
-            {"too_new", &h->c.refused_too_new},
-            {"invalid_series", &h->c.refused_invalid_series},
-            {"invalid_series_samples", &h->c.refused_invalid_samples},
-            {"histogram", &h->c.refused_histograms},
-            {"exemplar", &h->c.refused_exemplars},
-        };
-        for (size_t i = 0; rc == GW_OK && i < sizeof rs_ / sizeof rs_[0]; i++)
-            rc = gw_buf_printf(b, "gpuwatch_remote_write_refused_total{reason=\"%s\"} %llu\n", rs_[i].reason,
-                               (unsigned long long)atomic_load(rs_[i].v));
-    }
-    if (rc == GW_OK)
-        rc = gw_buf_printf(b, "# HELP gpuwatch_remote_write_metadata_total Metadata entries stored.\n"
-                              "# TYPE gpuwatch_remote_write_metadata_total counter\n");
-    if (rc == GW_OK)
-        rc = metric_line(b, "gpuwatch_remote_write_metadata_total", atomic_load(&h->c.metadata_stored));
-    if (rc == GW_OK)
-        rc = gw_buf_printf(b, "# HELP gpuwatch_ready 1 when the server reports ready.\n# TYPE gpuwatch_ready gauge\n"
-                              "gpuwatch_ready %d\n", atomic_load(&h->ready));
-
-    gw_error_clear(&err);
-    if (rc == GW_OK && h->db != NULL && gw_db_stats(h->db, &st, &err) == GW_OK) {
-        struct { const char *name, *type, *help; uint64_t v; } g[] = {
-            {"gpuwatch_db_series", "gauge", "Series in the store.", st.series},
-            {"gpuwatch_db_head_series", "gauge", "Series with an open head chunk.", st.head_series},
-            {"gpuwatch_db_head_samples", "gauge", "Samples in head chunks.", st.head_samples},
-            {"gpuwatch_db_head_bytes", "gauge", "Memory held by head chunks and series.", st.head_bytes},
-            {"gpuwatch_db_stored_samples", "gauge", "Samples in persisted blocks.", st.stored_samples},
-            {"gpuwatch_db_stored_block_bytes", "gauge", "Payload bytes of persisted blocks.", st.stored_block_bytes},
-            {"gpuwatch_db_store_file_bytes", "gauge", "Size of the store data file.", st.store_file_bytes},
-            {"gpuwatch_db_store_used_bytes", "gauge", "Store pages in use.", st.store_used_bytes},
-            {"gpuwatch_db_wal_bytes", "gauge", "Bytes in WAL segments.", st.wal_bytes},
-            {"gpuwatch_db_appended_samples_total", "counter", "Samples appended since start.", st.appended},
-            {"gpuwatch_db_refused_samples_total", "counter", "Samples refused since start.", st.refused},
-        };
-        for (size_t i = 0; rc == GW_OK && i < sizeof g / sizeof g[0]; i++)
-            rc = gw_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", g[i].name, g[i].help, g[i].name,
-                               g[i].type, g[i].name, (unsigned long long)g[i].v);
-        if (rc == GW_OK && st.mint <= st.maxt)
-            rc = gw_buf_printf(b, "# HELP gpuwatch_db_min_time_ms Oldest sample timestamp.\n"
-                                  "# TYPE gpuwatch_db_min_time_ms gauge\ngpuwatch_db_min_time_ms %lld\n"
-                                  "# HELP gpuwatch_db_max_time_ms Newest sample timestamp.\n"
-                                  "# TYPE gpuwatch_db_max_time_ms gauge\ngpuwatch_db_max_time_ms %lld\n",
-                               (long long)st.mint, (long long)st.maxt);
-    }
-    struct gw_alerts *al = __atomic_load_n(&h->opts.alerts, __ATOMIC_ACQUIRE);
-    if (rc == GW_OK && al != NULL) {
-        struct gw_alerts_stats as;
-        struct gw_notifier_stats ns;
-        gw_alerts_stats(al, &as);
-        gw_alerts_notifier_stats(al, &ns);
-        rc = gw_buf_printf(b, "# HELP gpuwatch_alerts_active Alerts raised by the detectors, by state.\n"
-                              "# TYPE gpuwatch_alerts_active gauge\n"
-                              "gpuwatch_alerts_active{state=\"pending\"} %llu\n"
-                              "gpuwatch_alerts_active{state=\"firing\"} %llu\n"
-                              "# HELP gpuwatch_alerts_resolved_kept Resolved alerts still reported (15 min).\n"
-                              "# TYPE gpuwatch_alerts_resolved_kept gauge\ngpuwatch_alerts_resolved_kept %llu\n"
-                              "# HELP gpuwatch_alerts_raises_total Raises by the detectors.\n"
-                              "# TYPE gpuwatch_alerts_raises_total counter\ngpuwatch_alerts_raises_total %llu\n"
-                              "# HELP gpuwatch_alerts_dropped_total Raises ignored (out of memory, active alert cap).\n"
-                              "# TYPE gpuwatch_alerts_dropped_total counter\ngpuwatch_alerts_dropped_total %llu\n"
-                              "# HELP gpuwatch_alerts_notifications_sent_total Alerts delivered to Alertmanager.\n"
-                              "# TYPE gpuwatch_alerts_notifications_sent_total counter\n"
-                              "gpuwatch_alerts_notifications_sent_total %llu\n"
-                              "# HELP gpuwatch_alerts_notifications_errors_total Failed POSTs to Alertmanager.\n"
-                              "# TYPE gpuwatch_alerts_notifications_errors_total counter\n"
-                              "gpuwatch_alerts_notifications_errors_total %llu\n",
-                           (unsigned long long)as.pending, (unsigned long long)as.firing,
-                           (unsigned long long)as.resolved_kept, (unsigned long long)as.raises,
-                           (unsigned long long)as.dropped, (unsigned long long)ns.sent,
-                           (unsigned long long)ns.errors);
-    }
-    if (rc != GW_OK) {
-        gw_resp_text(rs, 500, "cannot render metrics: %s", gw_strerror(rc));
-        return;
-    }
-    rs->status = 200;
-    rs->content_type = "text/plain; version=0.0.4; charset=utf-8";
 }
 
 /* ---- table ---- */
@@ -300,10 +163,10 @@ static const struct gw_route routes[] = {
     {GW_R_LABELS, "labels", "/api/v1/labels", GP, "GET, POST", 1, 1, NULL, gw_api_labels},
     {GW_R_METADATA, "metadata", "/api/v1/metadata", G, "GET", 1, 0, NULL, gw_api_metadata},
     {GW_R_EXEMPLARS, "query_exemplars", "/api/v1/query_exemplars", GP, "GET, POST", 1, 1, NULL, h_exemplars},
-    {GW_R_BUILDINFO, "buildinfo", "/api/v1/status/buildinfo", G, "GET", 1, 0, NULL, h_buildinfo},
+    {GW_R_BUILDINFO, "buildinfo", "/api/v1/status/buildinfo", G, "GET", 1, 0, NULL, gw_api_buildinfo},
     {GW_R_READY, "ready", "/-/ready", G, "GET", 0, 0, NULL, h_ready},
     {GW_R_HEALTHY, "healthy", "/-/healthy", G, "GET", 0, 0, NULL, h_healthy},
-    {GW_R_METRICS, "metrics", "/metrics", G, "GET", 0, 0, NULL, h_metrics},
+    {GW_R_METRICS, "metrics", "/metrics", G, "GET", 0, 0, NULL, gw_api_metrics},
     {GW_R_ADMIN_RETENTION, "admin_retention", "/api/v1/admin/retention", GW_M_POST, "POST", 1, 1, NULL,
      gw_api_admin_retention},
     {GW_R_ADMIN_FLUSH, "admin_flush", "/api/v1/admin/flush", GW_M_POST, "POST", 1, 1, NULL, gw_api_admin_flush},
@@ -317,9 +180,37 @@ static const struct gw_route routes[] = {
     {GW_R_ADMIN_COMPACT, "admin_compact", "/api/v1/admin/compact", GW_M_POST, "POST", 1, 1, NULL,
      gw_api_admin_compact},
     {GW_R_ADMIN_BACKUP, "admin_backup", "/api/v1/admin/backup", GW_M_POST, "POST", 1, 1, NULL, gw_api_admin_backup},
+    /* the operator's view (api_status.c) */
+    {GW_R_STATUS_RUNTIME, "runtimeinfo", "/api/v1/status/runtimeinfo", G, "GET", 1, 0, NULL, gw_api_runtimeinfo},
+    {GW_R_STATUS_FLAGS, "flags", "/api/v1/status/flags", G, "GET", 1, 0, NULL, gw_api_flags},
+    {GW_R_STATUS_CONFIG, "config", "/api/v1/status/config", G, "GET", 1, 0, NULL, gw_api_config},
+    {GW_R_STATUS_TSDB, "tsdb", "/api/v1/status/tsdb", G, "GET", 1, 0, NULL, gw_api_tsdb},
+    {GW_R_STATUS_WALREPLAY, "walreplay", "/api/v1/status/walreplay", G, "GET", 1, 0, NULL, gw_api_walreplay},
+    {GW_R_RELOAD, "reload", "/-/reload", GW_M_POST, "POST", 0, 0, NULL, gw_api_reload},
 };
 static const struct gw_route label_values_route = {
     GW_R_LABEL_VALUES, "label_values", "/api/v1/label/", G, "GET", 1, 0, NULL, gw_api_label_values};
+
+int gw_route_no_db(enum gw_route_id id)
+{
+    switch (id) {
+    case GW_R_READY: case GW_R_HEALTHY: case GW_R_METRICS: case GW_R_BUILDINFO: case GW_R_STATUS_RUNTIME:
+    case GW_R_STATUS_FLAGS: case GW_R_STATUS_CONFIG: case GW_R_STATUS_WALREPLAY: case GW_R_RELOAD:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+const char *gw_route_name(enum gw_route_id id)
+{
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+        if (routes[i].id == id)
+            return routes[i].path;
+    if (id == GW_R_LABEL_VALUES)
+        return "/api/v1/label/:name/values";
+    return "other";
+}
 
 const struct gw_route *gw_route_find(const char *path)
 {

@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <microhttpd.h>
+#include "gpuwatch/codec.h"
 #include "gpuwatch/log.h"
 #include "http/http_int.h"
 
@@ -63,6 +64,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
         return NULL;
     rq->h = h;
     rq->conn = conn;
+    rq->t0_ns = gw_mono_ns();
     rq->uri = strdup(uri ? uri : "/");
     if (rq->uri == NULL) {
         free(rq);
@@ -153,6 +155,11 @@ static void on_headers(struct gw_http_req *rq)
         snprintf(rq->early_msg, sizeof rq->early_msg, "method not allowed");
         return;
     }
+    if (rq->route != NULL && !gw_route_no_db(rq->route->id) && rq->h->opts.replay != NULL && rq->h->db == NULL) {
+        rq->early_status = 503;   /* the WAL is still replaying */
+        gw_http_starting_msg(rq->h, rq->early_msg, sizeof rq->early_msg);
+        return;
+    }
     if (rq->route != NULL && rq->route->early != NULL) {
         rq->route->early(rq);
         if (rq->early_status)
@@ -172,6 +179,11 @@ static void on_headers(struct gw_http_req *rq)
 
 static void early_response(struct gw_http_req *rq, struct gw_http_resp *rs)
 {
+    if (rq->early_status == 503 && rq->route != NULL && rq->route->api) {
+        /* still starting: the Prometheus API's envelope, errorType unavailable */
+        gw_resp_api_error(rs, "unavailable", "%s", rq->early_msg);
+        return;
+    }
     gw_resp_text(rs, (unsigned)rq->early_status, "%s", rq->early_msg);
     if (rq->early_status == 405 && rq->route != NULL)
         gw_resp_header(rs, "Allow", "%s", rq->route->allow);
@@ -230,6 +242,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     gw_http_count(h, rq->route ? rq->route->id : GW_R_NOT_FOUND, rs.status);
     ret = queue(rq, &rs);
     gw_buf_free(&rs.body);
+    gw_hist_observe_ns(&h->c.duration[rq->route ? rq->route->id : GW_R_NOT_FOUND], gw_mono_ns() - rq->t0_ns);
     return ret;
 }
 
@@ -383,7 +396,12 @@ int gw_http_start(struct gw_http **out, struct gw_db *db, const struct gw_http_o
         h->opts.alerts = o->alerts;
         h->opts.checkpoints = o->checkpoints;
         h->opts.events = o->events;
+        h->opts.replay = o->replay;
     }
+    pthread_mutex_init(&h->info_mu, NULL);
+    h->start_ms = gw_process_start_ms();
+    atomic_init(&h->reload_ok, 1);
+    atomic_init(&h->reload_success_ms, gw_now_ms());
     snprintf(h->listen, sizeof h->listen, "%s", h->opts.listen);
     h->opts.listen = h->listen;
     h->db = db;
@@ -391,6 +409,7 @@ int gw_http_start(struct gw_http **out, struct gw_db *db, const struct gw_http_o
 
     rc = parse_listen(h->listen, &ss, &sl, &any, err);
     if (rc != GW_OK) {
+        pthread_mutex_destroy(&h->info_mu);
         free(h);
         return rc;
     }
@@ -414,6 +433,7 @@ int gw_http_start(struct gw_http **out, struct gw_db *db, const struct gw_http_o
     (void)sl;
     if (h->daemon == NULL) {
         rc = gw_error_set(err, GW_EIO, "cannot listen on %s (address in use or not available)", h->listen);
+        pthread_mutex_destroy(&h->info_mu);
         free(h);
         return rc;
     }
@@ -446,5 +466,14 @@ void gw_http_stop(struct gw_http *h)
     MHD_stop_daemon(h->daemon);
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
+    pthread_mutex_destroy(&h->info_mu);
+    free(h->flags_json);
+    free(h->config_yaml);
     free(h);
+}
+
+void gw_http_set_db(struct gw_http *h, struct gw_db *db)
+{
+    if (h)
+        h->db = db;   /* an atomic store: h->db is _Atomic */
 }

@@ -75,6 +75,7 @@
 #include "gpuwatch/codec.h"
 #include "gpuwatch/httpc.h"
 #include "gpuwatch/json.h"
+#include "gpuwatch/progress.h"
 #include "gpuwatch/rw.h"
 #include "gpuwatch/sim.h"
 
@@ -138,6 +139,8 @@ struct out {
     char dir[4096];
     uint64_t seq;                 /* last file number */
     uint64_t shard_seed;          /* 0: lockstep, id % shards */
+    struct gw_progress *bar;      /* --progress: data time sent (progress.h) */
+    int64_t bar_first;            /* data time of the first scrape */
     unsigned max_skew;
     uint64_t duplicates;
     struct gw_buf snappy;         /* scratch for bodies that are not queued */
@@ -679,13 +682,16 @@ out:
 
 /* ------------------------------------------------------------------- run */
 
-static void progress(const struct out *o, const struct gw_sim_output_stats *st, int64_t t, uint64_t t0_ns)
+/* Data time covered so far, for the progress reporter (started at the
+ * first scrape). */
+static void progress(struct out *o, int64_t t_first, int64_t t)
 {
-    char ts[48];
-    double el = (double)(gw_mono_ns() - t0_ns) / 1e9;
-    gw_format_rfc3339_s(t, ts, sizeof ts);
-    fprintf(stderr, "simulate: at %s  samples=%" PRIu64 " requests=%" PRIu64 " series=%zu %.0f samples/s\n", ts,
-            st->samples, st->requests, gw_sim_gen_series_count(o->g), el > 0 ? (double)st->samples / el : 0.0);
+    if (!o->bar) {
+        int64_t end = o->opts->progress_end_ms;
+        o->bar = gw_progress_start("simulate", end > t_first ? (uint64_t)(end - t_first) / 1000 : 0,
+                                   GW_PROGRESS_SECONDS);
+    }
+    gw_progress_set(o->bar, t > t_first ? (uint64_t)(t - t_first) / 1000 : 0);
 }
 
 static int open_dir(struct out *o, const char *dir, struct gw_error *err)
@@ -796,8 +802,8 @@ static int output_pace(struct out *o, const struct gw_sim_scrape *s, int64_t t_f
         uint64_t left = due - now;
         sleep_ns(left > 200000000u ? 200000000u : left);
         if (opts->progress && gw_mono_ns() >= *next_progress) {
-            progress(o, st, s->t, t0_ns);
-            *next_progress = gw_mono_ns() + 1000000000u;
+            progress(o, t_first, s->t);
+            *next_progress = gw_mono_ns() + 100000000u;
         }
     }
     return GW_OK;
@@ -830,6 +836,9 @@ static int output_loop(struct out *o, uint64_t t0_ns, uint64_t *round, struct gw
         if (!have_first) {
             have_first = 1;
             t_first = s.t;
+            o->bar_first = s.t;
+            if (opts->progress)
+                progress(o, t_first, s.t);   /* the reporter's clock starts here */
         }
         if ((rc = output_pace(o, &s, t_first, t0_ns, &next_progress, st, err)) != GW_OK)
             return rc;
@@ -840,8 +849,8 @@ static int output_loop(struct out *o, uint64_t t0_ns, uint64_t *round, struct gw
                 return rc;
         }
         if (opts->progress && gw_mono_ns() >= next_progress) {
-            progress(o, st, s.t, t0_ns);
-            next_progress = gw_mono_ns() + 1000000000u;
+            progress(o, t_first, s.t);
+            next_progress = gw_mono_ns() + 100000000u;   /* the reporter throttles its output */
         }
     }
     rc = seal_all(o, st, err);
@@ -926,6 +935,9 @@ int gw_sim_output_run(struct gw_sim_gen *g, const struct gw_sim_output_opts *opt
     st.seconds = (double)(gw_mono_ns() - t0_ns) / 1e9;
     if (st_out != NULL)
         *st_out = st;
+    if (o.bar && rc == GW_OK && opts->progress_end_ms > o.bar_first)
+        progress(&o, o.bar_first, opts->progress_end_ms);   /* all of it */
+    gw_progress_end(o.bar);   /* NULL without --progress */
     if (opts->progress)
         fprintf(stderr, "simulate: done: %" PRIu64 " samples in %" PRIu64 " requests, %.1f s\n", st.samples,
                 st.requests, st.seconds);

@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "gpuwatch/codec.h"
+#include "gpuwatch/metrics.h"
 #include "gpuwatch/wal.h"
 
 #define WAL_HDR GW_WAL_MAGIC_LEN
@@ -300,8 +301,12 @@ static int write_all(int fd, const uint8_t *p, size_t n, int *err_no)
 
 static int sync_fd(int fd, int *err_no)
 {
+    uint64_t t0 = gw_mono_ns();
     for (;;) {
-        if (gw_wal_io.fdatasync(fd) == 0) return 0;
+        if (gw_wal_io.fdatasync(fd) == 0) {
+            gw_hist_observe_ns(&gw_hist_wal_fsync, gw_mono_ns() - t0);
+            return 0;
+        }
         if (errno != EINTR) {
             *err_no = errno;
             return -1;
