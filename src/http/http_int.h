@@ -62,7 +62,7 @@ enum gw_route_id {
     GW_R_WRITE = 0, GW_R_READ, GW_R_QUERY, GW_R_QUERY_RANGE, GW_R_SERIES, GW_R_LABELS,
     GW_R_LABEL_VALUES, GW_R_METADATA, GW_R_EXEMPLARS, GW_R_BUILDINFO, GW_R_READY,
     GW_R_HEALTHY, GW_R_METRICS, GW_R_ADMIN_RETENTION, GW_R_ADMIN_FLUSH, GW_R_FORMAT_QUERY, GW_R_ALERTS, GW_R_RULES,
-    GW_R_CHECKPOINTS, GW_R_EVENTS, GW_R_SESSIONS, GW_R_EXCLUSIONS, GW_R_NOT_FOUND,
+    GW_R_CHECKPOINTS, GW_R_EVENTS, GW_R_SESSIONS, GW_R_EXCLUSIONS, GW_R_UI, GW_R_NOT_FOUND,
     GW_R_COUNT
 };
 /* Status codes counted per route; the last slot is "other". */
@@ -133,7 +133,7 @@ struct gw_http_resp {
     const char *content_type;     /* static string */
     const char *content_encoding; /* static string or NULL */
     struct gw_buf body;
-    struct { const char *name; char value[64]; } headers[GW_RESP_MAX_HEADERS];
+    struct { const char *name; char value[160]; } headers[GW_RESP_MAX_HEADERS];
     unsigned n_headers;
 };
 
@@ -201,6 +201,8 @@ void gw_api_events(struct gw_http_req *rq, struct gw_http_resp *rs);
 /* api_ledger.c: GET /api/v1/sessions and /api/v1/exclusions (the node ledger). */
 void gw_api_sessions(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_exclusions(struct gw_http_req *rq, struct gw_http_resp *rs);
+/* ui.c: GET / and /ui/<file>, the built-in status page (ui_int.h). */
+void gw_http_ui(struct gw_http_req *rq, struct gw_http_resp *rs);
 
 /* Output buffers for JSON answers. */
 #define GW_HTTP_MAX_RESPONSE ((size_t)1 << 30)

@@ -12,7 +12,8 @@
  *   /api/v1/events GET|POST (api_events.c; a POST body is JSON lines),
  *   /api/v1/sessions, /api/v1/exclusions GET (api_ledger.c),
  *   /api/v1/label/<name>/values, /api/v1/metadata, /api/v1/status/buildinfo GET,
- *   /-/ready, /-/healthy, /metrics GET.
+ *   /-/ready, /-/healthy, /metrics GET,
+ *   / and /ui/<file> GET (ui.c: the status page).
  * Unknown /api/ paths answer a JSON 404, other unknown paths plain text.
  * Parameters: form body values come before URL values (Go's r.Form). */
 #include <stdarg.h>
@@ -155,7 +156,7 @@ static const char *route_names[GW_R_COUNT] = {
     "/api/v1/labels", "/api/v1/label/:name/values", "/api/v1/metadata", "/api/v1/query_exemplars",
     "/api/v1/status/buildinfo", "/-/ready", "/-/healthy", "/metrics", "/api/v1/admin/retention",
     "/api/v1/admin/flush", "/api/v1/format_query", "/api/v1/alerts", "/api/v1/rules", "/api/v1/checkpoints",
-    "/api/v1/events", "/api/v1/sessions", "/api/v1/exclusions", "other"};
+    "/api/v1/events", "/api/v1/sessions", "/api/v1/exclusions", "/", "other"};
 
 static int metric_line(struct gw_buf *b, const char *name, uint64_t v)
 {
@@ -314,7 +315,9 @@ static const struct gw_route routes[] = {
     {GW_R_EVENTS, "events", "/api/v1/events", GP, "GET, POST", 1, 0, NULL, gw_api_events},
     {GW_R_SESSIONS, "sessions", "/api/v1/sessions", G, "GET", 1, 0, NULL, gw_api_sessions},
     {GW_R_EXCLUSIONS, "exclusions", "/api/v1/exclusions", G, "GET", 1, 0, NULL, gw_api_exclusions},
+    {GW_R_UI, "ui", "/", G, "GET", 0, 0, NULL, gw_http_ui},
 };
+static const struct gw_route ui_route = {GW_R_UI, "ui", "/ui/", G, "GET", 0, 0, NULL, gw_http_ui};
 static const struct gw_route label_values_route = {
     GW_R_LABEL_VALUES, "label_values", "/api/v1/label/", G, "GET", 1, 0, NULL, gw_api_label_values};
 
@@ -330,6 +333,8 @@ const struct gw_route *gw_route_find(const char *path)
     if (strncmp(path, "/api/v1/label/", 14) == 0 && n > 14 + 7 && strcmp(path + n - 7, "/values") == 0 &&
         memchr(path + 14, '/', n - 14 - 7) == NULL)
         return &label_values_route;
+    if (strncmp(path, "/ui/", 4) == 0)
+        return &ui_route;
     return NULL;
 }
 
