@@ -454,7 +454,7 @@ async function loadCharts() {
   await Promise.all(CHARTS.map(async (c, i) => {
     let data;
     try {
-      data = await api('query_range', { query: c.expr.replace('@SEL', () => matcher), start, end, step });
+      data = await api('query_range', { query: c.expr.split('@SEL').join(matcher), start, end, step });
     } catch (e) {
       return;
     }
