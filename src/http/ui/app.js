@@ -499,8 +499,8 @@ function renderAlerts(raw) {
       el('td', null, sevSpan(l.severity), a.state === 'pending' ? ' pending' : ''),
       el('td', { text: l.alertname + (l.xid ? ' (XID ' + l.xid + ')' : '') + (l.cause ? ' (' + l.cause + ')' : '') }),
       el('td', { text: where }),
-      el('td', { text: l.action || '' }),
-      el('td', { text: ago(a.activeAt), title: a.activeAt }),
+      el('td', { cls: 'nw', text: l.action || '' }),
+      el('td', { cls: 'nw', text: ago(a.activeAt), title: a.activeAt }),
       el('td', { cls: 'ev', text: (an.summary ? an.summary + '. ' : '') + (an.evidence || '') }));
     frag.append(tr);
   }
@@ -515,8 +515,8 @@ function renderExclusions(d) {
   const frag = document.createDocumentFragment();
   for (const e of list)
     frag.append(el('tr', { 'data-node': e.node },
-      el('td', { text: e.node }), el('td', { text: e.since ? ago(e.since) : '', title: e.since || '' }),
-      el('td', { text: e.action || '' }), el('td', { cls: 'ev', text: e.reason || '' })));
+      el('td', { text: e.node }), el('td', { cls: 'nw', text: e.since ? ago(e.since) : '', title: e.since || '' }),
+      el('td', { cls: 'nw', text: e.action || '' }), el('td', { cls: 'ev', text: e.reason || '' })));
   if (!list.length) frag.append(el('tr', null, el('td', { colspan: '4', cls: 'empty', text: 'none' })));
   tb.replaceChildren(frag);
   $('excl-count').textContent = '(' + list.length + ')';
