@@ -44,6 +44,7 @@ const S = {
   present: new Uint8Array(0), // 1: the cell has telemetry
   why: new Map(),       // "node/gpu" or "node/*" -> [alert]
   live: [],
+  excluded: new Map(),  // node -> exclusion (/api/v1/exclusions)
   sel: null,            // {node, gpu}
   layout: null,
   fetches: 0,
@@ -259,11 +260,19 @@ function drawGrid() {
         L.cell, L.cell);
     }
   if (L.label) {
-    ctx.fillStyle = '#8b96a3';
     ctx.font = '10px system-ui, sans-serif';
     ctx.textBaseline = 'top';
+    for (let ni = 0; ni < n; ni++) {
+      const ex = S.excluded.has(S.nodes[ni]);
+      ctx.fillStyle = ex ? '#ff8a80' : '#8b96a3';
+      ctx.fillText(S.nodes[ni] + (ex ? ' (exclude)' : ''), (ni % L.cols) * L.tileW, Math.floor(ni / L.cols) * L.tileH,
+        L.tileW - L.pad);
+    }
+  } else {
+    ctx.fillStyle = '#ff8a80';  /* excluded nodes: a line under the tile */
     for (let ni = 0; ni < n; ni++)
-      ctx.fillText(S.nodes[ni], (ni % L.cols) * L.tileW, Math.floor(ni / L.cols) * L.tileH, L.tileW - L.pad);
+      if (S.excluded.has(S.nodes[ni]))
+        ctx.fillRect((ni % L.cols) * L.tileW, Math.floor(ni / L.cols) * L.tileH + L.cell + 1, g * (L.cell + L.gap) - L.gap, 1);
   }
   if (S.sel && S.index && S.index.has(S.sel.node)) {
     const ni = S.index.get(S.sel.node);
@@ -335,6 +344,8 @@ function showTip(ev) {
   const list = (S.why.get(keyOf(h.node, h.gpu)) || []).concat(h.gpu !== null ? S.why.get(keyOf(h.node, null)) || [] : []);
   if (!list.length) kids.push(el('div', { cls: 'ev', text: h.gpu !== null && !S.present[ni * S.gpus + h.gpu] ?
     'no telemetry in the last 15 min' : 'no alert in the last ' + S.window }));
+  const ex = S.excluded.get(h.node);
+  if (ex) kids.push(el('div', null, 'node to exclude (' + (ex.action || '') + '): ' + (ex.reason || '')));
   for (const a of list.slice(0, 6)) {
     kids.push(el('div', null, (a.live ? a.state : 'fired earlier') + ': ' + a.name + ' (' + a.severity +
       (a.action && a.action !== 'none' ? ', action ' + a.action : '') + ')'));
@@ -568,6 +579,7 @@ async function refresh() {
       recent = [];
     }
     S.live = alertsD.alerts;
+    S.excluded = new Map(((exclD && exclD.exclusions) || []).map((e) => [e.node, e]));
     buildFleet(invD.result, live.concat(recent).map((a) => a.node));
     applyAlerts(live, recent);
     drawGrid();
