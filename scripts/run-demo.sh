@@ -5,10 +5,10 @@
 #       seed 23): the last 3 hours are backfilled at full speed (about
 #       15 s), then it runs live in real time; failures are injected 100x
 #       more often than in a real cluster (--failure-scale 100), so the
-#       status page shows at once the GPUs that failed in the last hours
-#       (with this seed a GPU that fell off the bus 22 minutes ago and one
-#       whose memory has been degrading for 3 hours, both still firing) and
-#       new failures keep coming. Ground truth: DATA_DIR/sim-truth.jsonl;
+#       status page shows within a minute the GPUs that failed in the last
+#       hours (with this seed two GPUs that fell off the bus, still firing
+#       when the backfill ends) and new failures keep coming. Ground truth:
+#       DATA_DIR/sim-truth.jsonl;
 #   (2) when prometheus and prometheus-node-exporter are installed, a local
 #       Prometheus that scrapes a local node_exporter and gpuwatch's own
 #       /metrics every 5 s and remote-writes to gpuwatch (the real path);
@@ -85,6 +85,9 @@ for _ in $(seq 1 300); do
   kill -0 "$serve_pid" 2>/dev/null || { echo "demo: gpuwatch serve exited" >&2; exit 1; }
   sleep 0.1
 done
+echo
+echo "  status page:  http://$listen/"
+echo
 
 if [ "${GW_DEMO_PROMETHEUS:-1}" = 1 ] && command -v prometheus-node-exporter >/dev/null && command -v prometheus >/dev/null; then
   ne_port=$(free_port)
@@ -128,11 +131,8 @@ if [ "$sim" = 1 ]; then
     sleep 1
   done
   firing=$(curl -s "http://$listen/api/v1/alerts" | python3 -c 'import json,sys; a=json.load(sys.stdin)["data"]["alerts"]; print(sum(x["state"]=="firing" for x in a))' 2>/dev/null || echo "?")
-  echo "backfill done: $firing alert(s) firing now; the ground truth is in $data/sim-truth.jsonl"
+  echo "backfill done: $firing alert(s) firing now, see http://$listen/; the ground truth is in $data/sim-truth.jsonl"
 fi
-echo
-echo "  status page:  http://$listen/"
-echo
 echo "try: $build/gpuwatch query 'avg by (hostname) (DCGM_FI_DEV_GPU_TEMP)' --server http://$listen"
 echo "     curl -s http://$listen/api/v1/alerts    # the detectors' alerts"
 echo "     curl -s http://$listen/api/v1/exclusions?format=hosts"
