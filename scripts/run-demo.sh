@@ -2,8 +2,9 @@
 # The main job on an embedded default: gpuwatch serving a local data dir,
 # fed by
 #   (1) a simulated 16-node x 8-GPU training cluster (`gpuwatch simulate`,
-#       seed 23): the last 3 hours are backfilled at full speed (about
-#       15 s), then it runs live in real time; failures are injected 100x
+#       seed 23, the series the detectors read; GW_DEMO_ALL_SERIES=1 sends
+#       every exporter series): the last 3 hours are backfilled at full
+#       speed (about 10 s on an idle machine), then it runs live in real time; failures are injected 100x
 #       more often than in a real cluster (--failure-scale 100), so the
 #       status page shows within a minute the GPUs that failed in the last
 #       hours (with this seed two GPUs that fell off the bus, still firing
@@ -118,7 +119,9 @@ YML
 fi
 
 if [ "$sim" = 1 ]; then
-  "$build/gpuwatch" simulate --profile smoke --seed "$seed" --nodes "$nodes" --start now-3h --days 30 --speed realtime \
+  only=(--only-detector-series)
+  [ "${GW_DEMO_ALL_SERIES:-0}" = 1 ] && only=()
+  "$build/gpuwatch" simulate "${only[@]}" --profile smoke --seed "$seed" --nodes "$nodes" --start now-3h --days 30 --speed realtime \
     --failure-scale 100 --url "http://$listen/api/v1/write" --truth "$data/sim-truth.jsonl" \
     >"$work/simulate.log" 2>&1 &
   pids+=($!)
