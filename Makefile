@@ -81,8 +81,9 @@ test-tsan:
 test-replay-week: build
 	GW_IT_REPLAY_DAYS=7 bash tests/integration/it_alerts_replay.sh $(BUILD)
 
-# The main job: gpuwatch serving a local data dir, fed by a local
-# Prometheus that scrapes node_exporter and remote-writes to it.
+# The main job: gpuwatch serving a local data dir, fed by a simulated
+# 16-node GPU cluster with failures (and by a local Prometheus that scrapes
+# node_exporter, when installed); prints the status page's URL.
 run: deps build
 	bash scripts/run-demo.sh $(BUILD) $(DATA) $(LISTEN)
 

@@ -66,7 +66,7 @@ enum gw_route_id {
     GW_R_HEALTHY, GW_R_METRICS, GW_R_ADMIN_RETENTION, GW_R_ADMIN_FLUSH, GW_R_FORMAT_QUERY, GW_R_ALERTS, GW_R_RULES,
     GW_R_CHECKPOINTS, GW_R_EVENTS, GW_R_SESSIONS, GW_R_EXCLUSIONS, GW_R_ADMIN_COMPACT, GW_R_ADMIN_BACKUP,
     GW_R_STATUS_RUNTIME, GW_R_STATUS_FLAGS, GW_R_STATUS_CONFIG, GW_R_STATUS_TSDB, GW_R_STATUS_WALREPLAY,
-    GW_R_RELOAD, GW_R_NOT_FOUND,
+    GW_R_RELOAD, GW_R_UI, GW_R_NOT_FOUND,
     GW_R_COUNT
 };
 /* Status codes counted per route; the last slot is "other". */
@@ -151,7 +151,7 @@ struct gw_http_resp {
     const char *content_type;     /* static string */
     const char *content_encoding; /* static string or NULL */
     struct gw_buf body;
-    struct { const char *name; char value[64]; } headers[GW_RESP_MAX_HEADERS];
+    struct { const char *name; char value[160]; } headers[GW_RESP_MAX_HEADERS];
     unsigned n_headers;
 };
 
@@ -230,6 +230,8 @@ void gw_api_events(struct gw_http_req *rq, struct gw_http_resp *rs);
 /* api_ledger.c: GET /api/v1/sessions and /api/v1/exclusions (the node ledger). */
 void gw_api_sessions(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_exclusions(struct gw_http_req *rq, struct gw_http_resp *rs);
+/* ui.c: GET / and /ui/<file>, the built-in status page (ui_int.h). */
+void gw_http_ui(struct gw_http_req *rq, struct gw_http_resp *rs);
 
 /* api_metrics.c: /metrics. */
 void gw_api_metrics(struct gw_http_req *rq, struct gw_http_resp *rs);

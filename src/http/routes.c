@@ -14,7 +14,8 @@
  *   /api/v1/label/<name>/values, /api/v1/metadata GET,
  *   /api/v1/status/{buildinfo,runtimeinfo,flags,config,tsdb,walreplay} GET
  *   and POST /-/reload (api_status.c), /metrics GET (api_metrics.c),
- *   /-/ready, /-/healthy GET.
+ *   /-/ready, /-/healthy GET,
+ *   / and /ui/<file> GET (ui.c: the status page).
  * Routes of gw_route_no_db answer while the WAL replays; the others answer 503
  * "starting: WAL replay N%" until the server has its database.
  * Unknown /api/ paths answer a JSON 404, other unknown paths plain text.
@@ -187,7 +188,9 @@ static const struct gw_route routes[] = {
     {GW_R_STATUS_TSDB, "tsdb", "/api/v1/status/tsdb", G, "GET", 1, 0, NULL, gw_api_tsdb},
     {GW_R_STATUS_WALREPLAY, "walreplay", "/api/v1/status/walreplay", G, "GET", 1, 0, NULL, gw_api_walreplay},
     {GW_R_RELOAD, "reload", "/-/reload", GW_M_POST, "POST", 0, 0, NULL, gw_api_reload},
+    {GW_R_UI, "ui", "/", G, "GET", 0, 0, NULL, gw_http_ui},
 };
+static const struct gw_route ui_route = {GW_R_UI, "ui", "/ui/", G, "GET", 0, 0, NULL, gw_http_ui};
 static const struct gw_route label_values_route = {
     GW_R_LABEL_VALUES, "label_values", "/api/v1/label/", G, "GET", 1, 0, NULL, gw_api_label_values};
 
@@ -195,7 +198,7 @@ int gw_route_no_db(enum gw_route_id id)
 {
     switch (id) {
     case GW_R_READY: case GW_R_HEALTHY: case GW_R_METRICS: case GW_R_BUILDINFO: case GW_R_STATUS_RUNTIME:
-    case GW_R_STATUS_FLAGS: case GW_R_STATUS_CONFIG: case GW_R_STATUS_WALREPLAY: case GW_R_RELOAD:
+    case GW_R_STATUS_FLAGS: case GW_R_STATUS_CONFIG: case GW_R_STATUS_WALREPLAY: case GW_R_RELOAD: case GW_R_UI:
         return 1;
     default:
         return 0;
@@ -224,6 +227,8 @@ const struct gw_route *gw_route_find(const char *path)
     if (strncmp(path, "/api/v1/label/", 14) == 0 && n > 14 + 7 && strcmp(path + n - 7, "/values") == 0 &&
         memchr(path + 14, '/', n - 14 - 7) == NULL)
         return &label_values_route;
+    if (strncmp(path, "/ui/", 4) == 0)
+        return &ui_route;
     return NULL;
 }
 
