@@ -36,6 +36,9 @@ int gw_ds_encode(const struct gw_ds_cols *o, struct gw_buf *out);
  * (1u << GW_DS_...). Untrusted input: GW_ECORRUPT, GW_ENOMEM. */
 int gw_ds_decode(const uint8_t *p, size_t len, unsigned want, struct gw_ds_cols *o);
 
+/* downsample_read.c: rollup values read by queries since start (a
+ * statistic; tests check that qualifying queries really use rollups). */
+extern uint64_t gw_ds_rollup_reads;
 /* downsample_read.c: gw_db_select with a view (called by gw_db_select). */
 int gw_db_select_view(struct gw_db *db, const struct gw_db_select *q, gw_db_series_cb cb, void *ud,
                       struct gw_error *err);

@@ -19,6 +19,8 @@
 #include "db/db_int.h"
 #include "db/downsample_int.h"
 
+uint64_t gw_ds_rollup_reads;
+
 struct rday {
     int64_t day;
     int res;
@@ -320,6 +322,7 @@ static int emit_series(struct gw_store_txn *t, const struct gw_db_select *q, con
         rc = gw_store_rollup_get(t, p->d[i].res, p->d[i].day, ss.node_id, s->sid, &val, &len);
         if (rc == GW_ENOTFOUND)
             continue;
+        __atomic_fetch_add(&gw_ds_rollup_reads, 1, __ATOMIC_RELAXED);
         if (rc != GW_OK || (rc = add_synthetic(o, val, len, q->view->kind, q->mint, q->maxt, c)) != GW_OK)
             return rc;
     }
