@@ -15,5 +15,6 @@ int gw_cli_simulate(int argc, char **argv);   /* cmd_simulate.c */
 int gw_cli_evaluate(int argc, char **argv);   /* cmd_evaluate.c */
 int gw_cli_exclusions(int argc, char **argv); /* cmd_exclusions.c */
 int gw_cli_report(int argc, char **argv);     /* cmd_report.c */
+int gw_cli_downsample(int argc, char **argv); /* cmd_downsample.c */
 
 #endif /* GW_CLI_H */

@@ -267,6 +267,7 @@ static const struct {
     {"serve", gw_cli_serve, "receive Prometheus remote write, store it, answer the Prometheus API"},
     {"stats", cmd_stats, "series, samples and bytes on disk of a data dir (per partition)"},
     {"retention", cmd_retention, "drop stored data older than a duration"},
+    {"downsample", gw_cli_downsample, "5m/1h aggregates of finished days; drop raw days past raw retention"},
     {"query", gw_cli_query, "evaluate a PromQL expression against a running serve or a data dir"},
     {"simulate", gw_cli_simulate, "simulate a GPU cluster's exporters and remote-write them (with ground truth)"},
     {"evaluate", gw_cli_evaluate, "score the failure detectors against a simulated cluster's ground truth"},

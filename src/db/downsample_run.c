@@ -2,6 +2,7 @@
  * a day's raw samples per series, writing the rollups (one write
  * transaction per node) and the marker, and the raw / 5 min schedule.
  * Formats at the top of downsample.c and src/store/rollup.c. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -442,7 +443,21 @@ static int64_t before_day(int64_t now_ms, int64_t keep_ms)
     return keep_ms > 0 ? day_floor(now_ms - keep_ms) : INT64_MIN;
 }
 
+/* One run at a time in the process (serve's thread and an admin request):
+ * two runs re-doing the same day would empty each other's work. */
+static pthread_mutex_t run_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int run_locked(struct gw_db *db, int64_t now_ms, struct gw_db_downsample *ds, struct gw_error *err);
+
 int gw_db_downsample_run(struct gw_db *db, int64_t now_ms, struct gw_db_downsample *ds, struct gw_error *err)
+{
+    pthread_mutex_lock(&run_mu);
+    int rc = run_locked(db, now_ms, ds, err);
+    pthread_mutex_unlock(&run_mu);
+    return rc;
+}
+
+static int run_locked(struct gw_db *db, int64_t now_ms, struct gw_db_downsample *ds, struct gw_error *err)
 {
     if (!db || !ds)
         return gw_error_set(err, GW_EINVAL, "downsample: missing database or options");

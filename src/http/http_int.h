@@ -62,7 +62,7 @@ enum gw_route_id {
     GW_R_WRITE = 0, GW_R_READ, GW_R_QUERY, GW_R_QUERY_RANGE, GW_R_SERIES, GW_R_LABELS,
     GW_R_LABEL_VALUES, GW_R_METADATA, GW_R_EXEMPLARS, GW_R_BUILDINFO, GW_R_READY,
     GW_R_HEALTHY, GW_R_METRICS, GW_R_ADMIN_RETENTION, GW_R_ADMIN_FLUSH, GW_R_FORMAT_QUERY, GW_R_ALERTS, GW_R_RULES,
-    GW_R_CHECKPOINTS, GW_R_EVENTS, GW_R_SESSIONS, GW_R_EXCLUSIONS, GW_R_NOT_FOUND,
+    GW_R_CHECKPOINTS, GW_R_EVENTS, GW_R_SESSIONS, GW_R_EXCLUSIONS, GW_R_ADMIN_DOWNSAMPLE, GW_R_NOT_FOUND,
     GW_R_COUNT
 };
 /* Status codes counted per route; the last slot is "other". */
@@ -187,6 +187,7 @@ void gw_api_format_query(struct gw_http_req *rq, struct gw_http_resp *rs);
 /* api_admin.c: maintenance, loopback clients only. */
 void gw_api_admin_retention(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_admin_flush(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_admin_downsample(struct gw_http_req *rq, struct gw_http_resp *rs);
 /* api_alerts.c: /api/v1/alerts and /api/v1/rules. */
 void gw_api_alerts(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_rules(struct gw_http_req *rq, struct gw_http_resp *rs);

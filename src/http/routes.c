@@ -155,7 +155,7 @@ static const char *route_names[GW_R_COUNT] = {
     "/api/v1/labels", "/api/v1/label/:name/values", "/api/v1/metadata", "/api/v1/query_exemplars",
     "/api/v1/status/buildinfo", "/-/ready", "/-/healthy", "/metrics", "/api/v1/admin/retention",
     "/api/v1/admin/flush", "/api/v1/format_query", "/api/v1/alerts", "/api/v1/rules", "/api/v1/checkpoints",
-    "/api/v1/events", "/api/v1/sessions", "/api/v1/exclusions", "other"};
+    "/api/v1/events", "/api/v1/sessions", "/api/v1/exclusions", "/api/v1/admin/downsample", "other"};
 
 static int metric_line(struct gw_buf *b, const char *name, uint64_t v)
 {
@@ -307,6 +307,8 @@ static const struct gw_route routes[] = {
     {GW_R_ADMIN_RETENTION, "admin_retention", "/api/v1/admin/retention", GW_M_POST, "POST", 1, 1, NULL,
      gw_api_admin_retention},
     {GW_R_ADMIN_FLUSH, "admin_flush", "/api/v1/admin/flush", GW_M_POST, "POST", 1, 1, NULL, gw_api_admin_flush},
+    {GW_R_ADMIN_DOWNSAMPLE, "admin_downsample", "/api/v1/admin/downsample", GW_M_POST, "POST", 1, 1, NULL,
+     gw_api_admin_downsample},
     {GW_R_FORMAT_QUERY, "format_query", "/api/v1/format_query", GP, "GET, POST", 1, 1, NULL, gw_api_format_query},
     {GW_R_ALERTS, "alerts", "/api/v1/alerts", GP, "GET, POST", 1, 1, NULL, gw_api_alerts},
     {GW_R_RULES, "rules", "/api/v1/rules", GP, "GET, POST", 1, 1, NULL, gw_api_rules},
