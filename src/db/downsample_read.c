@@ -59,25 +59,19 @@ static int fresh(struct gw_store_txn *t, int res, int64_t day, int raw, uint64_t
     return !raw || m == blobs;
 }
 
+/* The rollup a day is read from (-1: raw); docs/downsampling.md. */
 static int choose(const struct gw_db_view *v, int raw, int f5, int f1)
 {
     if (v->exact_ms == GW_DS_1H_MS && f1)
         return GW_ROLLUP_1H;
     if (v->exact_ms > 0 && f5)
         return GW_ROLLUP_5M;
-    if (raw) {
-        if (v->accept_ms >= GW_DS_1H_MS && f1)
-            return GW_ROLLUP_1H;
-        if (v->accept_ms >= GW_DS_5M_MS && f5)
-            return GW_ROLLUP_5M;
-        return -1;
-    }
-    if (v->accept_ms == 0 || v->accept_ms >= GW_DS_5M_MS) {
-        if (f5)
-            return GW_ROLLUP_5M;
-        if (f1 && (v->accept_ms == 0 || v->accept_ms >= GW_DS_1H_MS))
-            return GW_ROLLUP_1H;
-    }
+    if (!raw)       /* raw data gone: the finest rollup there is */
+        return f5 ? GW_ROLLUP_5M : f1 ? GW_ROLLUP_1H : -1;
+    if (v->accept_ms >= GW_DS_1H_MS && f1)
+        return GW_ROLLUP_1H;
+    if (v->accept_ms >= GW_DS_5M_MS && f5)
+        return GW_ROLLUP_5M;
     return -1;
 }
 

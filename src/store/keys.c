@@ -52,6 +52,10 @@
  *                  gw_store_block_parts_get, the column and the value
  *                  part apart, so a query decodes each column once.
  *
+ *   ds5m:<day>, ds1h:<day>  downsampled aggregates of day <day> ("%08lld"),
+ *                one DBI per resolution and day: layout at the top of
+ *                rollup.c (keys, done marker) and src/db/downsample.c (values).
+ *
  * Canonical labels (labels.h): repeated { uvarint name_len | name |
  * uvarint value_len | value } sorted by name. They are rebuilt from the
  * pair ids on read and equal the bytes given to gw_store_series_put.
