@@ -593,6 +593,64 @@ static void test_downsample_end_to_end(void **state)
     }
 }
 
+static int has_marker(struct gw_db *db, int res, int64_t day)
+{
+    struct gw_store_txn *t = NULL;
+    assert_int_equal(gw_store_read_begin(db->store, &t, NULL), GW_OK);
+    uint64_t m;
+    int rc = gw_store_rollup_marker(t, res, day, &m);
+    gw_store_read_end(t);
+    return rc == GW_OK;
+}
+
+/* The schedule: 5 min rollups past their retention go once the 1 h one
+ * exists; raw days past raw retention only with fresh rollups; the db
+ * retention takes rollups with their days. */
+static void test_downsample_schedule(void **state)
+{
+    (void)state;
+    struct gw_db *db = open_db();
+    struct series s = {0};
+    snprintf(s.name, sizeof s.name, "gpu_temp");
+    snprintf(s.host, sizeof s.host, "node0");
+    snprintf(s.gpu, sizeof s.gpu, "0");
+    gen_series(&s, 0, D0, D0 + NDAYS * GW_DAY_MS);
+    append_series(db, &s, NOW);
+    struct gw_error err = {0};
+    assert_int_equal(gw_db_flush(db, &err), GW_OK);
+    int64_t d0 = D0 / GW_DAY_MS;
+    struct gw_db_downsample ds;
+    gw_db_downsample_default(&ds);
+    ds.raw_retention_ms = 0;
+    ds.res5m_retention_ms = 2 * GW_DAY_MS;   /* day d0 only (ends before NOW - 2d) */
+    assert_int_equal(gw_db_downsample_run(db, NOW, &ds, &err), GW_OK);
+    assert_int_equal(ds.days_done, NDAYS);
+    assert_int_equal(ds.res5m_dropped, 1);
+    assert_false(has_marker(db, GW_ROLLUP_5M, d0));
+    assert_true(has_marker(db, GW_ROLLUP_1H, d0));
+    assert_true(has_marker(db, GW_ROLLUP_5M, d0 + 1));
+    /* the day is not re-done for its dropped 5 min rollup's sake */
+    assert_int_equal(gw_db_downsample_run(db, NOW, &ds, &err), GW_OK);
+    assert_int_equal(ds.days_done + ds.days_redone, 0);
+    assert_int_equal(ds.days_fresh, NDAYS);
+    assert_false(has_marker(db, GW_ROLLUP_5M, d0));
+    /* and its raw day can go (raw retention 2 days): the 1 h rollup is fresh */
+    ds.raw_retention_ms = 2 * GW_DAY_MS;
+    assert_int_equal(gw_db_downsample_run(db, NOW, &ds, &err), GW_OK);
+    assert_int_equal(ds.raw_dropped, 1);
+    /* the db retention (1 day) drops raw and rollups of d0 and d0 + 1 */
+    unsigned dropped = 0;
+    assert_int_equal(gw_db_retention(db, GW_DAY_MS, NOW, &dropped, &err), GW_OK);
+    assert_int_equal(dropped, 1);   /* raw d0 + 1 (d0's raw went above) */
+    assert_false(has_marker(db, GW_ROLLUP_1H, d0));
+    assert_false(has_marker(db, GW_ROLLUP_1H, d0 + 1));
+    assert_true(has_marker(db, GW_ROLLUP_1H, d0 + 2));
+    assert_true(has_marker(db, GW_ROLLUP_5M, d0 + 2));
+    gw_db_close(db);
+    free(s.t);
+    free(s.v);
+}
+
 static void test_downsample_bucket_end(void **state)
 {
     (void)state;
@@ -609,6 +667,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_downsample_bucket_end),
         cmocka_unit_test_setup_teardown(test_downsample_end_to_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_downsample_schedule, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

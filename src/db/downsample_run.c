@@ -332,17 +332,23 @@ static int downsample_day(struct gw_db *db, int64_t day, uint64_t blobs, const s
 
 /* ---- the run ---- */
 
-/* 1: both rollups of day are marked from exactly blobs raw blobs. */
-static int day_fresh(struct gw_store_txn *t, int64_t day, uint64_t blobs)
+/* 1: the rollups of day are marked from exactly blobs raw blobs (the
+ * 5 min one only while the day is younger than r5_before: after that it
+ * is dropped on purpose). */
+static int day_fresh(struct gw_store_txn *t, int64_t day, uint64_t blobs, int64_t r5_before)
 {
     uint64_t m5, m1;
-    return gw_store_rollup_marker(t, GW_ROLLUP_5M, day, &m5) == GW_OK &&
-           gw_store_rollup_marker(t, GW_ROLLUP_1H, day, &m1) == GW_OK && m5 == blobs && m1 == blobs;
+    if (gw_store_rollup_marker(t, GW_ROLLUP_1H, day, &m1) != GW_OK || m1 != blobs)
+        return 0;
+    if (day < r5_before)
+        return 1;
+    return gw_store_rollup_marker(t, GW_ROLLUP_5M, day, &m5) == GW_OK && m5 == blobs;
 }
 
 /* The raw days and every series (sorted by node, sid); *state per day:
  * 0 to do, 1 to redo, 2 fresh. */
-static int plan_days(struct gw_db *db, struct day_vec *dv, struct ser_vec *sv, int **state, struct gw_error *err)
+static int plan_days(struct gw_db *db, int64_t r5_before, struct day_vec *dv, struct ser_vec *sv, int **state,
+                     struct gw_error *err)
 {
     struct gw_store_txn *t = NULL;
     int rc = gw_store_read_begin(db->store, &t, err);
@@ -355,10 +361,10 @@ static int plan_days(struct gw_db *db, struct day_vec *dv, struct ser_vec *sv, i
         rc = GW_ENOMEM;
     for (size_t i = 0; rc == GW_OK && i < dv->n; i++) {
         uint64_t m;
-        if (day_fresh(t, dv->d[i], dv->blobs[i]))
+        if (day_fresh(t, dv->d[i], dv->blobs[i], r5_before))
             (*state)[i] = 2;
         else
-            (*state)[i] = gw_store_rollup_marker(t, GW_ROLLUP_5M, dv->d[i], &m) == GW_OK ? 1 : 0;
+            (*state)[i] = gw_store_rollup_marker(t, GW_ROLLUP_1H, dv->d[i], &m) == GW_OK ? 1 : 0;
     }
     gw_store_read_end(t);
     if (rc != GW_OK)
@@ -406,7 +412,8 @@ static int sched_fn(struct gw_store_txn *t, void *ud)
     for (size_t i = 0; rc == GW_OK && i < sc->dv->n; i++) {
         uint64_t blobs;
         int64_t d = sc->dv->d[i];
-        if (d >= sc->raw_before || gw_store_raw_day_blobs(t, d, &blobs) != GW_OK || !day_fresh(t, d, blobs))
+        if (d >= sc->raw_before || gw_store_raw_day_blobs(t, d, &blobs) != GW_OK ||
+            !day_fresh(t, d, blobs, sc->r5_before))
             continue;
         if ((rc = gw_store_raw_drop_day(t, d)) == GW_OK)
             ds->raw_dropped++;
@@ -472,7 +479,7 @@ static int run_locked(struct gw_db *db, int64_t now_ms, struct gw_db_downsample 
     struct day_vec dv = {0};
     struct ser_vec sv = {0};
     int *state = NULL;
-    int rc = plan_days(db, &dv, &sv, &state, err);
+    int rc = plan_days(db, before_day(now_ms, ds->res5m_retention_ms), &dv, &sv, &state, err);
     for (size_t i = 0; rc == GW_OK && i < dv.n; i++) {
         if (state[i] == 2) {
             ds->days_fresh++;
