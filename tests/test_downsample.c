@@ -304,6 +304,44 @@ static uint64_t sid_of(struct gw_db *db, const struct series *s)
     return f.sid;
 }
 
+struct raw_cmp {
+    const struct series *s;
+    size_t seen;
+};
+
+static int raw_cmp_cb(void *ud, uint64_t sid, const uint8_t *labels, size_t len, const int64_t *t, const double *v,
+                      size_t n)
+{
+    (void)sid;
+    (void)labels;
+    (void)len;
+    struct raw_cmp *c = ud;
+    assert_int_equal(n, c->s->n);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(t[i], c->s->t[i]);
+        assert_true(same_bits(v[i], c->s->v[i]));
+    }
+    c->seen++;
+    return GW_OK;
+}
+
+/* The raw samples of series s read back bit for bit as generated. */
+static void check_raw(struct gw_db *db, const struct series *s)
+{
+    struct gw_matcher m[3];
+    assert_int_equal(gw_matcher_init(&m[0], GW_MATCH_EQ, "__name__", 8, s->name, strlen(s->name), NULL), GW_OK);
+    assert_int_equal(gw_matcher_init(&m[1], GW_MATCH_EQ, "hostname", 8, s->host, strlen(s->host), NULL), GW_OK);
+    assert_int_equal(gw_matcher_init(&m[2], GW_MATCH_EQ, "gpu", 3, s->gpu, strlen(s->gpu), NULL), GW_OK);
+    struct gw_db_select q = {.matchers = m, .n_matchers = 3, .mint = INT64_MIN, .maxt = INT64_MAX,
+                             .with_samples = 1, .only_with_data = 1};
+    struct raw_cmp c = {s, 0};
+    struct gw_error err = {0};
+    assert_int_equal(gw_db_select(db, &q, raw_cmp_cb, &c, &err), GW_OK);
+    assert_int_equal(c.seen, 1);
+    for (int i = 0; i < 3; i++)
+        gw_matcher_free(&m[i]);
+}
+
 /* Every stored bucket of every series, day and resolution against
  * expect_bucket, and every bucket with a sample is stored. */
 static void check_aggregates(struct gw_db *db, int nser)
@@ -499,6 +537,8 @@ static void test_downsample_end_to_end(void **state)
     assert_int_equal(ds.days_fresh, NDAYS);
 
     /* raw data untouched, bit for bit */
+    for (int i = 0; i < NSER; i++)
+        check_raw(db, &ser[i]);
     for (int i = 0; i < NCASES; i++) {
         struct gw_pq_result r;
         run_query(db, cases[i].q, cases[i].start, cases[i].end, cases[i].step, cases[i].compat, GW_PQ_RES_RAW, &r);
