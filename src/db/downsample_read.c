@@ -131,6 +131,20 @@ static int plan_days(struct gw_db *db, const struct gw_db_view *v, int64_t mint,
     return rc;
 }
 
+/* 1 when every planned day is still fresh in t's snapshot: a run that
+ * re-does a day empties its rollups and marks them last, so a day fresh
+ * in a snapshot has all its values there. */
+static int plan_valid(struct gw_store_txn *t, const struct rplan *p)
+{
+    for (size_t i = 0; i < p->n; i++) {
+        uint64_t blobs = 0;
+        int raw = gw_store_raw_day_blobs(t, p->d[i].day, &blobs) == GW_OK;
+        if (!fresh(t, p->d[i].res, p->d[i].day, raw, blobs))
+            return 0;
+    }
+    return 1;
+}
+
 /* ---- the selected series and their raw parts ---- */
 
 struct vser {
@@ -400,6 +414,17 @@ int gw_db_select_view(struct gw_db *db, const struct gw_db_select *q, gw_db_seri
     struct gw_store_txn *t = NULL;
     if (rc == GW_OK)
         rc = gw_store_read_begin(db->store, &t, err);
+    if (rc == GW_OK && !plan_valid(t, p)) {
+        /* a day is being re-done right now: raw data answers (it exists
+         * for every day that can be re-done) */
+        gw_store_read_end(t);
+        vlist_free(&l);
+        free(p->d);
+        free(p);
+        r = *q;
+        r.view = NULL;
+        return gw_db_select(db, &r, cb, ud, err);
+    }
     struct vser o = {0};
     struct gw_ds_cols c = {0};
     uint64_t budget = q->max_samples;
