@@ -259,6 +259,8 @@ int gw_store_rollup_days(struct gw_store_txn *t, int res, gw_store_day_cb cb, vo
  * partition (both wait for open readers like gw_store_partitions_drop_before). */
 int gw_store_rollup_drop(struct gw_store_txn *t, int res, int64_t dlo, int64_t dhi, unsigned *dropped);
 int gw_store_raw_drop_day(struct gw_store_txn *t, int64_t day);
+/* The node id of a series (its record's fixed part only); GW_ENOTFOUND. */
+int gw_store_series_node(struct gw_store_txn *t, uint64_t sid, uint32_t *node_id);
 
 struct gw_store_stats {
     uint64_t map_bytes;        /* current map size */

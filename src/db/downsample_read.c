@@ -316,8 +316,8 @@ static int append_raw(struct vser *o, const struct vser *s, size_t *ri, int64_t 
 static int emit_series(struct gw_store_txn *t, const struct gw_db_select *q, const struct rplan *p, struct vser *s,
                        struct vser *o, struct gw_ds_cols *c, gw_db_series_cb cb, void *ud, uint64_t *budget)
 {
-    struct gw_store_series ss;
-    int rc = gw_store_series_get(t, s->sid, &ss);
+    uint32_t node_id;
+    int rc = gw_store_series_node(t, s->sid, &node_id);
     if (rc != GW_OK)
         return rc == GW_ENOTFOUND ? GW_OK : rc;
     o->n = 0;
@@ -327,7 +327,7 @@ static int emit_series(struct gw_store_txn *t, const struct gw_db_select *q, con
             return rc;
         const uint8_t *val;
         size_t len;
-        rc = gw_store_rollup_get(t, p->d[i].res, p->d[i].day, ss.node_id, s->sid, &val, &len);
+        rc = gw_store_rollup_get(t, p->d[i].res, p->d[i].day, node_id, s->sid, &val, &len);
         if (rc == GW_ENOTFOUND)
             continue;
         __atomic_fetch_add(&gw_ds_rollup_reads, 1, __ATOMIC_RELAXED);

@@ -219,3 +219,23 @@ int gw_store_raw_drop_day(struct gw_store_txn *t, int64_t day)
         return GW_EINVAL;
     return gw_store_parts_drop_range(t, day, day, NULL);
 }
+
+int gw_store_series_node(struct gw_store_txn *t, uint64_t sid, uint32_t *node_id)
+{
+    MDB_dbi ds;
+    int rc = gw_store_fixed_dbi(t, DB_SERIES, &ds);
+    if (rc != GW_OK)
+        return rc;
+    uint8_t kb[8];
+    gw_put_be64(kb, sid);
+    MDB_val k = {8, kb}, d;
+    int mrc = mdb_get(t->txn, ds, &k, &d);
+    if (mrc == MDB_NOTFOUND)
+        return GW_ENOTFOUND;
+    if (mrc != MDB_SUCCESS)
+        return gw_store_terr(t, mrc, "series get");
+    if (d.mv_size < GW_SERIES_FIXED + 1)
+        return GW_ECORRUPT;
+    *node_id = gw_get_be32((const uint8_t *)d.mv_data + 8);
+    return GW_OK;
+}
