@@ -802,6 +802,22 @@ static void test_http_query_errors(void **state)
     get_q(f, "/api/v1/query", "up", "&limit=-1", &r);
     assert_int_equal(r.status, 400);
     resp_free(&r);
+    /* max_source_resolution (docs/downsampling.md) */
+    get_q(f, "/api/v1/query", "up", "&max_source_resolution=fine", &r);
+    assert_int_equal(r.status, 400);
+    assert_non_null(strstr(r.body, "invalid parameter \\\"max_source_resolution\\\""));
+    resp_free(&r);
+    get_q(f, "/api/v1/query", "up", "&max_source_resolution=-5m", &r);
+    assert_int_equal(r.status, 400);
+    resp_free(&r);
+    static const char *const good_res[] = {"raw", "0s", "auto", "5m", "1h", "10m"};
+    for (size_t i = 0; i < sizeof good_res / sizeof good_res[0]; i++) {
+        char res_q[64];
+        snprintf(res_q, sizeof res_q, "&max_source_resolution=%s", good_res[i]);
+        get_q(f, "/api/v1/query", "up", res_q, &r);
+        assert_int_equal(r.status, 200);
+        resp_free(&r);
+    }
     /* Over 11,000 points per series by one step. */
     get_q(f, "/api/v1/query_range", "up", "&start=0&end=11001&step=1", &r);
     assert_int_equal(r.status, 400);

@@ -448,10 +448,10 @@ static void run_eval(struct runner *R, const char *cmd, char **lines, size_t nli
     memset(&res, 0, sizeof(res));
     if (rc == GW_OK) {
         if (range)
-            rc = gw_pq_eval_range(&(struct gw_pq_source){ &R->src, mem_select }, e, t0, t1, step,
+            rc = gw_pq_eval_range(&(struct gw_pq_source){ &R->src, mem_select, NULL }, e, t0, t1, step,
                                   &R->opts, &res, &err);
         else
-            rc = gw_pq_eval_instant(&(struct gw_pq_source){ &R->src, mem_select }, e, t0,
+            rc = gw_pq_eval_instant(&(struct gw_pq_source){ &R->src, mem_select, NULL }, e, t0,
                                     &R->opts, &res, &err);
     }
     if (fail) {
@@ -746,7 +746,7 @@ static void test_promql_eval_sample_limit(void **state)
 {
     (void)state;
     struct mem_src *m = many_series(20);
-    struct gw_pq_source src = { m, mem_select };
+    struct gw_pq_source src = { m, mem_select, NULL };
     struct gw_pq_expr *e;
     struct gw_error err;
     struct gw_pq_opts o;
@@ -793,7 +793,7 @@ static void test_promql_eval_resolution_limit(void **state)
 {
     (void)state;
     struct mem_src *m = many_series(1);
-    struct gw_pq_source src = { m, mem_select };
+    struct gw_pq_source src = { m, mem_select, NULL };
     struct gw_pq_expr *e;
     struct gw_error err;
     struct gw_pq_result res;
@@ -818,7 +818,7 @@ static void test_promql_eval_extreme_times(void **state)
 {
     (void)state;
     struct mem_src *m = many_series(2);
-    struct gw_pq_source src = { m, mem_select };
+    struct gw_pq_source src = { m, mem_select, NULL };
     const char *qs[] = {
         "m offset 200y", "m offset -200y", "rate(m[200y])", "m @ 9000000000000",
         "max_over_time(m[200y:1s])", "sum_over_time(m[1s:1ms] @ -9000000000000)",
@@ -849,7 +849,7 @@ static void test_promql_eval_timeout(void **state)
     (void)state;
     struct mem_src *m = many_series(200);
     m->delay_ms = 30;
-    struct gw_pq_source src = { m, mem_select };
+    struct gw_pq_source src = { m, mem_select, NULL };
     struct gw_pq_expr *e;
     struct gw_error err;
     struct gw_pq_opts o;
@@ -898,7 +898,7 @@ static void test_promql_eval_count_values_long_labels(void **state)
         m->s[i].n = 1;
         m->s[i].v[0] = vals[i];
     }
-    struct gw_pq_source src = { m, mem_select };
+    struct gw_pq_source src = { m, mem_select, NULL };
     struct gw_pq_expr *e;
     struct gw_error err;
     struct gw_pq_result res;
@@ -957,7 +957,7 @@ static void test_promql_eval_count_values_long_labels(void **state)
 static void test_promql_eval_source_error(void **state)
 {
     (void)state;
-    struct gw_pq_source src = { NULL, failing_select };
+    struct gw_pq_source src = { NULL, failing_select, NULL };
     struct gw_pq_expr *e;
     struct gw_error err;
     struct gw_pq_result res;

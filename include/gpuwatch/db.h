@@ -119,6 +119,30 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms,
 typedef int (*gw_db_series_cb)(void *ud, uint64_t sid, const uint8_t *labels, size_t labels_len,
                                const int64_t *t, const double *v, size_t n);
 
+/* Reading downsampled aggregates instead of raw samples (src/db/downsample.c,
+ * docs/downsampling.md). A view hands out one sample per aggregate bucket
+ * (5 min or 1 h, buckets (k*B, (k+1)*B]) for the days that have fresh
+ * rollups, raw samples elsewhere; the caller picks the kind so that its
+ * function over the synthetic samples gives the answer it wants. */
+enum gw_db_view_kind {
+    GW_DB_VIEW_RAW = 0,         /* raw samples only (as with no view) */
+    GW_DB_VIEW_LAST,            /* the bucket's last sample, stale marker included, at its time */
+    GW_DB_VIEW_LAST_VALUE,      /* the bucket's last non-stale sample */
+    GW_DB_VIEW_MAX,             /* max_over_time of the bucket, at its last non-stale sample's time */
+    GW_DB_VIEW_MIN              /* min_over_time of the bucket, likewise */
+};
+#define GW_DB_RES_RAW (-1)      /* gw_db_view.accept_ms: raw data only */
+struct gw_db_view {
+    int kind;                   /* enum gw_db_view_kind */
+    int64_t exact_ms;           /* 0, or 5 min / 1 h: the caller proved that rollups of
+                                   this bucket size give the raw answer (5 min ones
+                                   also serve 1 h) */
+    int64_t accept_ms;          /* max_source_resolution: GW_DB_RES_RAW; 0 (default:
+                                   rollups where exact, and on days whose raw data is
+                                   gone); 5 min or 1 h: rollups up to that size
+                                   wherever they are fresh */
+};
+
 struct gw_db_select {
     const struct gw_matcher *matchers;
     size_t n_matchers;
@@ -126,6 +150,7 @@ struct gw_db_select {
     int with_samples;            /* 0: labels only (series API) */
     int only_with_data;          /* 1: skip series with no sample in range */
     uint64_t max_samples;        /* 0 = unlimited; else GW_ELIMIT when passed */
+    const struct gw_db_view *view; /* NULL: raw samples */
 };
 int gw_db_select(struct gw_db *db, const struct gw_db_select *q, gw_db_series_cb cb, void *ud,
                  struct gw_error *err);
@@ -195,6 +220,32 @@ struct gw_db_compact_result {
 };
 int gw_db_compact(struct gw_db *db, const struct gw_db_compact_opts *o, struct gw_db_compact_result *r,
                   struct gw_error *err);
+
+/* Downsampling (src/db/downsample.c, docs/downsampling.md). Every finished
+ * UTC day (ended at least an hour before now_ms) whose raw partition has no
+ * fresh 5 min and 1 h rollups gets them (a day whose raw partition got
+ * blobs since is re-done); then raw days older than raw_retention_ms are
+ * dropped when both rollups of the day are fresh, 5 min rollups older than
+ * res5m_retention_ms when the day's 1 h rollup exists, and every rollup
+ * older than the database's retention. Idempotent; safe while serving
+ * (reads in short read transactions, one write transaction per node and
+ * day). A retention of 0 keeps that kind forever. */
+struct gw_db_downsample {
+    int64_t raw_retention_ms;    /* in: default 14 d (gw_db_downsample_default) */
+    int64_t res5m_retention_ms;  /* in: default 90 d */
+    unsigned days_done;          /* out: days downsampled now (first time) */
+    unsigned days_redone;        /* out: days re-done after late blobs */
+    unsigned days_fresh;         /* out: days already done */
+    unsigned raw_dropped;        /* out: raw day partitions dropped */
+    unsigned res5m_dropped;      /* out: 5 min rollup days dropped */
+    unsigned res1h_dropped;      /* out: 1 h rollup days dropped (retention) */
+    uint64_t series;             /* out: series aggregated */
+    uint64_t samples;            /* out: raw samples read */
+    uint64_t buckets_5m, buckets_1h; /* out: buckets written */
+    uint64_t bytes;              /* out: rollup value bytes written */
+};
+void gw_db_downsample_default(struct gw_db_downsample *ds);
+int gw_db_downsample_run(struct gw_db *db, int64_t now_ms, struct gw_db_downsample *ds, struct gw_error *err);
 
 struct gw_db_stats {
     uint64_t series;             /* in the store */

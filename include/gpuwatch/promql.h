@@ -244,10 +244,31 @@ int gw_pq_format(const struct gw_pq_node *n, struct gw_buf *out);
  * series' samples in time order. The callback is the database's. */
 typedef int (*gw_pq_series_cb)(void *ud, uint64_t sid, const uint8_t *labels, size_t labels_len,
                                const int64_t *t, const double *v, size_t n);
+/* Downsampled aggregates (docs/downsampling.md): a selector may ask for
+ * one synthetic sample per aggregate bucket instead of the raw samples
+ * (values as gw_db_view in db.h). exact_ms says the evaluator proved the
+ * answer equal to raw for that bucket size; accept_ms is the query's
+ * max_source_resolution. */
+enum gw_pq_view_kind {
+    GW_PQ_VIEW_RAW = 0,
+    GW_PQ_VIEW_LAST,          /* bucket's last sample, stale markers included */
+    GW_PQ_VIEW_LAST_VALUE,    /* bucket's last non-stale sample */
+    GW_PQ_VIEW_MAX,           /* bucket's max_over_time */
+    GW_PQ_VIEW_MIN            /* bucket's min_over_time */
+};
+#define GW_PQ_RES_RAW (-1)
+struct gw_pq_view {
+    int kind;
+    int64_t exact_ms;
+    int64_t accept_ms;
+};
 struct gw_pq_source {
     void *ud;
     int (*select)(void *ud, const struct gw_matcher *ms, size_t n_ms, int64_t mint, int64_t maxt,
                   gw_pq_series_cb cb, void *cb_ud, struct gw_error *err);
+    /* optional: select through a view (NULL: select() is used) */
+    int (*select_view)(void *ud, const struct gw_matcher *ms, size_t n_ms, int64_t mint, int64_t maxt,
+                       const struct gw_pq_view *view, gw_pq_series_cb cb, void *cb_ud, struct gw_error *err);
 };
 struct gw_db;
 /* A source over a database (gw_db_select with only_with_data). */
@@ -262,6 +283,10 @@ struct gw_pq_opts {
     int64_t timeout_ms;        /* default 120,000; 0 = default */
     int64_t max_points;        /* points per series of a range query; default 11,000 */
     int experimental;          /* as gw_pq_parse_opts */
+    int64_t max_source_resolution_ms; /* 0: aggregates only where they equal raw (and on
+                                         days without raw data); GW_PQ_RES_RAW: raw only;
+                                         300000 / 3600000: aggregates up to that bucket
+                                         size wherever present (docs/downsampling.md) */
 };
 void gw_pq_opts_default(struct gw_pq_opts *o);
 

@@ -288,6 +288,36 @@ int gw_store_series_delete_gc(struct gw_store_txn *t, uint64_t sid, uint64_t *pa
 int gw_store_copy_compact(const char *dir, uint64_t *before, uint64_t *after, struct gw_error *err);
 #define GW_STORE_COMPACT_TMP "data.mdb.compact"
 
+/* ---- rollups: downsampled aggregates per resolution and UTC day ----
+ * (src/store/rollup.c; DBIs "ds5m:<day>" / "ds1h:<day>", one value per
+ * node and series whose bytes src/db/downsample.c defines, plus a marker
+ * saying the day is done and from how many raw blobs). */
+#define GW_ROLLUP_5M 0
+#define GW_ROLLUP_1H 1
+/* Creates the day's rollup DBI or empties it (a re-done day). Write txn. */
+int gw_store_rollup_begin_day(struct gw_store_txn *t, int res, int64_t day);
+/* Stores one series' value (node_id < 2^32 - 1). Write txn. */
+int gw_store_rollup_put(struct gw_store_txn *t, int res, int64_t day, uint32_t node_id, uint64_t sid,
+                        const uint8_t *val, size_t len);
+/* The value (borrowed, valid while t lasts); GW_ENOTFOUND. */
+int gw_store_rollup_get(struct gw_store_txn *t, int res, int64_t day, uint32_t node_id, uint64_t sid,
+                        const uint8_t **val, size_t *len);
+/* Marks the day done from a raw partition of raw_blobs blobs (write txn);
+ * reads the marker back (GW_ENOTFOUND: not done). */
+int gw_store_rollup_mark(struct gw_store_txn *t, int res, int64_t day, uint64_t raw_blobs);
+int gw_store_rollup_marker(struct gw_store_txn *t, int res, int64_t day, uint64_t *raw_blobs);
+/* Blobs in raw partition p<day>; GW_ENOTFOUND when there is none. */
+int gw_store_raw_day_blobs(struct gw_store_txn *t, int64_t day, uint64_t *blobs);
+/* Visits the days that have a rollup DBI of res, in day order. */
+typedef int (*gw_store_day_cb)(void *ud, int64_t day);
+int gw_store_rollup_days(struct gw_store_txn *t, int res, gw_store_day_cb cb, void *ud);
+/* Drops the rollup DBIs of res with day in [dlo, dhi], and one raw day
+ * partition (both wait for open readers like gw_store_partitions_drop_before). */
+int gw_store_rollup_drop(struct gw_store_txn *t, int res, int64_t dlo, int64_t dhi, unsigned *dropped);
+int gw_store_raw_drop_day(struct gw_store_txn *t, int64_t day);
+/* The node id of a series (its record's fixed part only); GW_ENOTFOUND. */
+int gw_store_series_node(struct gw_store_txn *t, uint64_t sid, uint32_t *node_id);
+
 struct gw_store_stats {
     uint64_t map_bytes;        /* current map size */
     uint64_t file_bytes;       /* data file size on disk */

@@ -21,5 +21,6 @@ int gw_cli_backup(int argc, char **argv);     /* cmd_backup.c */
 int gw_cli_restore(int argc, char **argv);    /* cmd_backup.c */
 int gw_cli_export(int argc, char **argv);     /* cmd_export.c */
 int gw_cli_import(int argc, char **argv);     /* cmd_import.c */
+int gw_cli_downsample(int argc, char **argv); /* cmd_downsample.c */
 
 #endif /* GW_CLI_H */

@@ -35,6 +35,7 @@
 #include "gpuwatch/httpc.h"
 #include "gpuwatch/log.h"
 #include "cli.h"
+#include "cli_ds.h"
 #include "cli_parse.h"
 #include "serve_alerts.h"
 #include "serve_compact.h"
@@ -70,6 +71,8 @@ struct serve {
     struct gw_kv *ckv;             /* DIR/checkpoints/: D7's checkpoint events */
     struct gw_led_events *events;  /* DIR/events/: scheduler events (POST /api/v1/events) */
     int addr_written;              /* DIR/serve.addr exists */
+    struct gw_cli_ds ds;           /* downsampling options (cmd_downsample.c) */
+    struct gw_cli_ds_thread *dst;  /* and its thread */
     struct gw_error err;
 };
 
@@ -185,6 +188,8 @@ static const struct gw_cli_opt serve_opts[] = {
     {.name = "--query.max-samples", .arg = "N", .type = GW_CLI_UINT,
      GW_CLI_AT(struct serve, ho.query_max_samples), .min = 1, .max = UINT64_C(1) << 40,
      .help = "samples one query may hold in memory (default 50000000)"},
+    {.help = "\ndownsampling (docs/downsampling.md):"},
+    {.type = GW_CLI_TABLE, .sub = gw_cli_ds_serve_opts, GW_CLI_AT(struct serve, ds)},
     {.help = "\nfailure detection and alerts (docs/alerts.md):"},
     {.name = "--alertmanager.url", .alias = "--alertmanager", .arg = "URL", .type = GW_CLI_STRS, GW_CLI_AT(struct serve, am_urls),
      GW_CLI_SEEN(struct serve, n_am),
@@ -227,6 +232,7 @@ static int serve_parse(struct serve *s, int argc, char **argv)
     s->dbo.background = 1;
     gw_compact_sched_parse(GW_COMPACT_SCHED_DEFAULT, &s->csched);
     gw_http_opts_default(&s->ho);   /* fields it leaves alone stay 0 (default) */
+    gw_cli_ds_default(&s->ds);
     int rc = gw_cli_parse(&serve_cmd, argc, argv, s);
     if (rc >= 0)
         return rc;
@@ -462,6 +468,10 @@ static int serve_start(struct serve *s)
         fprintf(stderr, "gpuwatch serve: cannot start the compaction thread\n");
         return 1;
     }
+    if (gw_cli_ds_start(&s->dst, s->db, &s->ds) != GW_OK) {
+        fprintf(stderr, "gpuwatch serve: cannot start the downsampling thread\n");
+        return 1;
+    }
     write_serve_file(s->dbo.dir, serve_listen(s), gw_http_port(s->h));
     s->addr_written = 1;
     gw_http_set_ready(s->h, 1);
@@ -499,6 +509,7 @@ static void serve_stop(struct serve *s)
     if (s->addr_written)
         gw_http_set_ready(s->h, 0);
     gw_http_stop(s->h);
+    gw_cli_ds_stop(s->dst);
     gw_serve_compact_stop(s->sc);  /* ends a running compaction between days */
     gw_serve_alerts_stop(s->sa);   /* last ALERTS samples, checkpoints, detector state, alert log */
     gw_kv_close(s->ckv);

@@ -289,6 +289,7 @@ static const struct {
     {"stats", cmd_stats, "series, samples and bytes on disk of a data dir (per partition)"},
     {"retention", cmd_retention, "drop stored data older than a duration or beyond a size"},
     {"compact", gw_cli_compact, "re-encode finished days, drop dead series, shrink the store file"},
+    {"downsample", gw_cli_downsample, "5m/1h aggregates of finished days; drop raw days past raw retention"},
     {"query", gw_cli_query, "evaluate a PromQL expression against a running serve or a data dir"},
     {"simulate", gw_cli_simulate, "simulate a GPU cluster's exporters and remote-write them (with ground truth)"},
     {"evaluate", gw_cli_evaluate, "score the failure detectors against a simulated cluster's ground truth"},

@@ -1303,7 +1303,11 @@ static int drop_fn(struct gw_store_txn *t, void *ud)
 {
     struct drop_ctx *c = ud;
     c->dropped = 0;
-    return gw_store_partitions_drop_before(t, c->before_day, &c->dropped);
+    int rc = gw_store_partitions_drop_before(t, c->before_day, &c->dropped);
+    /* rollups (downsample_run.c) of the same days go with them */
+    for (int r = GW_ROLLUP_5M; rc == GW_OK && r <= GW_ROLLUP_1H; r++)
+        rc = gw_store_rollup_drop(t, r, INT64_MIN, c->before_day - 1, NULL);
+    return rc;
 }
 
 int gw_db_retention(struct gw_db *db, int64_t keep_ms, int64_t now_ms, unsigned *dropped, struct gw_error *err)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "db_int.h"
+#include "downsample_int.h"
 #include "gpuwatch/block.h"
 #include "gpuwatch/labels.h"
 
@@ -1063,6 +1064,8 @@ static int select_parallel(struct gw_db *db, const struct gw_db_select *q, struc
 
 int gw_db_select(struct gw_db *db, const struct gw_db_select *q, gw_db_series_cb cb, void *ud, struct gw_error *err)
 {
+    if (q->view && q->view->kind != GW_DB_VIEW_RAW && q->with_samples)
+        return gw_db_select_view(db, q, cb, ud, err); /* downsample_read.c */
     struct sel *sels = NULL;
     size_t n = 0;
     int rc = collect(db, q->matchers, q->n_matchers, q->mint, q->maxt, q->with_samples, &sels, &n);

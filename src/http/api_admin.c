@@ -9,6 +9,9 @@
  *                                           offline, docs/storage.md)
  *   POST /api/v1/admin/backup?out=DIR       consistent backup into DIR (absent or
  *                                           empty; a path on the server's machine)
+ *   POST /api/v1/admin/downsample?raw_retention=14d&res5m_retention=90d
+ *                                           gw_db_downsample_run (0: keep forever;
+ *                                           absent: the defaults of db.h)
  * Answered only for clients on a loopback address (403 otherwise), since
  * they change or delete data and the API has no authentication. */
 #include <arpa/inet.h>
@@ -140,6 +143,52 @@ void gw_api_admin_backup(struct gw_http_req *rq, struct gw_http_resp *rs)
                   "\"walPosition\":%llu}}",
                   (unsigned long long)st.files, (unsigned long long)st.bytes, (unsigned long long)st.wal_segments,
                   (unsigned long long)st.wal_position);
+}
+
+/* A retention parameter: absent keeps *ms, "0" or a positive duration. */
+static int ds_param(struct gw_http_req *rq, struct gw_http_resp *rs, const char *name, int64_t *ms)
+{
+    const struct gw_param *p = gw_params_get(&rq->params, name);
+    if (!p)
+        return 0;
+    if (!strcmp(p->val, "0")) {
+        *ms = 0;
+        return 0;
+    }
+    if (gw_parse_duration_ms(p->val, ms) != GW_OK || *ms <= 0) {
+        gw_resp_api_error(rs, "bad_data", "invalid parameter \"%s\": expected 0 or a duration like 14d", name);
+        return -1;
+    }
+    return 0;
+}
+
+void gw_api_admin_downsample(struct gw_http_req *rq, struct gw_http_resp *rs)
+{
+    if (!from_loopback(rq)) {
+        gw_resp_api_error(rs, "bad_data", "admin endpoints answer loopback clients only");
+        rs->status = 403;
+        return;
+    }
+    struct gw_db_downsample ds;
+    gw_db_downsample_default(&ds);
+    if (ds_param(rq, rs, "raw_retention", &ds.raw_retention_ms) ||
+        ds_param(rq, rs, "res5m_retention", &ds.res5m_retention_ms))
+        return;
+    struct gw_error err = {0};
+    if (gw_db_downsample_run(rq->h->db, gw_now_ms(), &ds, &err) != GW_OK) {
+        gw_resp_api_error(rs, "internal", "%s", err.msg);
+        return;
+    }
+    rs->status = 200;
+    rs->content_type = "application/json";
+    gw_buf_printf(&rs->body,
+                  "{\"status\":\"success\",\"data\":{\"daysDone\":%u,\"daysRedone\":%u,\"daysFresh\":%u,"
+                  "\"series\":%llu,\"samples\":%llu,\"buckets5m\":%llu,\"buckets1h\":%llu,\"bytes\":%llu,"
+                  "\"rawDaysDropped\":%u,\"res5mDaysDropped\":%u,\"res1hDaysDropped\":%u}}",
+                  ds.days_done, ds.days_redone, ds.days_fresh, (unsigned long long)ds.series,
+                  (unsigned long long)ds.samples, (unsigned long long)ds.buckets_5m,
+                  (unsigned long long)ds.buckets_1h, (unsigned long long)ds.bytes, ds.raw_dropped,
+                  ds.res5m_dropped, ds.res1h_dropped);
 }
 
 int gw_http_is_loopback(struct gw_http_req *rq)

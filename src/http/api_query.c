@@ -16,6 +16,11 @@
  *   limit           at most this many series in the result, with the
  *                   warning "results truncated due to limit"
  *   stats           accepted and ignored
+ *   max_source_resolution  as Thanos: "raw" or "0s" (raw data only),
+ *                   "auto" (default: aggregates only where they equal raw
+ *                   and on days whose raw data is gone), or a duration:
+ *                   aggregates up to that bucket size (5m, 1h) wherever
+ *                   present (docs/downsampling.md); anything else 400
  * Evaluation errors map as promql.h lists them: invalid queries found at
  * run time and the sample limit are 422 execution, too many points 400
  * bad_data, the timeout 503 timeout, memory and storage 500 internal.
@@ -665,6 +670,27 @@ static int qparam_ms(const struct qreq *q, struct gw_http_resp *rs, const char *
     return ps_ms(q->params, rs, name, required, def, parse, what, out);
 }
 
+/* max_source_resolution into po; -1 after answering an error. */
+static int query_resolution(const struct qreq *q, struct gw_http_resp *rs, struct gw_pq_opts *po)
+{
+    const struct gw_param *p = gw_params_get(q->params, "max_source_resolution");
+    po->max_source_resolution_ms = 0;
+    if (!p || !strcmp(p->val, "auto"))
+        return 0;
+    int64_t d = 0;
+    if (!strcmp(p->val, "raw") || !strcmp(p->val, "0")) {
+        d = 0;
+    } else if (gw_parse_duration_ms(p->val, &d) != GW_OK || d < 0) {
+        gw_resp_api_error(rs, "bad_data",
+                          "invalid parameter \"max_source_resolution\": cannot parse \"%.200s\"; expected raw, "
+                          "auto, 0s, 5m, 1h or another duration",
+                          p->val);
+        return -1;
+    }
+    po->max_source_resolution_ms = d >= 3600000 ? 3600000 : d >= 300000 ? 300000 : GW_PQ_RES_RAW;
+    return 0;
+}
+
 /* Engine options from the server's options and the request's timeout and
  * lookback_delta; -1 after answering an error. */
 static int query_opts(const struct qreq *q, struct gw_http_resp *rs, struct gw_pq_opts *po)
@@ -683,7 +709,7 @@ static int query_opts(const struct qreq *q, struct gw_http_resp *rs, struct gw_p
         po->timeout_ms = timeout;
     if (lookback > 0)
         po->lookback_ms = lookback;
-    return 0;
+    return query_resolution(q, rs, po);
 }
 
 static int qparam_limit(const struct qreq *q, struct gw_http_resp *rs, uint64_t *out)

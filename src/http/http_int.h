@@ -66,7 +66,7 @@ enum gw_route_id {
     GW_R_HEALTHY, GW_R_METRICS, GW_R_ADMIN_RETENTION, GW_R_ADMIN_FLUSH, GW_R_FORMAT_QUERY, GW_R_ALERTS, GW_R_RULES,
     GW_R_CHECKPOINTS, GW_R_EVENTS, GW_R_SESSIONS, GW_R_EXCLUSIONS, GW_R_ADMIN_COMPACT, GW_R_ADMIN_BACKUP,
     GW_R_STATUS_RUNTIME, GW_R_STATUS_FLAGS, GW_R_STATUS_CONFIG, GW_R_STATUS_TSDB, GW_R_STATUS_WALREPLAY,
-    GW_R_RELOAD, GW_R_UI, GW_R_NOT_FOUND,
+    GW_R_RELOAD, GW_R_UI, GW_R_ADMIN_DOWNSAMPLE, GW_R_NOT_FOUND,
     GW_R_COUNT
 };
 /* Status codes counted per route; the last slot is "other". */
@@ -216,6 +216,7 @@ void gw_api_admin_retention(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_admin_flush(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_admin_compact(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_admin_backup(struct gw_http_req *rq, struct gw_http_resp *rs);
+void gw_api_admin_downsample(struct gw_http_req *rq, struct gw_http_resp *rs);
 /* api_alerts.c: /api/v1/alerts and /api/v1/rules. */
 void gw_api_alerts(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_api_rules(struct gw_http_req *rq, struct gw_http_resp *rs);

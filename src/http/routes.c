@@ -171,6 +171,8 @@ static const struct gw_route routes[] = {
     {GW_R_ADMIN_RETENTION, "admin_retention", "/api/v1/admin/retention", GW_M_POST, "POST", 1, 1, NULL,
      gw_api_admin_retention},
     {GW_R_ADMIN_FLUSH, "admin_flush", "/api/v1/admin/flush", GW_M_POST, "POST", 1, 1, NULL, gw_api_admin_flush},
+    {GW_R_ADMIN_DOWNSAMPLE, "admin_downsample", "/api/v1/admin/downsample", GW_M_POST, "POST", 1, 1, NULL,
+     gw_api_admin_downsample},
     {GW_R_FORMAT_QUERY, "format_query", "/api/v1/format_query", GP, "GET, POST", 1, 1, NULL, gw_api_format_query},
     {GW_R_ALERTS, "alerts", "/api/v1/alerts", GP, "GET, POST", 1, 1, NULL, gw_api_alerts},
     {GW_R_RULES, "rules", "/api/v1/rules", GP, "GET, POST", 1, 1, NULL, gw_api_rules},

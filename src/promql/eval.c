@@ -633,11 +633,44 @@ static int fetch_cb(void *ud, uint64_t sid, const uint8_t *labels, size_t llen, 
 int pq_select(struct pq_ctx *ctx, const struct gw_pq_node *sel, int64_t mint, int64_t maxt,
               pq_series_fn fn, void *ud)
 {
+    return pq_select_view(ctx, sel, mint, maxt, GW_PQ_VIEW_RAW, 0, fn, ud);
+}
+
+/* Bucket size (1 h, else 5 min, else 0) that every evaluation time of a
+ * selector (minus its offset) and the range are multiples of: windows
+ * (e - range, e] are then unions of whole buckets and instant selectors
+ * look up at bucket ends (docs/downsampling.md). */
+int64_t pq_aligned_bucket(struct pq_ctx *ctx, int has_at, int64_t at, int64_t off, const struct pq_grid *g,
+                          int64_t range)
+{
+    static const int64_t sizes[2] = { 3600000, 300000 };
+    int64_t e0 = ssub(pq_eval_time(ctx, has_at, at, g, 0), off);
+    for (int k = 0; k < 2; k++) {
+        int64_t b = sizes[k];
+        if (e0 % b != 0 || range % b != 0)
+            continue;
+        if (!has_at && g->n > 1 && g->step % b != 0)
+            continue;
+        return b;
+    }
+    return 0;
+}
+
+int pq_select_view(struct pq_ctx *ctx, const struct gw_pq_node *sel, int64_t mint, int64_t maxt, int kind,
+                   int64_t exact_ms, pq_series_fn fn, void *ud)
+{
     struct fetch f = { ctx, fn, ud, GW_OK };
     if (mint > maxt)
         return GW_OK;
-    int rc = ctx->src->select(ctx->src->ud, sel->u.sel.matchers, sel->u.sel.n_matchers, mint, maxt,
+    int rc;
+    if (kind != GW_PQ_VIEW_RAW && ctx->src->select_view && ctx->o.max_source_resolution_ms != GW_PQ_RES_RAW) {
+        struct gw_pq_view v = { kind, exact_ms, ctx->o.max_source_resolution_ms };
+        rc = ctx->src->select_view(ctx->src->ud, sel->u.sel.matchers, sel->u.sel.n_matchers, mint, maxt, &v,
+                                   fetch_cb, &f, ctx->err);
+    } else {
+        rc = ctx->src->select(ctx->src->ud, sel->u.sel.matchers, sel->u.sel.n_matchers, mint, maxt,
                               fetch_cb, &f, ctx->err);
+    }
     if (f.rc)
         return f.rc;
     return rc < 0 ? rc : GW_OK;
@@ -818,7 +851,11 @@ int pq_eval_vector_sel(struct pq_ctx *ctx, const struct gw_pq_node *n, const str
     if (rc)
         return rc;
     q.cap = 1;
-    rc = pq_select(ctx, n, sadd(ssub(r0, q.lb), ctx->o.compat == 2 ? 0 : 1), r1, vsel_series, &q);
+    /* At bucket ends the latest raw sample is the last one of its bucket
+     * (stale markers included), so the LAST view gives the raw answer. */
+    int64_t exact = pq_aligned_bucket(ctx, q.has_at, q.at, q.off, g, 0);
+    rc = pq_select_view(ctx, n, sadd(ssub(r0, q.lb), ctx->o.compat == 2 ? 0 : 1), r1, GW_PQ_VIEW_LAST, exact,
+                        vsel_series, &q);
     if (rc)
         return rc;
     pq_vec_sort_labels(out);
@@ -847,7 +884,7 @@ static int eval_matrix_sel(struct pq_ctx *ctx, const struct gw_pq_node *n, const
     int64_t mint, maxt;
     pq_matrix_params(ctx, n, g, out, &mint, &maxt);
     struct rawcoll c = { NULL, 0, 0 };
-    int rc = pq_select(ctx, n, mint, maxt, raw_series, &c);
+    int rc = pq_select_view(ctx, n, mint, maxt, GW_PQ_VIEW_LAST_VALUE, 0, raw_series, &c);
     if (rc)
         return rc;
     if (c.n > 1)

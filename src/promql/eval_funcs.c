@@ -188,6 +188,27 @@ static int window_stream(struct pq_ctx *ctx, void *ud, const uint8_t *lab, size_
     return window_series(ctx, w, &r, 1);
 }
 
+/* Which aggregate view a window function reads (docs/downsampling.md):
+ * max/min/last_over_time are exact over windows made of whole buckets
+ * (left-open windows, Prometheus 3 semantics; the closed windows of
+ * --promql-compat 2 add the sample at the window start, which a bucket's
+ * aggregate cannot give). Every other function gets the buckets' last
+ * samples, and only where raw data is gone or max_source_resolution
+ * allows it. */
+static void window_view(struct pq_ctx *ctx, enum gw_pq_func_id fid, const struct pq_val *m,
+                        const struct pq_grid *g, int *kind, int64_t *exact)
+{
+    *exact = 0;
+    switch (fid) {
+    case GW_PQ_F_MAX_OVER_TIME: *kind = GW_PQ_VIEW_MAX; break;
+    case GW_PQ_F_MIN_OVER_TIME: *kind = GW_PQ_VIEW_MIN; break;
+    case GW_PQ_F_LAST_OVER_TIME: *kind = GW_PQ_VIEW_LAST_VALUE; break;
+    default: *kind = GW_PQ_VIEW_LAST_VALUE; return;
+    }
+    if (ctx->o.compat == 3)
+        *exact = pq_aligned_bucket(ctx, m->has_at, m->at_ms, m->offset_ms, g, m->range_ms);
+}
+
 static int eval_window(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,
                        struct pq_val *out)
 {
@@ -234,7 +255,10 @@ static int eval_window(struct pq_ctx *ctx, const struct gw_pq_node *n, const str
         int64_t mint, maxt;
         pq_matrix_params(ctx, arg, g, &m, &mint, &maxt);
         w.m = &m;
-        if ((rc = pq_select(ctx, arg, mint, maxt, window_stream, &w)))
+        int kind;
+        int64_t exact;
+        window_view(ctx, fid, &m, g, &kind, &exact);
+        if ((rc = pq_select_view(ctx, arg, mint, maxt, kind, exact, window_stream, &w)))
             return rc;
     } else {
         if ((rc = pq_eval(ctx, arg, g, &m)))

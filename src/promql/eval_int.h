@@ -179,6 +179,13 @@ typedef int (*pq_series_fn)(struct pq_ctx *ctx, void *ud, const uint8_t *lab, si
                             const int64_t *t, const double *v, size_t n);
 int pq_select(struct pq_ctx *ctx, const struct gw_pq_node *sel, int64_t mint, int64_t maxt,
               pq_series_fn fn, void *ud);
+/* pq_select through a gw_pq_view of kind (GW_PQ_VIEW_RAW: pq_select);
+ * exact_ms as in gw_pq_view. pq_aligned_bucket: the bucket size (1 h, 5
+ * min, 0) all evaluation times of a selector and range are multiples of. */
+int pq_select_view(struct pq_ctx *ctx, const struct gw_pq_node *sel, int64_t mint, int64_t maxt, int kind,
+                   int64_t exact_ms, pq_series_fn fn, void *ud);
+int64_t pq_aligned_bucket(struct pq_ctx *ctx, int has_at, int64_t at, int64_t off, const struct pq_grid *g,
+                          int64_t range);
 /* Window parameters of range selector n (a matrix value without series)
  * and the sample span [mint, maxt] its windows over grid g need. */
 int pq_matrix_params(struct pq_ctx *ctx, const struct gw_pq_node *n, const struct pq_grid *g,

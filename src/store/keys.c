@@ -52,6 +52,10 @@
  *                  gw_store_block_parts_get, the column and the value
  *                  part apart, so a query decodes each column once.
  *
+ *   ds5m:<day>, ds1h:<day>  downsampled aggregates of day <day> ("%08lld"),
+ *                one DBI per resolution and day: layout at the top of
+ *                rollup.c (keys, done marker) and src/db/downsample.c (values).
+ *
  * Canonical labels (labels.h): repeated { uvarint name_len | name |
  * uvarint value_len | value } sorted by name. They are rebuilt from the
  * pair ids on read and equal the bytes given to gw_store_series_put.
@@ -411,23 +415,44 @@ int gw_store_blob_resolve(const struct gw_store_blob *b, uint32_t i, struct gw_b
 
 void gw_store_part_name(char *buf, size_t cap, int64_t day)
 {
-    snprintf(buf, cap, "p%08lld", (long long)day);
+    if (day >= GW_PART_R1H - GW_PART_RHALF)
+        snprintf(buf, cap, "ds1h:%08lld", (long long)(day - GW_PART_R1H));
+    else if (day >= GW_PART_R5M - GW_PART_RHALF)
+        snprintf(buf, cap, "ds5m:%08lld", (long long)(day - GW_PART_R5M));
+    else
+        snprintf(buf, cap, "p%08lld", (long long)day);
 }
 
 int gw_store_part_parse(const char *name, size_t len, int64_t *day)
 {
-    if (len < 2 || len >= GW_PART_NAME_MAX || name[0] != 'p')
+    size_t pre;
+    int64_t base;
+    if (len >= 1 && name[0] == 'p') {
+        pre = 1;
+        base = 0;
+    } else if (len >= 5 && memcmp(name, "ds5m:", 5) == 0) {
+        pre = 5;
+        base = GW_PART_R5M;
+    } else if (len >= 5 && memcmp(name, "ds1h:", 5) == 0) {
+        pre = 5;
+        base = GW_PART_R1H;
+    } else {
+        return 0;
+    }
+    if (len <= pre || len >= GW_PART_NAME_MAX)
         return 0;
     char tmp[GW_PART_NAME_MAX], canon[GW_PART_NAME_MAX];
-    memcpy(tmp, name + 1, len - 1);
-    tmp[len - 1] = 0;
+    memcpy(tmp, name + pre, len - pre);
+    tmp[len - pre] = 0;
     char *end = NULL;
     long long v = strtoll(tmp, &end, 10);
     if (end == tmp || *end != 0)
         return 0;
-    gw_store_part_name(canon, sizeof canon, (int64_t)v);
+    if (base ? (v <= -GW_PART_RHALF || v >= GW_PART_RHALF) : (v <= -GW_PART_RAW_END / 2 || v >= GW_PART_RAW_END / 2))
+        return 0;
+    gw_store_part_name(canon, sizeof canon, (int64_t)v + base);
     if (strlen(canon) != len || memcmp(canon, name, len) != 0)
         return 0;
-    *day = (int64_t)v;
+    *day = (int64_t)v + base;
     return 1;
 }

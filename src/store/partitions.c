@@ -174,6 +174,9 @@ int gw_store_part_for_write(struct gw_store_txn *t, int64_t day, MDB_dbi *dbi)
 int gw_store_parts_collect(struct gw_store_txn *t, int64_t dlo, int64_t dhi, struct part_vec *out)
 {
     struct gw_store *s = t->s;
+    /* A range starting among raw days never reaches the rollup days. */
+    if (dlo < GW_PART_RAW_END && dhi >= GW_PART_RAW_END)
+        dhi = GW_PART_RAW_END - 1;
     int rc = GW_OK;
     pthread_mutex_lock(&s->part_mu);
     for (size_t i = pv_lower(&s->parts, dlo); i < s->parts.n && s->parts.v[i].day <= dhi; i++) {
@@ -232,11 +235,17 @@ int gw_store_partitions(struct gw_store_txn *t, gw_store_partition_cb cb, void *
     return rc < 0 ? rc : GW_OK;
 }
 
-int gw_store_partitions_drop_before(struct gw_store_txn *t, int64_t before_day, unsigned *dropped)
+/* Drops every partition with day in [dlo, dhi] (raw days and rollup
+ * days alike; the caller picks the region). */
+static int drop_range(struct gw_store_txn *t, int64_t dlo, int64_t dhi, unsigned *dropped)
 {
     int rc = gw_store_need_write(t);
     if (rc != GW_OK)
         return rc;
+    if (dropped)
+        *dropped = 0;
+    if (dlo > dhi)
+        return GW_OK;
     struct gw_store *s = t->s;
     if (!t->gate_held) {
         /* Readers must not hold a handle that mdb_drop closes. */
@@ -245,7 +254,7 @@ int gw_store_partitions_drop_before(struct gw_store_txn *t, int64_t before_day, 
     }
     struct part_vec victims = {0};
     for (size_t i = 0; i < t->pending.n;) {
-        if (t->pending.v[i].day < before_day) {
+        if (t->pending.v[i].day >= dlo && t->pending.v[i].day <= dhi) {
             if ((rc = pv_push(&victims, t->pending.v[i].day, t->pending.v[i].dbi)) != GW_OK)
                 goto out;
             pv_remove_at(&t->pending, i);
@@ -254,17 +263,19 @@ int gw_store_partitions_drop_before(struct gw_store_txn *t, int64_t before_day, 
         }
     }
     pthread_mutex_lock(&s->part_mu);
-    size_t cut = pv_lower(&s->parts, before_day);
-    for (size_t i = 0; i < cut && rc == GW_OK; i++)
+    size_t from = pv_lower(&s->parts, dlo), cut = from;
+    while (cut < s->parts.n && s->parts.v[cut].day <= dhi)
+        cut++;
+    for (size_t i = from; i < cut && rc == GW_OK; i++)
         rc = pv_push(&victims, s->parts.v[i].day, s->parts.v[i].dbi);
     if (rc == GW_OK) {
-        memmove(s->parts.v, s->parts.v + cut, (s->parts.n - cut) * sizeof *s->parts.v);
-        s->parts.n -= cut;
+        memmove(s->parts.v + from, s->parts.v + cut, (s->parts.n - cut) * sizeof *s->parts.v);
+        s->parts.n -= cut - from;
     }
     pthread_mutex_unlock(&s->part_mu);
     if (rc != GW_OK)
         goto out;
-    t->dropped = victims.n > 0;
+    t->dropped = t->dropped || victims.n > 0;
     unsigned n = 0;
     for (size_t i = 0; i < victims.n; i++) {
         int mrc = mdb_drop(t->txn, victims.v[i].dbi, 1);
@@ -281,3 +292,14 @@ out:
     return rc;
 }
 
+int gw_store_partitions_drop_before(struct gw_store_txn *t, int64_t before_day, unsigned *dropped)
+{
+    /* raw days only: rollup days live above GW_PART_RAW_END */
+    int64_t hi = before_day < GW_PART_RAW_END ? before_day : GW_PART_RAW_END;
+    return drop_range(t, INT64_MIN, hi - 1, dropped);
+}
+
+int gw_store_parts_drop_range(struct gw_store_txn *t, int64_t dlo, int64_t dhi, unsigned *dropped)
+{
+    return drop_range(t, dlo, dhi, dropped);
+}

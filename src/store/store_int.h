@@ -128,7 +128,16 @@ int gw_store_blob_split(const struct gw_store_blob *b, uint32_t i, const uint8_t
                         const uint8_t **col, size_t *col_len);
 
 /* Partition database names "p%08lld". parse returns 1 and sets *day when
- * name (not NUL-terminated) is exactly a canonical partition name. */
+ * name (not NUL-terminated) is exactly a canonical partition name.
+ * The rollup databases of src/store/rollup.c ("ds5m:%08lld", "ds1h:%08lld")
+ * share the partition cache under encoded days above GW_PART_RAW_END:
+ * GW_PART_R5M + day and GW_PART_R1H + day. Every raw day is below
+ * GW_PART_RAW_END (|day| < 2^37 for any int64 millisecond time), and
+ * gw_store_parts_collect never mixes the two regions. */
+#define GW_PART_RAW_END (INT64_C(1) << 40)
+#define GW_PART_R5M (INT64_C(2) << 40)
+#define GW_PART_R1H (INT64_C(4) << 40)
+#define GW_PART_RHALF (INT64_C(1) << 38)
 void gw_store_part_name(char *buf, size_t cap, int64_t day);
 int gw_store_part_parse(const char *name, size_t len, int64_t *day);
 
@@ -213,6 +222,9 @@ int gw_store_parts_scan(MDB_txn *txn, struct part_vec *pv, char *msg, size_t msg
 int gw_store_part_for_write(struct gw_store_txn *t, int64_t day, MDB_dbi *dbi);
 /* Partitions with day in [dlo, dhi] valid in this txn, sorted by day. */
 int gw_store_parts_collect(struct gw_store_txn *t, int64_t dlo, int64_t dhi, struct part_vec *out);
+/* Drops the partitions with (encoded) day in [dlo, dhi]; *dropped (may be
+ * NULL) gets the count. Takes the gate like gw_store_partitions_drop_before. */
+int gw_store_parts_drop_range(struct gw_store_txn *t, int64_t dlo, int64_t dhi, unsigned *dropped);
 
 /* series.c. The full name \0 value of a pair id. */
 int gw_store_pair_text(struct gw_store_txn *t, MDB_dbi dids, uint32_t id, MDB_val *out);

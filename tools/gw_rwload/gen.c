@@ -336,6 +336,8 @@ static void gen_build(struct gen *g)
                 add_node(g, node, "node_hwmon_temp_celsius", M_TEMP, 42 + chip, 6, "chip", buf[0], "sensor", buf[1], NULL, NULL, NULL, NULL);
             }
         g->node_end[node * 2 + JOB_NODE] = g->n;
+        if (g->dcgm_only) /* --jobs dcgm: the node_exporter series are left out */
+            g->n = g->node_end[node * 2 + JOB_NODE] = g->node_first[node * 2 + JOB_NODE];
     }
 }
 
@@ -440,6 +442,7 @@ void gen_init(struct gen *g, const struct gen_opts *o)
     g->nodes = o->nodes;
     g->gpus = o->gpus;
     g->host_mode = o->host_mode;
+    g->dcgm_only = o->dcgm_only;
     g->interval_ms = o->interval_ms;
     g->duration_ms = o->duration_ms;
     g->start_ms = o->start_ms;

@@ -36,7 +36,8 @@
  *
  * Generator flags: --nodes 63 --gpus 8 --interval 15s --duration 1h
  * --start <unix ms | now | now-65m> --seed N --hostname-label
- * hostname|Hostname|mixed.
+ * hostname|Hostname|mixed --jobs all|dcgm (dcgm: only the dcgm-exporter
+ * series, for long-range query benchmarks).
  *
  * The generator: per node, per GPU 47 dcgm-exporter series (job="dcgm",
  * instance="<host>:9400", labels gpu UUID pci_bus_id device modelName
@@ -185,6 +186,12 @@ int main(int argc, char **argv)
             else if (strcmp(val, "Hostname") == 0) o.host_mode = HOST_UPPER;
             else if (strcmp(val, "mixed") == 0) o.host_mode = HOST_MIXED;
             else die("--hostname-label must be hostname, Hostname or mixed");
+        }
+        else if (strcmp(a, "--jobs") == 0) {
+            NEED();
+            if (strcmp(val, "dcgm") == 0) o.dcgm_only = 1;
+            else if (strcmp(val, "all") == 0) o.dcgm_only = 0;
+            else die("--jobs must be all or dcgm");
         }
         else if (strcmp(a, "--conns") == 0) { NEED(); conns = (int)parse_i64(val, a); }
         else if (strcmp(a, "--batch") == 0) { NEED(); batch = parse_i64(val, a); }

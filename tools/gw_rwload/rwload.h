@@ -58,6 +58,7 @@ struct series {
 struct gen {
     uint64_t seed;
     int nodes, gpus, host_mode;
+    int dcgm_only;              /* --jobs dcgm */
     int64_t interval_ms, duration_ms, start_ms, n_steps;
     struct series *s;
     size_t n, cap;
@@ -71,6 +72,7 @@ struct gen {
 
 struct gen_opts {
     int nodes, gpus, host_mode;
+    int dcgm_only;              /* --jobs dcgm: only the dcgm-exporter series */
     int64_t interval_ms, duration_ms, start_ms;
     int start_set;
     uint64_t seed;

@@ -1,0 +1,258 @@
+/* downsample.c - downsampling finished UTC days into 5-minute and 1-hour
+ * aggregates ("rollups"), and the schedule that drops raw days once their
+ * rollups exist (docs/downsampling.md). The store keeps the bytes
+ * (src/store/rollup.c: DBIs "ds5m:<day>" / "ds1h:<day>", key node_id be32 |
+ * sid be32, and a done marker); this file defines them.
+ *
+ * Buckets are left-open like PromQL windows: bucket k of size B holds the
+ * samples with k*B < t <= (k+1)*B and is stamped with its end (k+1)*B. A
+ * day's rollup holds the samples of its raw partition, t in [d*D, (d+1)*D)
+ * (D = 86400000), so the bucket ending at midnight d*D is split: its part
+ * before midnight is in day d-1's rollup, the sample at exactly d*D (if
+ * any) in day d's. Readers that take one synthetic sample per stored
+ * bucket (a real sample time inside the bucket) see both parts.
+ *
+ * Value of one series and day (all integers uvarint unless noted):
+ *   u8 version = 1 | nb (buckets, >= 1) | ncol (= 11) |
+ *   col_len | timestamp column: gw_block_ts_encode of the nb bucket ends |
+ *   ncol x { len | value part: gw_block_values_encode of nb doubles }
+ * Columns, per bucket (stale markers 0x7ff0000000000002 are skipped by
+ * every column but 8 and 9, exactly as PromQL range windows drop them;
+ * other NaNs are ordinary values):
+ *   0 count      non-stale samples (0: the bucket holds only stale markers;
+ *                columns 1-7 are then NaN / 0)
+ *   1 min        min_over_time's rule over the bucket (NaN only if all NaN)
+ *   2 max        max_over_time's rule
+ *   3 sum        Kahan-Neumaier sum in time order, sum + c (sum if +-Inf):
+ *                sum_over_time of exactly the bucket's samples
+ *   4 first_v    first non-stale value     5 first_dt  its time - bucket end (<= 0)
+ *   6 last_v     last non-stale value      7 last_dt   its time - bucket end
+ *   8 lastall_v  last sample, stale marker included (bits kept)
+ *   9 lastall_dt its time - bucket end
+ *  10 resets     sum of the values before each counter reset inside the
+ *                bucket (v[i] < v[i-1], non-stale samples), so the counter
+ *                increase inside the bucket is last_v - first_v + resets;
+ *                a reset between two buckets shows as next first_v < last_v
+ * Timestamps and the value parts come back bit-exact (block.h). Example:
+ * one bucket ending at 300000 with samples (100000, 1) (200000, 3): nb 1,
+ * columns count 2, min 1, max 3, sum 4, first 1 @ -200000, last 3 @
+ * -100000, lastall 3 @ -100000, resets 0. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpuwatch/block.h"
+#include "gpuwatch/codec.h"
+#include "gpuwatch/db.h"
+#include "gpuwatch/log.h"
+#include "db/db_int.h"
+#include "db/downsample_int.h"
+
+#define STALE_BITS UINT64_C(0x7ff0000000000002)
+
+static int is_stale(double v)
+{
+    uint64_t b;
+    memcpy(&b, &v, sizeof b);
+    return b == STALE_BITS;
+}
+
+void gw_ds_cols_free(struct gw_ds_cols *o)
+{
+    free(o->end);
+    for (int c = 0; c < GW_DS_NCOL; c++)
+        free(o->c[c]);
+    memset(o, 0, sizeof *o);
+}
+
+static int cols_grow(struct gw_ds_cols *o)
+{
+    if (o->nb < o->cap)
+        return GW_OK;
+    size_t nc = o->cap ? o->cap * 2 : 64;
+    int64_t *ne = realloc(o->end, nc * sizeof *ne);
+    if (!ne)
+        return GW_ENOMEM;
+    o->end = ne;
+    for (int c = 0; c < GW_DS_NCOL; c++) {
+        double *nv = realloc(o->c[c], nc * sizeof *nv);
+        if (!nv)
+            return GW_ENOMEM;
+        o->c[c] = nv;
+    }
+    o->cap = nc;
+    return GW_OK;
+}
+
+int64_t gw_ds_bucket_end(int64_t t, int64_t b)
+{
+    int64_t q = t / b, r = t % b;
+    if (r < 0)
+        q--;
+    return r == 0 ? t : (q + 1) * b;
+}
+
+/* Prometheus' Kahan-Babuska step (kahansum.Inc). */
+static void kahan_inc(double inc, double *sum, double *c)
+{
+    double t = *sum + inc;
+    if (isinf(t))
+        *c = 0;
+    else if (fabs(*sum) >= fabs(inc))
+        *c += (*sum - t) + inc;
+    else
+        *c += (inc - t) + *sum;
+    *sum = t;
+}
+
+static void bucket_open(struct gw_ds_cols *o, int64_t e)
+{
+    size_t k = o->nb++;
+    o->end[k] = e;
+    for (int c = 0; c < GW_DS_NCOL; c++)
+        o->c[c][k] = NAN;
+    o->c[GW_DS_COUNT][k] = 0;
+    o->c[GW_DS_SUM][k] = 0;
+    o->c[GW_DS_FIRST_DT][k] = 0;
+    o->c[GW_DS_LAST_DT][k] = 0;
+    o->c[GW_DS_RESETS][k] = 0;
+}
+
+static void bucket_close(struct gw_ds_cols *o, double sum, double c)
+{
+    size_t k = o->nb - 1;
+    if (o->c[GW_DS_COUNT][k] > 0)
+        o->c[GW_DS_SUM][k] = isinf(sum) ? sum : sum + c;
+    else
+        o->c[GW_DS_SUM][k] = NAN;
+}
+
+int gw_ds_aggregate(const int64_t *t, const double *v, size_t n, int64_t b, struct gw_ds_cols *o)
+{
+    o->nb = 0;
+    double sum = 0, c = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t e = gw_ds_bucket_end(t[i], b);
+        if (o->nb == 0 || o->end[o->nb - 1] != e) {
+            if (o->nb)
+                bucket_close(o, sum, c);
+            if (cols_grow(o) != GW_OK)
+                return GW_ENOMEM;
+            bucket_open(o, e);
+            sum = c = 0;
+        }
+        size_t k = o->nb - 1;
+        double x = v[i], dt = (double)(t[i] - e);
+        o->c[GW_DS_LASTALL_V][k] = x;
+        o->c[GW_DS_LASTALL_DT][k] = dt;
+        if (is_stale(x))
+            continue;
+        double *col_n = &o->c[GW_DS_COUNT][k];
+        if (*col_n == 0) {
+            o->c[GW_DS_FIRST_V][k] = o->c[GW_DS_MIN][k] = o->c[GW_DS_MAX][k] = x;
+            o->c[GW_DS_FIRST_DT][k] = dt;
+        } else {
+            double mx = o->c[GW_DS_MAX][k], mn = o->c[GW_DS_MIN][k], prev = o->c[GW_DS_LAST_V][k];
+            if (x > mx || isnan(mx))
+                o->c[GW_DS_MAX][k] = x;
+            if (x < mn || isnan(mn))
+                o->c[GW_DS_MIN][k] = x;
+            if (x < prev)
+                o->c[GW_DS_RESETS][k] += prev;
+        }
+        kahan_inc(x, &sum, &c);
+        o->c[GW_DS_LAST_V][k] = x;
+        o->c[GW_DS_LAST_DT][k] = dt;
+        *col_n += 1;
+    }
+    if (o->nb)
+        bucket_close(o, sum, c);
+    return GW_OK;
+}
+
+int gw_ds_encode(const struct gw_ds_cols *o, struct gw_buf *out)
+{
+    struct gw_buf part;
+    gw_buf_init(&part, 0);
+    uint8_t hdr[32];
+    size_t h = 0;
+    hdr[h++] = 1;
+    h += gw_uvarint_put(hdr + h, o->nb);
+    h += gw_uvarint_put(hdr + h, GW_DS_NCOL);
+    int rc = gw_buf_append(out, hdr, h);
+    if (rc == GW_OK)
+        rc = gw_block_ts_encode(o->end, o->nb, &part);
+    for (int c = -1; rc == GW_OK && c < GW_DS_NCOL; c++) {
+        if (c >= 0) {
+            gw_buf_reset(&part);
+            rc = gw_block_values_encode(o->c[c], o->nb, &part);
+        }
+        uint8_t lb[10];
+        size_t k = gw_uvarint_put(lb, part.len);
+        if (rc == GW_OK)
+            rc = gw_buf_append(out, lb, k);
+        if (rc == GW_OK)
+            rc = gw_buf_append(out, part.data, part.len);
+    }
+    gw_buf_free(&part);
+    return rc;
+}
+
+/* Splits a value into its timestamp column and column parts. */
+static int ds_split(const uint8_t *p, size_t len, uint64_t *nb, const uint8_t **col, size_t *col_len,
+                    const uint8_t *parts[GW_DS_NCOL], size_t part_len[GW_DS_NCOL])
+{
+    uint64_t ncol, l;
+    size_t o = 1, k;
+    if (len < 1 || p[0] != 1)
+        return GW_ECORRUPT;
+    if (!(k = gw_uvarint_get(p + o, len - o, nb)) || *nb == 0 || *nb > GW_BLOCK_MAX_SAMPLES)
+        return GW_ECORRUPT;
+    o += k;
+    if (!(k = gw_uvarint_get(p + o, len - o, &ncol)) || ncol < GW_DS_NCOL)
+        return GW_ECORRUPT;
+    o += k;
+    for (uint64_t c = 0; c <= ncol; c++) {
+        if (!(k = gw_uvarint_get(p + o, len - o, &l)) || l > len - o - k)
+            return GW_ECORRUPT;
+        o += k;
+        if (c == 0) {
+            *col = p + o;
+            *col_len = (size_t)l;
+        } else if (c <= GW_DS_NCOL) {
+            parts[c - 1] = p + o;
+            part_len[c - 1] = (size_t)l;
+        }
+        o += (size_t)l;
+    }
+    return GW_OK;
+}
+
+int gw_ds_decode(const uint8_t *p, size_t len, unsigned want, struct gw_ds_cols *o)
+{
+    uint64_t nb;
+    const uint8_t *col, *parts[GW_DS_NCOL];
+    size_t col_len, part_len[GW_DS_NCOL];
+    int rc = ds_split(p, len, &nb, &col, &col_len, parts, part_len);
+    if (rc != GW_OK)
+        return rc;
+    while (o->cap < nb) {
+        o->nb = o->cap;
+        if ((rc = cols_grow(o)) != GW_OK)
+            return rc;
+    }
+    o->nb = 0;
+    size_t n;
+    if ((rc = gw_block_ts_decode(col, col_len, o->end, o->cap, &n)) != GW_OK)
+        return rc;
+    if (n != nb)
+        return GW_ECORRUPT;
+    for (int c = 0; c < GW_DS_NCOL; c++) {
+        if (!(want & (1u << c)))
+            continue;
+        if ((rc = gw_block_values_decode(parts[c], part_len[c], n, o->c[c])) != GW_OK)
+            return rc;
+    }
+    o->nb = n;
+    return GW_OK;
+}
