@@ -482,6 +482,26 @@ static int check_nodes(struct vctx *c)
     if (mrc != MDB_NOTFOUND)
         rc = gw_store_terr(c->t, mrc, "node ids scan");
     mdb_cursor_close(cur);
+    if (rc == GW_OK && (rc = gw_store_cursor_open(c->t, db[0], &cur)) == GW_OK) {
+        for (mrc = mdb_cursor_get(cur, &k, &d, MDB_FIRST); mrc == MDB_SUCCESS;
+             mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+            struct gw_store_problem np = at_none("nodes");
+            if (d.mv_size != 4) {
+                report(c, &np, "nodes entry \"%.*s\" with a %zu-byte id", (int)(k.mv_size > 64 ? 64 : k.mv_size),
+                       (const char *)k.mv_data, d.mv_size);
+                continue;
+            }
+            np.node_id = gw_get_be32(d.mv_data);
+            MDB_val ik = d, iv;
+            int g = mdb_get(c->t->txn, db[1], &ik, &iv);
+            if (g != MDB_SUCCESS || iv.mv_size != k.mv_size || memcmp(iv.mv_data, k.mv_data, k.mv_size) != 0)
+                report(c, &np, "node \"%.*s\" maps to id %u, which node_ids does not map back",
+                       (int)(k.mv_size > 64 ? 64 : k.mv_size), (const char *)k.mv_data, np.node_id);
+        }
+        if (mrc != MDB_NOTFOUND)
+            rc = gw_store_terr(c->t, mrc, "nodes scan");
+        mdb_cursor_close(cur);
+    }
     uint64_t next;
     struct gw_store_problem p = at_none("meta");
     if (rc == GW_OK && c->max_node && gw_store_meta_get_u64(c->t, "next_node_id", &next) == GW_OK &&
