@@ -279,6 +279,58 @@ static void test_killed_backups(void **state)
     assert_int_equal(after.samples, before.samples);
 }
 
+
+/* The same with the backup made by a process that has the db open and
+ * writes (as serve does), killed at several points: the source keeps every
+ * sample the killed process had acknowledged before the backup began. */
+static void test_killed_online_backups(void **state)
+{
+    (void)state;
+    int64_t now = gw_now_ms(), t0 = now - 5 * HOUR_MS;
+    static const int delays_us[] = {0, 500, 2000, 8000, 30000};
+    int64_t k0 = 0;
+    for (size_t i = 0; i < sizeof delays_us / sizeof delays_us[0]; i++) {
+        char o[700];
+        snprintf(o, sizeof o, "%s/okill%zu", tmpdir, i);
+        int pipefd[2];
+        assert_int_equal(pipe(pipefd), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            close(pipefd[0]);
+            struct gw_db *db = open_dir(src);
+            for (int k = 0; k < 40; k++)
+                if (append_at(db, t0 + (k0 + k) * MIN_MS, now) != 0) _exit(3);
+            if (write(pipefd[1], "x", 1) != 1) _exit(4);   /* acknowledged: now back up */
+            struct gw_error e = {0};
+            _exit(gw_db_backup(db, o, NULL, &e) == GW_OK ? 0 : 1);
+        }
+        close(pipefd[1]);
+        char ch;
+        assert_int_equal(read(pipefd[0], &ch, 1), 1);
+        close(pipefd[0]);
+        if (delays_us[i]) usleep((useconds_t)delays_us[i]);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        k0 += 40;
+        struct stat sb;
+        struct gw_error err = {0};
+        char d[700];
+        snprintf(d, sizeof d, "%s/orestored%zu", tmpdir, i);
+        int rc = gw_db_restore(o, d, 0, NULL, &err);
+        if (stat(o, &sb) == 0) {
+            assert_int_equal(rc, GW_OK);
+            struct count c = count_dir(d);
+            assert_int_equal(c.samples, (size_t)k0 * NSER);
+        } else {
+            assert_int_not_equal(rc, GW_OK);
+        }
+        struct count c = count_dir(src);   /* replays what the killed process wrote */
+        assert_int_equal(c.samples, (size_t)k0 * NSER);
+    }
+    verify_clean(src);
+}
+
 static void test_damaged_backup_refused(void **state)
 {
     (void)state;
@@ -314,6 +366,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_offline_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_online_backup_has_acked_samples, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_backups, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_killed_online_backups, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_backup_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
