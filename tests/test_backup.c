@@ -21,6 +21,7 @@
 
 #include "gpuwatch/codec.h"
 #include "gpuwatch/db.h"
+#include "gpuwatch/kv.h"
 #include "gpuwatch/labels.h"
 #include "gpuwatch/matcher.h"
 
@@ -134,6 +135,37 @@ static void verify_clean(const char *dir)
     assert_int_equal(st.problems, 0);
 }
 
+
+/* An alert-log-like LMDB environment next to the store: key k -> v. */
+static void kv_put_one(const char *dir, const char *k, const char *v)
+{
+    static const char *const tables[] = {"t"};
+    struct gw_kv *kv;
+    struct gw_kv_txn *t;
+    struct gw_error err = {0};
+    assert_int_equal(gw_kv_open(&kv, dir, tables, 1, 1 << 20, 1 << 24, &err), GW_OK);
+    assert_int_equal(gw_kv_begin(kv, 1, &t, &err), GW_OK);
+    assert_int_equal(gw_kv_put(t, 0, k, strlen(k), v, strlen(v), &err), GW_OK);
+    assert_int_equal(gw_kv_commit(t, &err), GW_OK);
+    gw_kv_close(kv);
+}
+
+static int kv_has(const char *dir, const char *k, const char *v)
+{
+    static const char *const tables[] = {"t"};
+    struct gw_kv *kv;
+    struct gw_kv_txn *t;
+    struct gw_error err = {0};
+    assert_int_equal(gw_kv_open(&kv, dir, tables, 1, 1 << 20, 1 << 24, &err), GW_OK);
+    assert_int_equal(gw_kv_begin(kv, 0, &t, &err), GW_OK);
+    const void *got;
+    size_t gl;
+    int ok = gw_kv_get(t, 0, k, strlen(k), &got, &gl, &err) == GW_OK && gl == strlen(v) && !memcmp(got, v, gl);
+    gw_kv_abort(t);
+    gw_kv_close(kv);
+    return ok;
+}
+
 static void test_offline_round_trip(void **state)
 {
     (void)state;
@@ -149,11 +181,16 @@ static void test_offline_round_trip(void **state)
     assert_int_equal(gw_db_backup_dir(src, out, &st, &err), GW_ELIMIT);
     gw_db_close(db);
 
+    char kvs[700], kvd[700];
+    snprintf(kvs, sizeof kvs, "%s/alerts", src);
+    snprintf(kvd, sizeof kvd, "%s/alerts", dst);
+    kv_put_one(kvs, "alert-1", "firing");
     assert_int_equal(gw_db_backup_dir(src, out, &st, &err), GW_OK);
-    assert_true(st.files >= 1);
+    assert_true(st.files >= 2);
     assert_int_equal(gw_db_backup_check(out, NULL, &err), GW_OK);
     assert_int_equal(gw_db_restore(out, dst, 0, &st, &err), GW_OK);
     verify_clean(dst);
+    assert_true(kv_has(kvd, "alert-1", "firing"));
     struct count a = count_dir(src), b = count_dir(dst);
     assert_int_equal(a.series, NSER);
     assert_int_equal(a.samples, 58 * NSER);

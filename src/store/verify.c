@@ -766,3 +766,21 @@ int gw_store_copy_fd(struct gw_store *s, int fd, struct gw_error *err)
                             "cannot copy store %s: %s", s->dir, mdb_strerror(mrc));
     return GW_OK;
 }
+
+int gw_store_env_copy_fd(const char *env_dir, int fd, struct gw_error *err)
+{
+    MDB_env *env = NULL;
+    int mrc = mdb_env_create(&env);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_env_set_maxdbs(env, 64); /* more than any gw_kv environment has */
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_env_open(env, env_dir, MDB_RDONLY | MDB_NOTLS, 0644);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_env_copyfd2(env, fd, MDB_CP_COMPACT);
+    if (env)
+        mdb_env_close(env);
+    if (mrc != MDB_SUCCESS)
+        return gw_error_set(err, mrc == EIO || mrc == ENOSPC ? GW_EIO : gw_store_map_mdb(mrc),
+                            "cannot copy the LMDB environment %s: %s", env_dir, mdb_strerror(mrc));
+    return GW_OK;
+}
