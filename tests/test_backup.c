@@ -21,6 +21,7 @@
 
 #include "gpuwatch/codec.h"
 #include "gpuwatch/db.h"
+#include "gpuwatch/kv.h"
 #include "gpuwatch/labels.h"
 #include "gpuwatch/matcher.h"
 
@@ -134,6 +135,37 @@ static void verify_clean(const char *dir)
     assert_int_equal(st.problems, 0);
 }
 
+
+/* An alert-log-like LMDB environment next to the store: key k -> v. */
+static void kv_put_one(const char *dir, const char *k, const char *v)
+{
+    static const char *const tables[] = {"t"};
+    struct gw_kv *kv;
+    struct gw_kv_txn *t;
+    struct gw_error err = {0};
+    assert_int_equal(gw_kv_open(&kv, dir, tables, 1, 1 << 20, 1 << 24, &err), GW_OK);
+    assert_int_equal(gw_kv_begin(kv, 1, &t, &err), GW_OK);
+    assert_int_equal(gw_kv_put(t, 0, k, strlen(k), v, strlen(v), &err), GW_OK);
+    assert_int_equal(gw_kv_commit(t, &err), GW_OK);
+    gw_kv_close(kv);
+}
+
+static int kv_has(const char *dir, const char *k, const char *v)
+{
+    static const char *const tables[] = {"t"};
+    struct gw_kv *kv;
+    struct gw_kv_txn *t;
+    struct gw_error err = {0};
+    assert_int_equal(gw_kv_open(&kv, dir, tables, 1, 1 << 20, 1 << 24, &err), GW_OK);
+    assert_int_equal(gw_kv_begin(kv, 0, &t, &err), GW_OK);
+    const void *got;
+    size_t gl;
+    int ok = gw_kv_get(t, 0, k, strlen(k), &got, &gl, &err) == GW_OK && gl == strlen(v) && !memcmp(got, v, gl);
+    gw_kv_abort(t);
+    gw_kv_close(kv);
+    return ok;
+}
+
 static void test_offline_round_trip(void **state)
 {
     (void)state;
@@ -149,11 +181,16 @@ static void test_offline_round_trip(void **state)
     assert_int_equal(gw_db_backup_dir(src, out, &st, &err), GW_ELIMIT);
     gw_db_close(db);
 
+    char kvs[700], kvd[700];
+    snprintf(kvs, sizeof kvs, "%s/alerts", src);
+    snprintf(kvd, sizeof kvd, "%s/alerts", dst);
+    kv_put_one(kvs, "alert-1", "firing");
     assert_int_equal(gw_db_backup_dir(src, out, &st, &err), GW_OK);
-    assert_true(st.files >= 1);
+    assert_true(st.files >= 2);
     assert_int_equal(gw_db_backup_check(out, NULL, &err), GW_OK);
     assert_int_equal(gw_db_restore(out, dst, 0, &st, &err), GW_OK);
     verify_clean(dst);
+    assert_true(kv_has(kvd, "alert-1", "firing"));
     struct count a = count_dir(src), b = count_dir(dst);
     assert_int_equal(a.series, NSER);
     assert_int_equal(a.samples, 58 * NSER);
@@ -279,6 +316,58 @@ static void test_killed_backups(void **state)
     assert_int_equal(after.samples, before.samples);
 }
 
+
+/* The same with the backup made by a process that has the db open and
+ * writes (as serve does), killed at several points: the source keeps every
+ * sample the killed process had acknowledged before the backup began. */
+static void test_killed_online_backups(void **state)
+{
+    (void)state;
+    int64_t now = gw_now_ms(), t0 = now - 5 * HOUR_MS;
+    static const int delays_us[] = {0, 500, 2000, 8000, 30000};
+    int64_t k0 = 0;
+    for (size_t i = 0; i < sizeof delays_us / sizeof delays_us[0]; i++) {
+        char o[700];
+        snprintf(o, sizeof o, "%s/okill%zu", tmpdir, i);
+        int pipefd[2];
+        assert_int_equal(pipe(pipefd), 0);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            close(pipefd[0]);
+            struct gw_db *db = open_dir(src);
+            for (int k = 0; k < 40; k++)
+                if (append_at(db, t0 + (k0 + k) * MIN_MS, now) != 0) _exit(3);
+            if (write(pipefd[1], "x", 1) != 1) _exit(4);   /* acknowledged: now back up */
+            struct gw_error e = {0};
+            _exit(gw_db_backup(db, o, NULL, &e) == GW_OK ? 0 : 1);
+        }
+        close(pipefd[1]);
+        char ch;
+        assert_int_equal(read(pipefd[0], &ch, 1), 1);
+        close(pipefd[0]);
+        if (delays_us[i]) usleep((useconds_t)delays_us[i]);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        k0 += 40;
+        struct stat sb;
+        struct gw_error err = {0};
+        char d[700];
+        snprintf(d, sizeof d, "%s/orestored%zu", tmpdir, i);
+        int rc = gw_db_restore(o, d, 0, NULL, &err);
+        if (stat(o, &sb) == 0) {
+            assert_int_equal(rc, GW_OK);
+            struct count c = count_dir(d);
+            assert_int_equal(c.samples, (size_t)k0 * NSER);
+        } else {
+            assert_int_not_equal(rc, GW_OK);
+        }
+        struct count c = count_dir(src);   /* replays what the killed process wrote */
+        assert_int_equal(c.samples, (size_t)k0 * NSER);
+    }
+    verify_clean(src);
+}
+
 static void test_damaged_backup_refused(void **state)
 {
     (void)state;
@@ -314,6 +403,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_offline_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_online_backup_has_acked_samples, setup, teardown),
         cmocka_unit_test_setup_teardown(test_killed_backups, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_killed_online_backups, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_backup_refused, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

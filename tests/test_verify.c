@@ -359,6 +359,38 @@ static void test_wal_torn_tail_is_normal(void **state)
     assert_true(st.wal.torn_bytes > 0);
 }
 
+
+static void test_node_and_shash(void **state)
+{
+    (void)state;
+    make_dir();
+    MDB_txn *txn;
+    MDB_env *env = env_open(&txn);
+    MDB_dbi ni = dbi_named(txn, "node_ids"), sh = dbi_named(txn, "shash");
+    uint8_t kb[8], vb[4];
+    gw_put_be32(kb, 2);   /* node 2 ("node2") loses its name */
+    MDB_val k = {4, kb};
+    assert_int_equal(mdb_del(txn, ni, &k, NULL), 0);
+    gw_put_be64(kb, 0x1234);   /* a hash entry for series 1 under a wrong hash */
+    gw_put_be32(vb, 1);
+    MDB_val hk = {8, kb}, hv = {4, vb};
+    assert_int_equal(mdb_put(txn, sh, &hk, &hv, 0), 0);
+    env_commit(env, txn);
+
+    struct seen s;
+    struct gw_db_verify_stats st;
+    run_verify(&s, &st);
+    int node = 0, hash = 0, names = 0;
+    for (size_t i = 0; i < s.n; i++) {
+        if (!strcmp(s.p[i].kind, "series") && s.p[i].node_id == 2 && strstr(s.p[i].what, "node id 2")) node = 1;
+        if (!strcmp(s.p[i].kind, "nodes") && s.p[i].node_id == 2 && strstr(s.p[i].what, "node2")) names = 1;
+        if (!strcmp(s.p[i].kind, "shash") && s.p[i].sid == 1 && strstr(s.p[i].what, "0000000000001234")) hash = 1;
+    }
+    assert_true(node);
+    assert_true(names);
+    assert_true(hash);
+}
+
 static void test_not_a_data_dir(void **state)
 {
     (void)state;
@@ -376,6 +408,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_corrupt_blob, setup, teardown),
         cmocka_unit_test_setup_teardown(test_postings_missing_series, setup, teardown),
         cmocka_unit_test_setup_teardown(test_series_unknown_pair, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_node_and_shash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wal_crc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wal_torn_tail_is_normal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_data_dir, setup, teardown),

@@ -371,5 +371,9 @@ int gw_store_verify(struct gw_store *s, gw_store_problem_cb cb, gw_store_verify_
  * free pages) into the open file fd, from one read transaction: safe while
  * others write. GW_OK, GW_EIO, GW_ESTORE. */
 int gw_store_copy_fd(struct gw_store *s, int fd, struct gw_error *err);
+/* The same for any LMDB environment directory (a gw_kv one) that this
+ * process does not have open: opened read-only, copied into fd, closed.
+ * GW_OK, GW_EIO, GW_ESTORE. */
+int gw_store_env_copy_fd(const char *env_dir, int fd, struct gw_error *err);
 
 #endif /* GW_STORE_H */

@@ -5,8 +5,10 @@
  *   store/data.mdb      a compacting LMDB copy (gw_store_copy_fd): one
  *                       consistent snapshot of the series store
  *   wal/%08u.wal        the WAL segments up to the position noted at start
- *   alerts/ events/ ... every other file of the data dir, copied as files
- *                       (LMDB lock files, LOCK and serve.addr left out)
+ *   alerts/ events/ ... every other file of the data dir (LMDB lock files,
+ *                       LOCK and serve.addr left out); offline the other LMDB
+ *                       environments are copied through LMDB (consistent),
+ *                       while serve runs as files (they are serve's to write)
  *
  * Consistency while serve writes (gw_db_backup): the WAL is cut first
  * (gw_wal_cut: every record appended so far, so every acknowledged sample,
@@ -51,6 +53,7 @@ struct bk {
     struct gw_buf man;
     struct gw_db_backup_stats *st;
     uint8_t *buf;                /* BK_BUF copy buffer */
+    int offline;                 /* no process has the dir's LMDB environments open */
     struct gw_error *err;
 };
 
@@ -190,6 +193,33 @@ static int copy_file(struct bk *b, const char *root, const char *src, const char
     return rc == GW_OK ? man_add(b, rel, crc, size) : rc;
 }
 
+/* An LMDB environment other than the store (alerts/, events/, ...) from a
+ * dir no process uses: a consistent copy through LMDB itself. */
+static int copy_env(struct bk *b, const char *src_dir, const char *rel)
+{
+    int rc = mkdirs_for(b->tmp, rel, b->err);
+    char *dst = rc == GW_OK ? pjoin(b->tmp, rel) : NULL;
+    if (rc == GW_OK && !dst)
+        rc = gw_error_set(b->err, GW_ENOMEM, "out of memory");
+    int fd = rc == GW_OK ? open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
+    if (rc == GW_OK && fd < 0)
+        rc = sys_err(b->err, "create", dst);
+    if (rc == GW_OK)
+        rc = gw_store_env_copy_fd(src_dir, fd, b->err);
+    if (rc == GW_OK && fsync(fd) != 0)
+        rc = sys_err(b->err, "sync", dst);
+    if (fd >= 0)
+        close(fd);
+    uint32_t crc = 0;
+    uint64_t size = 0;
+    if (rc == GW_OK)
+        rc = file_sum(dst, b->buf, &crc, &size, b->err);
+    if (rc == GW_OK)
+        rc = man_add(b, rel, crc, size);
+    free(dst);
+    return rc;
+}
+
 static int skip_name(const char *rel_dir, const char *name)
 {
     if (!strcmp(name, ".") || !strcmp(name, "..") || !strcmp(name, "lock.mdb"))
@@ -225,6 +255,8 @@ static int copy_others(struct bk *b, const char *dir, const char *rel_dir)
             rc = errno == ENOENT ? GW_OK : sys_err(b->err, "stat", path);
         else if (S_ISDIR(sb.st_mode))
             rc = copy_others(b, dir, rel);
+        else if (S_ISREG(sb.st_mode) && b->offline && rel_dir[0] && !strcmp(e->d_name, "data.mdb"))
+            rc = copy_env(b, src, rel);
         else if (S_ISREG(sb.st_mode)) {
             int r = copy_file(b, b->tmp, path, rel, 1);
             rc = r < 0 ? r : GW_OK;
@@ -387,9 +419,10 @@ static int seal(struct bk *b, const char *out)
 static int backup_run(struct gw_store *s, const char *dir, const char *wal_dir, uint64_t upto, const char *out,
                       struct gw_db_backup_stats *st, struct gw_error *err)
 {
+    int offline = upto == UINT64_MAX;
     if (!absent_or_empty(out))
         return gw_error_set(err, GW_EINVAL, "backup target %s exists and is not empty", out);
-    struct bk b = {.st = st, .err = err};
+    struct bk b = {.st = st, .err = err, .offline = offline};
     gw_buf_init(&b.man, 0);
     b.buf = malloc(BK_BUF);
     size_t ol = strlen(out);

@@ -482,6 +482,26 @@ static int check_nodes(struct vctx *c)
     if (mrc != MDB_NOTFOUND)
         rc = gw_store_terr(c->t, mrc, "node ids scan");
     mdb_cursor_close(cur);
+    if (rc == GW_OK && (rc = gw_store_cursor_open(c->t, db[0], &cur)) == GW_OK) {
+        for (mrc = mdb_cursor_get(cur, &k, &d, MDB_FIRST); mrc == MDB_SUCCESS;
+             mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
+            struct gw_store_problem np = at_none("nodes");
+            if (d.mv_size != 4) {
+                report(c, &np, "nodes entry \"%.*s\" with a %zu-byte id", (int)(k.mv_size > 64 ? 64 : k.mv_size),
+                       (const char *)k.mv_data, d.mv_size);
+                continue;
+            }
+            np.node_id = gw_get_be32(d.mv_data);
+            MDB_val ik = d, iv;
+            int g = mdb_get(c->t->txn, db[1], &ik, &iv);
+            if (g != MDB_SUCCESS || iv.mv_size != k.mv_size || memcmp(iv.mv_data, k.mv_data, k.mv_size) != 0)
+                report(c, &np, "node \"%.*s\" maps to id %u, which node_ids does not map back",
+                       (int)(k.mv_size > 64 ? 64 : k.mv_size), (const char *)k.mv_data, np.node_id);
+        }
+        if (mrc != MDB_NOTFOUND)
+            rc = gw_store_terr(c->t, mrc, "nodes scan");
+        mdb_cursor_close(cur);
+    }
     uint64_t next;
     struct gw_store_problem p = at_none("meta");
     if (rc == GW_OK && c->max_node && gw_store_meta_get_u64(c->t, "next_node_id", &next) == GW_OK &&
@@ -744,5 +764,23 @@ int gw_store_copy_fd(struct gw_store *s, int fd, struct gw_error *err)
     if (mrc != MDB_SUCCESS)
         return gw_error_set(err, mrc == EIO || mrc == ENOSPC ? GW_EIO : gw_store_map_mdb(mrc),
                             "cannot copy store %s: %s", s->dir, mdb_strerror(mrc));
+    return GW_OK;
+}
+
+int gw_store_env_copy_fd(const char *env_dir, int fd, struct gw_error *err)
+{
+    MDB_env *env = NULL;
+    int mrc = mdb_env_create(&env);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_env_set_maxdbs(env, 64); /* more than any gw_kv environment has */
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_env_open(env, env_dir, MDB_RDONLY | MDB_NOTLS, 0644);
+    if (mrc == MDB_SUCCESS)
+        mrc = mdb_env_copyfd2(env, fd, MDB_CP_COMPACT);
+    if (env)
+        mdb_env_close(env);
+    if (mrc != MDB_SUCCESS)
+        return gw_error_set(err, mrc == EIO || mrc == ENOSPC ? GW_EIO : gw_store_map_mdb(mrc),
+                            "cannot copy the LMDB environment %s: %s", env_dir, mdb_strerror(mrc));
     return GW_OK;
 }

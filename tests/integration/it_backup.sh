@@ -75,4 +75,9 @@ gw_stop gw2 120 || gw_fail "second gpuwatch exited non-zero on SIGTERM"
     gw_fail "second export failed"
 cmp -s "$GW_TMP/a.om" "$GW_TMP/b.om" || gw_fail "export -> import -> export differs"
 [[ $(wc -l <"$GW_TMP/a.om") -gt 10 ]] || gw_fail "the export is (nearly) empty"
+printf 'up{a="1"} 1 1700000000000\nup{a="1"} 2\n' >"$GW_TMP/bad.prom"
+if "$GW_BIN" import --data-dir "$GW_TMP/imported" "$GW_TMP/bad.prom" 2>"$GW_TMP/bad.err"; then
+    gw_fail "import of a line without a timestamp succeeded"
+fi
+grep -q 'bad.prom:2: sample without a timestamp' "$GW_TMP/bad.err" || gw_fail "import did not name file:line"
 gw_log "PASS"
