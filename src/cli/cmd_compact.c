@@ -289,7 +289,10 @@ static void *sc_main(void *arg)
         struct gw_db_compact_result r;
         struct gw_error e = {0};
         gw_log(GW_LOG_INFO, "compact", "msg=\"scheduled compaction starts\"");
-        if (gw_db_compact(c->db, &o, &r, &e) != GW_OK)
+        int rc = gw_db_compact(c->db, &o, &r, &e);
+        if (rc == GW_ESHUTDOWN)
+            gw_log(GW_LOG_INFO, "compact", "msg=\"scheduled compaction stopped for shutdown; the rest waits for the next run\"");
+        else if (rc != GW_OK)
             gw_log(GW_LOG_WARN, "compact", "msg=\"scheduled compaction failed\" err=\"%s\"", e.msg);
     }
     return NULL;

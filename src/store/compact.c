@@ -251,8 +251,10 @@ struct samples {
 
 static int samples_reserve(struct samples *s, size_t more)
 {
-    if (more > GW_BLOCK_MAX_SAMPLES * (size_t)64 || s->n + more <= s->cap)
-        return more > GW_BLOCK_MAX_SAMPLES * (size_t)64 ? GW_ECORRUPT : GW_OK;
+    if (more > GW_BLOCK_MAX_SAMPLES)
+        return GW_ECORRUPT;     /* no block holds more */
+    if (s->n + more <= s->cap)
+        return GW_OK;
     size_t nc = s->cap ? s->cap : 4096;
     while (nc < s->n + more)
         nc *= 2;
