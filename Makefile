@@ -40,7 +40,7 @@ test-unit: build
 build-clang-release:
 	cmake -S . -B $(BUILD_CLANG) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD_CLANG) -j $(JOBS)
-	cd $(BUILD_CLANG) && ctest --output-on-failure -L unit
+	cd $(BUILD_CLANG) && ctest --output-on-failure -L unit -j $(JOBS)
 
 # The six builds users make (gcc and clang x Debug, RelWithDebInfo, Release),
 # whole tree, -Werror; no tests. Not part of `make test` (about 12 min on 2
@@ -67,7 +67,7 @@ test-asan:
 	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DGW_SANITIZE=ON -DGW_BUILD_BENCH=OFF
 	cmake --build $(BUILD_ASAN) -j $(JOBS)
 	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest --output-on-failure -L unit
+		ctest --output-on-failure -L unit -j $(JOBS)
 
 test-tsan:
 	cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=Debug -DGW_BUILD_BENCH=OFF \
