@@ -45,6 +45,7 @@
 
 #include "db_int.h"
 #include "gpuwatch/codec.h"
+#include "gpuwatch/progress.h"
 
 #define BK_BUF (1u << 20)
 
@@ -54,6 +55,7 @@ struct bk {
     struct gw_db_backup_stats *st;
     uint8_t *buf;                /* BK_BUF copy buffer */
     int offline;                 /* no process has the dir's LMDB environments open */
+    struct gw_progress *prog;    /* bytes copied so far */
     struct gw_error *err;
 };
 
@@ -139,6 +141,7 @@ static int man_add(struct bk *b, const char *rel, uint32_t crc, uint64_t size)
 {
     b->st->files++;
     b->st->bytes += size;
+    gw_progress_set(b->prog, b->st->bytes);
     return gw_buf_printf(&b->man, "file %08x %llu %s\n", crc, (unsigned long long)size, rel) == GW_OK
                ? GW_OK
                : gw_error_set(b->err, GW_ENOMEM, "out of memory");
@@ -439,6 +442,7 @@ static int backup_run(struct gw_store *s, const char *dir, const char *wal_dir, 
     int rc = GW_OK;
     if (!mkdtemp(b.tmp))
         rc = sys_err(err, "create", b.tmp);
+    b.prog = gw_progress_start("backup", 0, GW_PROGRESS_BYTES);
     st->wal_position = upto;
     if (rc == GW_OK)
         rc = gw_buf_printf(&b.man, "gpuwatch-backup 1\ncreated_ms %lld\nwal_position %llu\n",
@@ -453,6 +457,7 @@ static int backup_run(struct gw_store *s, const char *dir, const char *wal_dir, 
         rc = seal(&b, out);
     if (rc != GW_OK)
         gw_db_rmtree(b.tmp);
+    gw_progress_end(b.prog);
     gw_buf_free(&b.man);
     free(b.buf);
     free(b.tmp);
