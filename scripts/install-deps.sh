@@ -25,7 +25,7 @@ esac
 pkgs=(build-essential clang cmake pkg-config
       libprotobuf-c-dev protobuf-c-compiler libsnappy-dev libmicrohttpd-dev
       liblmdb-dev lmdb-utils libcmocka-dev libxxhash-dev libzstd-dev libpcre2-dev libcurl4-openssl-dev
-      libjansson-dev chromium
+      libjansson-dev chromium firefox-esr
       prometheus prometheus-node-exporter victoria-metrics curl python3
       prometheus-alertmanager)
 services=(prometheus prometheus-node-exporter prometheus-alertmanager victoria-metrics)

@@ -14,6 +14,8 @@
 #      GPU of every node named by a node-level failure), read from the
 #      hidden list #sick; hovering a marked GPU shows its evidence;
 #   4. a GPU's charts load (?gpu=node/index) and the query box answers;
+#   3b. Firefox (bidi_page.py, WebDriver BiDi) loads the same page with
+#      every request 2xx, no console error and the same GPUs marked;
 #   5. a synthetic 1000 x 8 fleet (?synthetic=1000x8) is drawn in under
 #      GW_IT_UI_MAX_RENDER_MS (default 250 ms; about 10 ms on an idle machine) per refresh.
 # Saves a screenshot of the page with a sick GPU's charts open; with
@@ -173,6 +175,24 @@ else:
 print("grid: %d nodes, %d GPUs, %d marked; %d alert rows, %d checkpoint rows" %
       (e["nodes"], e["gpus"], len(sick), e["alerts"], e["checkpoints"]))
 sys.exit(1 if bad else 0)
+PY
+
+# 3b. the same fleet page in Firefox (WebDriver BiDi, bidi_page.py): every
+# request 2xx, no console error, the same GPUs marked as in Chromium
+firefox=${FIREFOX:-$(command -v firefox-esr || command -v firefox || echo firefox-esr)}
+gw_require_bin "$firefox"
+python3 "$GW_IT_DIR/bidi_page.py" --firefox "$firefox" --timeout 90 --url "$gw/?window=24h" --wait "$ready" \
+    --eval "$page_eval" >"$GW_TMP/page-ff.json" || { cat "$GW_TMP/page-ff.json" >&2; gw_fail "the page did not load in Firefox"; }
+check_report "$GW_TMP/page-ff.json" "fleet page (Firefox)" || gw_fail "the fleet page had failed requests or errors in Firefox"
+python3 - "$GW_TMP/page.json" "$GW_TMP/page-ff.json" <<'PY' || gw_fail "Firefox and Chromium disagree on the grid"
+import json, sys
+c, f = (json.load(open(p))["eval"] for p in sys.argv[1:3])
+mark = lambda e: sorted("%s/%s" % (n, g) for n, g, _ in e["sick"])
+if (c["nodes"], c["gpus"], mark(c)) != (f["nodes"], f["gpus"], mark(f)):
+    print("FAIL firefox: grid %d x %d, marked %s; chromium %d x %d, marked %s" %
+          (f["nodes"], f["gpus"], mark(f), c["nodes"], c["gpus"], mark(c)))
+    sys.exit(1)
+print("OK firefox: the same %d nodes, %d GPUs and %d marked GPUs as Chromium" % (f["nodes"], f["gpus"], len(mark(f))))
 PY
 
 # 4. a sick GPU's charts (the screenshot) and the query box
