@@ -499,6 +499,26 @@ static int meta_add(struct gw_store_txn *t, int64_t day, const char *what, uint6
     return gw_store_meta_put_u64(t, key, v);
 }
 
+/* The day's rollups (gw_store_rollup_mark) record how many raw blobs they
+ * were made from; a swap changes that count but not one sample, so a
+ * rollup that matched the count before the swap is moved to the count
+ * after it. A rollup that did not match (late data since) stays stale. */
+static int rollups_follow(struct gw_store_txn *t, int64_t day, uint64_t before, uint64_t after)
+{
+    static const int res[] = {GW_ROLLUP_5M, GW_ROLLUP_1H};
+    for (size_t i = 0; i < sizeof res / sizeof res[0]; i++) {
+        uint64_t m;
+        int rc = gw_store_rollup_marker(t, res[i], day, &m);
+        if (rc == GW_ENOTFOUND || (rc == GW_OK && m != before))
+            continue;
+        if (rc == GW_OK)
+            rc = gw_store_rollup_mark(t, res[i], day, after);
+        if (rc != GW_OK)
+            return rc;
+    }
+    return GW_OK;
+}
+
 static int swap_fn(struct gw_store_txn *t, void *ud)
 {
     struct swap_ctx *c = ud;
@@ -522,6 +542,8 @@ static int swap_fn(struct gw_store_txn *t, void *ud)
         c->raced = 1;
         return GW_OK;   /* commits nothing */
     }
+    uint64_t blobs_before = 0, blobs_after = 0;
+    rc = gw_store_raw_day_blobs(t, c->day, &blobs_before);
     for (size_t i = 0; i < c->n && rc == GW_OK; i++) {
         MDB_val k = {GW_BLOB_KEY_LEN, (void *)c->keys[i].key}, d;
         int mrc = mdb_get(t->txn, dbi, &k, &d);
@@ -535,6 +557,10 @@ static int swap_fn(struct gw_store_txn *t, void *ud)
     }
     if (rc == GW_OK)
         rc = gw_store_blob_put_day(t, c->node, c->day, c->cols, c->o->n_dc, c->ents, c->o->n_e);
+    if (rc == GW_OK)
+        rc = gw_store_raw_day_blobs(t, c->day, &blobs_after);
+    if (rc == GW_OK)
+        rc = rollups_follow(t, c->day, blobs_before, blobs_after);
     c->payload_after = c->o->cols.len + c->o->data.len;
     for (size_t i = 0; i < c->o->n_e; i++)
         c->payload_after += gw_uvarint_len(c->o->e[i].col);
