@@ -1,15 +1,19 @@
 /* tests/db_fixture.h - what the db test files share: a fresh temp dir per
  * test (under $GW_TEST_TMP, default /tmp), its removal, and opening a db
- * with default options and a small initial map. Include after <cmocka.h>. */
+ * with default options and a small initial map, a select by selector
+ * text. Include after <cmocka.h>. */
 #ifndef GW_TEST_DB_FIXTURE_H
 #define GW_TEST_DB_FIXTURE_H
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "gpuwatch/db.h"
+#include "gpuwatch/matcher.h"
+#include "gpuwatch/promql.h"
 
 /* Makes BASE/NAME.XXXXXX into dir (cap bytes). 0, or -1. */
 static inline int gw_fx_mkdtemp(char *dir, size_t cap, const char *name)
@@ -46,6 +50,24 @@ static inline struct gw_db *gw_fx_open_db(const char *dir, int64_t retention_ms)
     if (rc) fprintf(stderr, "open %s: %s\n", dir, err.msg);
     assert_int_equal(rc, GW_OK);
     return db;
+}
+
+/* The series matching selector sel (at most 8 matchers) with their samples
+ * in [mint, maxt], series without data left out, to cb; fails the test on
+ * an error. */
+static inline void gw_fx_select(struct gw_db *db, const char *sel, int64_t mint, int64_t maxt, gw_db_series_cb cb,
+                                void *ud)
+{
+    struct gw_matcher ms[8];
+    size_t nm = 0;
+    struct gw_error err = {0};
+    assert_int_equal(gw_pq_parse_selector(sel, strlen(sel), ms, 8, &nm, &err), GW_OK);
+    struct gw_db_select q = {.matchers = ms, .n_matchers = nm, .mint = mint, .maxt = maxt, .with_samples = 1,
+                             .only_with_data = 1};
+    int rc = gw_db_select(db, &q, cb, ud, &err);
+    if (rc) fprintf(stderr, "select: %s\n", err.msg);
+    assert_int_equal(rc, GW_OK);
+    for (size_t i = 0; i < nm; i++) gw_matcher_free(&ms[i]);
 }
 
 #endif /* GW_TEST_DB_FIXTURE_H */

@@ -249,17 +249,8 @@ static void snap_free(struct snap *sn)
 
 static void take(struct gw_db *db, const char *sel, int64_t mint, int64_t maxt, struct snap *sn)
 {
-    struct gw_matcher ms[8];
-    size_t nm = 0;
-    struct gw_error err = {0};
-    assert_int_equal(gw_pq_parse_selector(sel, strlen(sel), ms, 8, &nm, &err), GW_OK);
     memset(sn, 0, sizeof *sn);
-    struct gw_db_select q = {.matchers = ms, .n_matchers = nm, .mint = mint, .maxt = maxt, .with_samples = 1,
-                             .only_with_data = 1};
-    int rc = gw_db_select(db, &q, snap_cb, sn, &err);
-    if (rc) fprintf(stderr, "select: %s\n", err.msg);
-    assert_int_equal(rc, GW_OK);
-    for (size_t i = 0; i < nm; i++) gw_matcher_free(&ms[i]);
+    gw_fx_select(db, sel, mint, maxt, snap_cb, sn);
 }
 
 static void same(const struct snap *a, const struct snap *b)
