@@ -18,6 +18,7 @@
 #include "gpuwatch/httpc.h"
 #include "gpuwatch/log.h"
 #include "cli.h"
+#include "cli_thread.h"
 #include "cli_parse.h"
 #include "serve_compact.h"
 
@@ -306,11 +307,7 @@ int gw_serve_compact_start(struct gw_serve_compact **out, struct gw_db *db, cons
     if (!c) return GW_ENOMEM;
     c->db = db;
     c->sched = *s;
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->cv, NULL);
-    if (pthread_create(&c->th, NULL, sc_main, c) != 0) {
-        pthread_mutex_destroy(&c->mu);
-        pthread_cond_destroy(&c->cv);
+    if (gw_cli_thread_start(&c->th, &c->mu, &c->cv, sc_main, c) != GW_OK) {
         free(c);
         return GW_ENOMEM;
     }
@@ -321,11 +318,7 @@ int gw_serve_compact_start(struct gw_serve_compact **out, struct gw_db *db, cons
 void gw_serve_compact_stop(struct gw_serve_compact *c)
 {
     if (!c) return;
-    pthread_mutex_lock(&c->mu);
-    c->stopping = 1;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-    pthread_join(c->th, NULL);
+    gw_cli_thread_stop(c->th, &c->mu, &c->cv, &c->stopping);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     free(c);

@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "cli_ds.h"
 #include "cli_export.h"
+#include "cli_thread.h"
 #include "cli_parse.h"
 
 void gw_cli_ds_default(struct gw_cli_ds *d)
@@ -141,11 +142,7 @@ int gw_cli_ds_start(struct gw_cli_ds_thread **out, struct gw_db *db, const struc
         return GW_ENOMEM;
     t->db = db;
     t->o = *o;
-    pthread_mutex_init(&t->mu, NULL);
-    pthread_cond_init(&t->cv, NULL);
-    if (pthread_create(&t->th, NULL, ds_main, t) != 0) {
-        pthread_mutex_destroy(&t->mu);
-        pthread_cond_destroy(&t->cv);
+    if (gw_cli_thread_start(&t->th, &t->mu, &t->cv, ds_main, t) != GW_OK) {
         free(t);
         return GW_ENOMEM;
     }
@@ -157,11 +154,7 @@ void gw_cli_ds_stop(struct gw_cli_ds_thread *t)
 {
     if (!t)
         return;
-    pthread_mutex_lock(&t->mu);
-    t->stop = 1;
-    pthread_cond_signal(&t->cv);
-    pthread_mutex_unlock(&t->mu);
-    pthread_join(t->th, NULL);
+    gw_cli_thread_stop(t->th, &t->mu, &t->cv, &t->stop);
     pthread_mutex_destroy(&t->mu);
     pthread_cond_destroy(&t->cv);
     free(t);
