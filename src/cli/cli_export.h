@@ -15,7 +15,10 @@
  * a Prometheus duration: 7d, 12h, 1h30m), RFC 3339, or Unix seconds
  * (fractions allowed; not_before_epoch rejects negative ones). 0, or -1. */
 int gw_cli_time_arg(const char *v, int64_t now, int not_before_epoch, int64_t *out);
-/* "http://ADDR/" of the serve on dir (DIR/serve.addr); 0, or -1. */
+/* The first line of DIR/serve.addr (HOST:PORT, line end cut) into addr;
+ * 0, or -1 when the file cannot be read. */
+int gw_cli_serve_addr(const char *dir, char *addr, size_t cap);
+/* "http://ADDR/" of the serve on dir (DIR/serve.addr, not empty); 0, or -1. */
 int gw_cli_serve_url(const char *dir, char *out, size_t cap);
 /* POSTs path to the serve at hostport ("HOST:PORT") with an empty body,
  * giving up after timeout_ms: the HTTP status, the body into resp

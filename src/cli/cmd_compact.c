@@ -18,8 +18,9 @@
 #include "gpuwatch/httpc.h"
 #include "gpuwatch/log.h"
 #include "cli.h"
-#include "cli_thread.h"
+#include "cli_export.h"
 #include "cli_parse.h"
+#include "cli_thread.h"
 #include "serve_compact.h"
 
 struct compact_args {
@@ -134,16 +135,11 @@ static void print_summary(const struct gw_db_compact_result *r, int json)
 
 static int handoff(const char *dir, const struct compact_args *a, const char *open_err)
 {
-    char addr_path[4096], addr[300] = {0};
-    snprintf(addr_path, sizeof addr_path, "%s/serve.addr", dir);
-    FILE *f = fopen(addr_path, "r");
-    if (!f || !fgets(addr, sizeof addr, f)) {
-        if (f) fclose(f);
+    char addr[300];
+    if (gw_cli_serve_addr(dir, addr, sizeof addr) != 0) {
         fprintf(stderr, "gpuwatch compact: cannot open %s: %s\n", dir, open_err);
         return 1;
     }
-    fclose(f);
-    addr[strcspn(addr, "\r\n")] = '\0';
     char url[400];
     snprintf(url, sizeof url, "http://%s/", addr);
     struct gw_error err = {0};

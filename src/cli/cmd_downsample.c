@@ -14,8 +14,8 @@
 #include "cli.h"
 #include "cli_ds.h"
 #include "cli_export.h"
-#include "cli_thread.h"
 #include "cli_parse.h"
+#include "cli_thread.h"
 
 void gw_cli_ds_default(struct gw_cli_ds *d)
 {
@@ -188,17 +188,11 @@ static const struct gw_cli_cmd ds_cmd = {
 
 static int hand_over(const char *dir, const struct gw_cli_ds *o, const char *why)
 {
-    char addr_path[4096], addr[300] = {0};
-    snprintf(addr_path, sizeof addr_path, "%s/serve.addr", dir);
-    FILE *f = fopen(addr_path, "r");
-    if (!f || !fgets(addr, sizeof addr, f)) {
-        if (f)
-            fclose(f);
+    char addr[300];
+    if (gw_cli_serve_addr(dir, addr, sizeof addr) != 0) {
         fprintf(stderr, "gpuwatch downsample: cannot open %s: %s\n", dir, why);
         return 1;
     }
-    fclose(f);
-    addr[strcspn(addr, "\r\n")] = '\0';
     char path[512], resp[4096];
     snprintf(path, sizeof path, "/api/v1/admin/downsample?raw_retention=%s&res5m_retention=%s", o->raw_s,
              o->res5m_s);

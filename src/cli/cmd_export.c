@@ -205,17 +205,24 @@ int gw_cli_http_post(const char *hostport, const char *path, int timeout_ms, cha
     return status;
 }
 
-int gw_cli_serve_url(const char *dir, char *out, size_t cap)
+int gw_cli_serve_addr(const char *dir, char *addr, size_t cap)
 {
-    char path[4096], addr[300] = {0};
+    char path[4096];
     snprintf(path, sizeof path, "%s/serve.addr", dir);
+    addr[0] = 0;
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
-    int ok = fgets(addr, sizeof addr, f) != NULL;
+    int ok = fgets(addr, (int)cap, f) != NULL;
     fclose(f);
     addr[strcspn(addr, "\r\n")] = 0;
-    if (!ok || !addr[0])
+    return ok ? 0 : -1;
+}
+
+int gw_cli_serve_url(const char *dir, char *out, size_t cap)
+{
+    char addr[300];
+    if (gw_cli_serve_addr(dir, addr, sizeof addr) != 0 || !addr[0])
         return -1;
     snprintf(out, cap, "http://%s/", addr);
     return 0;

@@ -206,12 +206,8 @@ static int cmd_retention(int argc, char **argv)
     rc = gw_db_open(&db, &o, &err);
     if (rc != GW_OK) {
         /* A running serve holds the dir: hand the request to it. */
-        char addr_path[4096], addr[300] = {0};
-        snprintf(addr_path, sizeof addr_path, "%s/serve.addr", dir);
-        FILE *f = fopen(addr_path, "r");
-        if (f && fgets(addr, sizeof addr, f)) {
-            fclose(f);
-            addr[strcspn(addr, "\r\n")] = '\0';
+        char addr[300];
+        if (gw_cli_serve_addr(dir, addr, sizeof addr) == 0) {
             char path[512], resp[4096];
             snprintf(path, sizeof path, "/api/v1/admin/retention?%s%s%s%s", keep_s ? "keep=" : "",
                      keep_s ? keep_s : "", a.size_s ? (keep_s ? "&size=" : "size=") : "", a.size_s ? a.size_s : "");
@@ -226,7 +222,6 @@ static int cmd_retention(int argc, char **argv)
                 fprintf(stderr, "gpuwatch retention: the running server at %s answered %d: %s\n", addr, status, resp);
             return 1;
         }
-        if (f) fclose(f);
         fprintf(stderr, "gpuwatch retention: cannot open %s: %s\n", dir, err.msg);
         return 1;
     }
