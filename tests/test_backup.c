@@ -24,6 +24,7 @@
 #include "gpuwatch/kv.h"
 #include "gpuwatch/labels.h"
 #include "gpuwatch/matcher.h"
+#include "db_fixture.h"
 
 #define MIN_MS 60000LL
 #define HOUR_MS 3600000LL
@@ -34,13 +35,7 @@ static char tmpdir[512], src[600], out[600], dst[600];
 static int setup(void **state)
 {
     (void)state;
-    const char *base = getenv("GW_TEST_TMP");
-    if (!base) base = "/tmp";
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s", base);
-    if (system(cmd) != 0) return -1;
-    snprintf(tmpdir, sizeof tmpdir, "%s/gwbackup.XXXXXX", base);
-    if (!mkdtemp(tmpdir)) return -1;
+    if (gw_fx_mkdtemp(tmpdir, sizeof tmpdir, "gwbackup") != 0) return -1;
     snprintf(src, sizeof src, "%s/src", tmpdir);
     snprintf(out, sizeof out, "%s/bk", tmpdir);
     snprintf(dst, sizeof dst, "%s/dst", tmpdir);
@@ -50,23 +45,12 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return gw_fx_rmrf(tmpdir);
 }
 
 static struct gw_db *open_dir(const char *dir)
 {
-    struct gw_db_opts o;
-    gw_db_opts_default(&o);
-    o.dir = dir;
-    o.initial_map_bytes = 1 << 20;
-    struct gw_db *db = NULL;
-    struct gw_error err = {0};
-    int rc = gw_db_open(&db, &o, &err);
-    if (rc) fprintf(stderr, "open %s: %s\n", dir, err.msg);
-    assert_int_equal(rc, GW_OK);
-    return db;
+    return gw_fx_open_db(dir, 0);
 }
 
 static char names[NSER][8] = {"m0", "m1", "m2", "m3"};

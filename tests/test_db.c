@@ -26,6 +26,7 @@
 #include "gpuwatch/db.h"
 #include "gpuwatch/labels.h"
 #include "gpuwatch/promql.h"
+#include "db_fixture.h"
 
 #define MIN_MS 60000LL
 #define HOUR_MS 3600000LL
@@ -35,36 +36,18 @@ static char tmpdir[512];
 static int setup(void **state)
 {
     (void)state;
-    const char *base = getenv("GW_TEST_TMP");
-    if (!base) base = "/tmp";
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s", base);
-    if (system(cmd) != 0) return -1;
-    snprintf(tmpdir, sizeof tmpdir, "%s/gwdb.XXXXXX", base);
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return gw_fx_mkdtemp(tmpdir, sizeof tmpdir, "gwdb");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return gw_fx_rmrf(tmpdir);
 }
 
 static struct gw_db *open_db(int64_t retention_ms)
 {
-    struct gw_db_opts o;
-    gw_db_opts_default(&o);
-    o.dir = tmpdir;
-    o.initial_map_bytes = 1 << 20;
-    if (retention_ms) o.retention_ms = retention_ms;
-    struct gw_db *db = NULL;
-    struct gw_error err = {0};
-    int rc = gw_db_open(&db, &o, &err);
-    if (rc) fprintf(stderr, "open: %s\n", err.msg);
-    assert_int_equal(rc, GW_OK);
-    return db;
+    return gw_fx_open_db(tmpdir, retention_ms);
 }
 
 /* A request builder over static storage. */
@@ -133,17 +116,8 @@ static int collect_cb(void *ud, uint64_t sid, const uint8_t *labels, size_t len,
 
 static void select_all(struct gw_db *db, const char *sel, int64_t mint, int64_t maxt, struct got *g)
 {
-    struct gw_matcher ms[8];
-    size_t nm = 0;
-    struct gw_error err = {0};
-    assert_int_equal(gw_pq_parse_selector(sel, strlen(sel), ms, 8, &nm, &err), GW_OK);
     memset(g, 0, sizeof *g);
-    struct gw_db_select q = {.matchers = ms, .n_matchers = nm, .mint = mint, .maxt = maxt, .with_samples = 1,
-                             .only_with_data = 1};
-    int rc = gw_db_select(db, &q, collect_cb, g, &err);
-    if (rc) fprintf(stderr, "select: %s\n", err.msg);
-    assert_int_equal(rc, GW_OK);
-    for (size_t i = 0; i < nm; i++) gw_matcher_free(&ms[i]);
+    gw_fx_select(db, sel, mint, maxt, collect_cb, g);
 }
 
 static double bits(uint64_t u)

@@ -19,6 +19,7 @@
 #include "gpuwatch/labels.h"
 #include "gpuwatch/matcher.h"
 #include "gpuwatch/rw.h"
+#include "db_fixture.h"
 
 #define NS 40
 static char tmpdir[512], d1[600], d2[600];
@@ -26,13 +27,7 @@ static char tmpdir[512], d1[600], d2[600];
 static int setup(void **state)
 {
     (void)state;
-    const char *base = getenv("GW_TEST_TMP");
-    if (!base) base = "/tmp";
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s", base);
-    if (system(cmd) != 0) return -1;
-    snprintf(tmpdir, sizeof tmpdir, "%s/gwexport.XXXXXX", base);
-    if (!mkdtemp(tmpdir)) return -1;
+    if (gw_fx_mkdtemp(tmpdir, sizeof tmpdir, "gwexport") != 0) return -1;
     snprintf(d1, sizeof d1, "%s/a", tmpdir);
     snprintf(d2, sizeof d2, "%s/b", tmpdir);
     return 0;
@@ -41,21 +36,12 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return gw_fx_rmrf(tmpdir);
 }
 
 static struct gw_db *open_dir(const char *dir)
 {
-    struct gw_db_opts o;
-    gw_db_opts_default(&o);
-    o.dir = dir;
-    o.initial_map_bytes = 1 << 20;
-    struct gw_db *db = NULL;
-    struct gw_error err = {0};
-    assert_int_equal(gw_db_open(&db, &o, &err), GW_OK);
-    return db;
+    return gw_fx_open_db(dir, 0);
 }
 
 static double bd(uint64_t u)

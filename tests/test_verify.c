@@ -20,6 +20,7 @@
 #include "gpuwatch/codec.h"
 #include "gpuwatch/db.h"
 #include "gpuwatch/labels.h"
+#include "db_fixture.h"
 
 #define MIN_MS 60000LL
 #define HOUR_MS 3600000LL
@@ -29,35 +30,18 @@ static char tmpdir[512];
 static int setup(void **state)
 {
     (void)state;
-    const char *base = getenv("GW_TEST_TMP");
-    if (!base) base = "/tmp";
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s", base);
-    if (system(cmd) != 0) return -1;
-    snprintf(tmpdir, sizeof tmpdir, "%s/gwverify.XXXXXX", base);
-    return mkdtemp(tmpdir) ? 0 : -1;
+    return gw_fx_mkdtemp(tmpdir, sizeof tmpdir, "gwverify");
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return gw_fx_rmrf(tmpdir);
 }
 
 static struct gw_db *open_db(void)
 {
-    struct gw_db_opts o;
-    gw_db_opts_default(&o);
-    o.dir = tmpdir;
-    o.initial_map_bytes = 1 << 20;
-    struct gw_db *db = NULL;
-    struct gw_error err = {0};
-    int rc = gw_db_open(&db, &o, &err);
-    if (rc) fprintf(stderr, "open: %s\n", err.msg);
-    assert_int_equal(rc, GW_OK);
-    return db;
+    return gw_fx_open_db(tmpdir, 0);
 }
 
 /* Appends n samples every 5 min from t0 to 3 series on each of 2 nodes. */

@@ -38,6 +38,13 @@ int gw_block_info(const uint8_t *b, size_t len, uint32_t *n, int64_t *mint, int6
  * GW_ELIMIT if cap is too small, GW_ENOMEM (zstd scratch). */
 int gw_block_decode(const uint8_t *b, size_t len, int64_t *t, double *v, size_t cap, size_t *n);
 
+/* Grows a pair of decode arrays, *t and *v of capacity *cap, to hold at
+ * least need samples (contents kept). The new capacity doubles from *cap,
+ * or from first when *cap is 0; first == 0 asks for exactly need. On
+ * GW_ENOMEM the arrays stay valid (one may have grown) and *cap is kept.
+ * GW_OK or GW_ENOMEM. */
+int gw_block_samples_reserve(int64_t **t, double **v, size_t *cap, size_t need, size_t first);
+
 /* ---- split form: one timestamp column shared by many value parts ----
  * Series scraped together (one exporter, one node) carry identical
  * timestamps; the store keeps such a column once per blob and each series'

@@ -1533,6 +1533,28 @@ out:
     return rc;
 }
 
+int gw_block_samples_reserve(int64_t **t, double **v, size_t *cap, size_t need, size_t first)
+{
+    if (need <= *cap)
+        return GW_OK;
+    size_t nc = need;
+    if (first) {
+        nc = *cap ? *cap : first;
+        while (nc < need)
+            nc *= 2;
+    }
+    int64_t *nt = realloc(*t, nc * sizeof *nt);
+    if (!nt)
+        return GW_ENOMEM;
+    *t = nt;
+    double *nv = realloc(*v, nc * sizeof *nv);
+    if (!nv)
+        return GW_ENOMEM;
+    *v = nv;
+    *cap = nc;
+    return GW_OK;
+}
+
 int gw_block_ts_decode(const uint8_t *col, size_t col_len, int64_t *t, size_t cap, size_t *n)
 {
     struct hdr h;

@@ -18,7 +18,9 @@
 #include "gpuwatch/httpc.h"
 #include "gpuwatch/log.h"
 #include "cli.h"
+#include "cli_export.h"
 #include "cli_parse.h"
+#include "cli_thread.h"
 #include "serve_compact.h"
 
 struct compact_args {
@@ -133,16 +135,11 @@ static void print_summary(const struct gw_db_compact_result *r, int json)
 
 static int handoff(const char *dir, const struct compact_args *a, const char *open_err)
 {
-    char addr_path[4096], addr[300] = {0};
-    snprintf(addr_path, sizeof addr_path, "%s/serve.addr", dir);
-    FILE *f = fopen(addr_path, "r");
-    if (!f || !fgets(addr, sizeof addr, f)) {
-        if (f) fclose(f);
+    char addr[300];
+    if (gw_cli_serve_addr(dir, addr, sizeof addr) != 0) {
         fprintf(stderr, "gpuwatch compact: cannot open %s: %s\n", dir, open_err);
         return 1;
     }
-    fclose(f);
-    addr[strcspn(addr, "\r\n")] = '\0';
     char url[400];
     snprintf(url, sizeof url, "http://%s/", addr);
     struct gw_error err = {0};
@@ -306,11 +303,7 @@ int gw_serve_compact_start(struct gw_serve_compact **out, struct gw_db *db, cons
     if (!c) return GW_ENOMEM;
     c->db = db;
     c->sched = *s;
-    pthread_mutex_init(&c->mu, NULL);
-    pthread_cond_init(&c->cv, NULL);
-    if (pthread_create(&c->th, NULL, sc_main, c) != 0) {
-        pthread_mutex_destroy(&c->mu);
-        pthread_cond_destroy(&c->cv);
+    if (gw_cli_thread_start(&c->th, &c->mu, &c->cv, sc_main, c) != GW_OK) {
         free(c);
         return GW_ENOMEM;
     }
@@ -321,11 +314,7 @@ int gw_serve_compact_start(struct gw_serve_compact **out, struct gw_db *db, cons
 void gw_serve_compact_stop(struct gw_serve_compact *c)
 {
     if (!c) return;
-    pthread_mutex_lock(&c->mu);
-    c->stopping = 1;
-    pthread_cond_broadcast(&c->cv);
-    pthread_mutex_unlock(&c->mu);
-    pthread_join(c->th, NULL);
+    gw_cli_thread_stop(c->th, &c->mu, &c->cv, &c->stopping);
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
     free(c);

@@ -10,39 +10,12 @@
 
 #include "gpuwatch/codec.h"
 #include "gpuwatch/db.h"
-#include "gpuwatch/httpc.h"
 #include "gpuwatch/log.h"
 #include "cli.h"
 #include "cli_ds.h"
+#include "cli_export.h"
 #include "cli_parse.h"
-
-/* POSTs to a running serve (10 s timeout): the HTTP status, the body into
- * resp; -1 with the reason in resp when there is no answer. */
-static int ds_http_post(const char *hostport, const char *path, char *resp, size_t resp_len)
-{
-    char url[400];
-    struct gw_error err = {0};
-    struct gw_httpc *c = NULL;
-    struct gw_httpc_opts o;
-    gw_httpc_opts_default(&o);
-    o.timeout_ms = 30 * 60 * 1000;   /* a first run over weeks of data takes a while */
-    o.user_agent = "gpuwatch-cli";
-    snprintf(url, sizeof url, "http://%s/", hostport);
-    int status = -1;
-    if (gw_httpc_open(&c, url, &o, &err) == GW_OK) {
-        struct gw_httpc_response r;
-        gw_httpc_response_init(&r);
-        if (gw_httpc_request(c, "POST", path, NULL, 0, NULL, 0, &r, &err) == GW_OK) {
-            status = r.status;
-            snprintf(resp, resp_len, "%.*s", (int)r.body.len, r.body.len ? (const char *)r.body.data : "");
-        }
-        gw_httpc_response_free(&r);
-        gw_httpc_close(c);
-    }
-    if (status < 0)
-        snprintf(resp, resp_len, "%s", err.msg);
-    return status;
-}
+#include "cli_thread.h"
 
 void gw_cli_ds_default(struct gw_cli_ds *d)
 {
@@ -169,11 +142,7 @@ int gw_cli_ds_start(struct gw_cli_ds_thread **out, struct gw_db *db, const struc
         return GW_ENOMEM;
     t->db = db;
     t->o = *o;
-    pthread_mutex_init(&t->mu, NULL);
-    pthread_cond_init(&t->cv, NULL);
-    if (pthread_create(&t->th, NULL, ds_main, t) != 0) {
-        pthread_mutex_destroy(&t->mu);
-        pthread_cond_destroy(&t->cv);
+    if (gw_cli_thread_start(&t->th, &t->mu, &t->cv, ds_main, t) != GW_OK) {
         free(t);
         return GW_ENOMEM;
     }
@@ -185,11 +154,7 @@ void gw_cli_ds_stop(struct gw_cli_ds_thread *t)
 {
     if (!t)
         return;
-    pthread_mutex_lock(&t->mu);
-    t->stop = 1;
-    pthread_cond_signal(&t->cv);
-    pthread_mutex_unlock(&t->mu);
-    pthread_join(t->th, NULL);
+    gw_cli_thread_stop(t->th, &t->mu, &t->cv, &t->stop);
     pthread_mutex_destroy(&t->mu);
     pthread_cond_destroy(&t->cv);
     free(t);
@@ -223,21 +188,16 @@ static const struct gw_cli_cmd ds_cmd = {
 
 static int hand_over(const char *dir, const struct gw_cli_ds *o, const char *why)
 {
-    char addr_path[4096], addr[300] = {0};
-    snprintf(addr_path, sizeof addr_path, "%s/serve.addr", dir);
-    FILE *f = fopen(addr_path, "r");
-    if (!f || !fgets(addr, sizeof addr, f)) {
-        if (f)
-            fclose(f);
+    char addr[300];
+    if (gw_cli_serve_addr(dir, addr, sizeof addr) != 0) {
         fprintf(stderr, "gpuwatch downsample: cannot open %s: %s\n", dir, why);
         return 1;
     }
-    fclose(f);
-    addr[strcspn(addr, "\r\n")] = '\0';
     char path[512], resp[4096];
     snprintf(path, sizeof path, "/api/v1/admin/downsample?raw_retention=%s&res5m_retention=%s", o->raw_s,
              o->res5m_s);
-    int status = ds_http_post(addr, path, resp, sizeof resp);
+    /* a first run over weeks of data takes a while */
+    int status = gw_cli_http_post(addr, path, 30 * 60 * 1000, resp, sizeof resp);
     if (status >= 200 && status < 300) {
         printf("%s\n", resp[0] ? resp : "ok");
         return 0;

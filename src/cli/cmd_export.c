@@ -65,7 +65,7 @@ static const struct gw_cli_cmd export_cmd = {
     .opts = export_opts,
 };
 
-int gw_cli_time_arg(const char *v, int64_t now, int64_t *out)
+int gw_cli_time_arg(const char *v, int64_t now, int not_before_epoch, int64_t *out)
 {
     int64_t d;
     double s;
@@ -82,7 +82,7 @@ int gw_cli_time_arg(const char *v, int64_t now, int64_t *out)
     }
     if (gw_parse_rfc3339(v, out) == GW_OK)
         return 0;
-    if (gw_cli_parse_double(v, &s) == 0 && s > -9.2e15 && s < 9.2e15) {
+    if (gw_cli_parse_double(v, &s) == 0 && (not_before_epoch ? s >= 0 : s > -9.2e15) && s < 9.2e15) {
         *out = (int64_t)(s * 1000.0);
         return 0;
     }
@@ -179,17 +179,50 @@ int gw_cli_remote_read(const char *url, struct gw_matcher *m, size_t nm, int64_t
     return rc;
 }
 
-int gw_cli_serve_url(const char *dir, char *out, size_t cap)
+int gw_cli_http_post(const char *hostport, const char *path, int timeout_ms, char *resp, size_t resp_len)
 {
-    char path[4096], addr[300] = {0};
+    char url[400];
+    struct gw_error err = {0};
+    struct gw_httpc *c = NULL;
+    struct gw_httpc_opts o;
+    gw_httpc_opts_default(&o);
+    o.timeout_ms = timeout_ms;
+    o.user_agent = "gpuwatch-cli";
+    snprintf(url, sizeof url, "http://%s/", hostport);
+    int status = -1;
+    if (gw_httpc_open(&c, url, &o, &err) == GW_OK) {
+        struct gw_httpc_response r;
+        gw_httpc_response_init(&r);
+        if (gw_httpc_request(c, "POST", path, NULL, 0, NULL, 0, &r, &err) == GW_OK) {
+            status = r.status;
+            snprintf(resp, resp_len, "%.*s", (int)r.body.len, r.body.len ? (const char *)r.body.data : "");
+        }
+        gw_httpc_response_free(&r);
+        gw_httpc_close(c);
+    }
+    if (status < 0)
+        snprintf(resp, resp_len, "%s", err.msg);
+    return status;
+}
+
+int gw_cli_serve_addr(const char *dir, char *addr, size_t cap)
+{
+    char path[4096];
     snprintf(path, sizeof path, "%s/serve.addr", dir);
+    addr[0] = 0;
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
-    int ok = fgets(addr, sizeof addr, f) != NULL;
+    int ok = fgets(addr, (int)cap, f) != NULL;
     fclose(f);
     addr[strcspn(addr, "\r\n")] = 0;
-    if (!ok || !addr[0])
+    return ok ? 0 : -1;
+}
+
+int gw_cli_serve_url(const char *dir, char *out, size_t cap)
+{
+    char addr[300];
+    if (gw_cli_serve_addr(dir, addr, sizeof addr) != 0 || !addr[0])
         return -1;
     snprintf(out, cap, "http://%s/", addr);
     return 0;
@@ -229,9 +262,9 @@ int gw_cli_export(int argc, char **argv)
     if (!a.dir == !a.url)
         return gw_cli_usage_error(&export_cmd, 1, "give exactly one of --data-dir and --url");
     int64_t now = gw_now_ms(), from = a.url ? 0 : INT64_MIN + 1, to = a.url ? now + 86400000LL : INT64_MAX - 1;
-    if (a.from_s && gw_cli_time_arg(a.from_s, now, &from) != 0)
+    if (a.from_s && gw_cli_time_arg(a.from_s, now, 0, &from) != 0)
         return gw_cli_usage_error(&export_cmd, 0, "invalid --from \"%s\"", a.from_s);
-    if (a.to_s && gw_cli_time_arg(a.to_s, now, &to) != 0)
+    if (a.to_s && gw_cli_time_arg(a.to_s, now, 0, &to) != 0)
         return gw_cli_usage_error(&export_cmd, 0, "invalid --to \"%s\"", a.to_s);
     if (from > to)
         return gw_cli_usage_error(&export_cmd, 0, "--from is after --to");

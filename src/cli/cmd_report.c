@@ -8,7 +8,7 @@
  * Read-only: gw_led_load opens the dir the way `stats` does, so it runs
  * next to a serve writing it. The pipeline is gw_led_load -> gw_led_build
  * -> gw_led_report (ledger.h); this file only reads the options (the
- * option table of cli_parse.h, times through report_time) and writes the
+ * option table of cli_parse.h, times through gw_cli_time_arg) and writes the
  * file (to FILE.tmp, renamed when complete). Without
  * --from / --to the range is INT64_MIN / INT64_MAX, which gw_led_load
  * narrows to the data it finds. */
@@ -22,6 +22,7 @@
 #include "gpuwatch/json.h"
 #include "gpuwatch/ledger.h"
 #include "cli.h"
+#include "cli_export.h"
 #include "cli_parse.h"
 
 struct report_args {
@@ -30,41 +31,16 @@ struct report_args {
     int64_t now, from, to;       /* ms; INT64_MIN / INT64_MAX: the whole history */
 };
 
-/* T as --from/--to take it: "now", "now-DUR" or "-DUR" (DUR before now,
- * a Prometheus duration: 7d, 12h, 1h30m), RFC 3339, or Unix seconds
- * (fractions allowed). 0, or -1. */
-static int report_time(const char *v, int64_t now, int64_t *out)
-{
-    int64_t d;
-    double s;
-    if (!strcmp(v, "now")) {
-        *out = now;
-        return 0;
-    }
-    const char *rel = !strncmp(v, "now-", 4) ? v + 4 : v[0] == '-' ? v + 1 : NULL;
-    if (rel) {
-        if (gw_parse_duration_ms(rel, &d) != GW_OK || d <= 0) return -1;
-        *out = now - d;
-        return 0;
-    }
-    if (gw_parse_rfc3339(v, out) == GW_OK) return 0;
-    if (gw_cli_parse_double(v, &s) == 0 && s >= 0 && s < 9.2e15) {
-        *out = (int64_t)(s * 1000.0);
-        return 0;
-    }
-    return -1;
-}
-
 static int report_from(void *base, const char *v)
 {
     struct report_args *a = base;
-    return report_time(v, a->now, &a->from);
+    return gw_cli_time_arg(v, a->now, 1, &a->from);
 }
 
 static int report_to(void *base, const char *v)
 {
     struct report_args *a = base;
-    return report_time(v, a->now, &a->to);
+    return gw_cli_time_arg(v, a->now, 1, &a->to);
 }
 
 #define REPORT_T_EXPECT "RFC 3339, Unix seconds, now, or -DUR like -7d"

@@ -14,8 +14,8 @@
 
 #include "gpuwatch/codec.h"
 #include "gpuwatch/db.h"
-#include "gpuwatch/httpc.h"
 #include "cli.h"
+#include "cli_export.h"
 #include "cli_parse.h"
 
 struct stats_args {
@@ -188,33 +188,6 @@ static int cmd_stats(int argc, char **argv)
     return 0;
 }
 
-/* POSTs to a running serve (10 s timeout): the HTTP status, the body into
- * resp; -1 with the reason in resp when there is no answer. */
-static int http_post(const char *hostport, const char *path, char *resp, size_t resp_len)
-{
-    char url[400];
-    struct gw_error err = {0};
-    struct gw_httpc *c = NULL;
-    struct gw_httpc_opts o;
-    gw_httpc_opts_default(&o);
-    o.timeout_ms = 10000;
-    o.user_agent = "gpuwatch-cli";
-    snprintf(url, sizeof url, "http://%s/", hostport);
-    int status = -1;
-    if (gw_httpc_open(&c, url, &o, &err) == GW_OK) {
-        struct gw_httpc_response r;
-        gw_httpc_response_init(&r);
-        if (gw_httpc_request(c, "POST", path, NULL, 0, NULL, 0, &r, &err) == GW_OK) {
-            status = r.status;
-            snprintf(resp, resp_len, "%.*s", (int)r.body.len, r.body.len ? (const char *)r.body.data : "");
-        }
-        gw_httpc_response_free(&r);
-        gw_httpc_close(c);
-    }
-    if (status < 0) snprintf(resp, resp_len, "%s", err.msg);
-    return status;
-}
-
 static int cmd_retention(int argc, char **argv)
 {
     struct retention_args a = {0};
@@ -233,16 +206,12 @@ static int cmd_retention(int argc, char **argv)
     rc = gw_db_open(&db, &o, &err);
     if (rc != GW_OK) {
         /* A running serve holds the dir: hand the request to it. */
-        char addr_path[4096], addr[300] = {0};
-        snprintf(addr_path, sizeof addr_path, "%s/serve.addr", dir);
-        FILE *f = fopen(addr_path, "r");
-        if (f && fgets(addr, sizeof addr, f)) {
-            fclose(f);
-            addr[strcspn(addr, "\r\n")] = '\0';
+        char addr[300];
+        if (gw_cli_serve_addr(dir, addr, sizeof addr) == 0) {
             char path[512], resp[4096];
             snprintf(path, sizeof path, "/api/v1/admin/retention?%s%s%s%s", keep_s ? "keep=" : "",
                      keep_s ? keep_s : "", a.size_s ? (keep_s ? "&size=" : "size=") : "", a.size_s ? a.size_s : "");
-            int status = http_post(addr, path, resp, sizeof resp);
+            int status = gw_cli_http_post(addr, path, 10000, resp, sizeof resp);
             if (status >= 200 && status < 300) {
                 printf("%s\n", resp[0] ? resp : "ok");
                 return 0;
@@ -253,7 +222,6 @@ static int cmd_retention(int argc, char **argv)
                 fprintf(stderr, "gpuwatch retention: the running server at %s answered %d: %s\n", addr, status, resp);
             return 1;
         }
-        if (f) fclose(f);
         fprintf(stderr, "gpuwatch retention: cannot open %s: %s\n", dir, err.msg);
         return 1;
     }

@@ -24,6 +24,7 @@
 #include "gpuwatch/labels.h"
 #include "gpuwatch/log.h"
 #include "gpuwatch/rw.h"
+#include "cli_thread.h"
 #include "serve_alerts.h"
 
 #define TICK_MS 1000
@@ -299,11 +300,7 @@ int gw_serve_alerts_start(struct gw_serve_alerts **out, struct gw_db *db, struct
     s->det = det;
     s->ckpt = ckpt;
     snprintf(s->state_path, sizeof s->state_path, "%s", state_path);
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
-    if (pthread_create(&s->thr, NULL, serve_alerts_main, s) != 0) {
-        pthread_cond_destroy(&s->cv);
-        pthread_mutex_destroy(&s->mu);
+    if (gw_cli_thread_start(&s->thr, &s->mu, &s->cv, serve_alerts_main, s) != GW_OK) {
         free(s);
         return GW_ENOMEM;
     }
@@ -316,11 +313,7 @@ int gw_serve_alerts_start(struct gw_serve_alerts **out, struct gw_db *db, struct
 void gw_serve_alerts_stop(struct gw_serve_alerts *s)
 {
     if (!s) return;
-    pthread_mutex_lock(&s->mu);
-    s->stop = 1;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    pthread_join(s->thr, NULL);
+    gw_cli_thread_stop(s->thr, &s->mu, &s->cv, &s->stop);
     gw_alerts_drain_samples(s->alerts, append_series, s);
     if (s->det) gw_det_ckpt_drain(s->det, store_ckpt, s);
     if (s->det) store_activity(s);

@@ -196,9 +196,11 @@ static int copy_file(struct bk *b, const char *root, const char *src, const char
     return rc == GW_OK ? man_add(b, rel, crc, size) : rc;
 }
 
-/* An LMDB environment other than the store (alerts/, events/, ...) from a
- * dir no process uses: a consistent copy through LMDB itself. */
-static int copy_env(struct bk *b, const char *src_dir, const char *rel)
+/* Writes a copy of an LMDB environment to rel under the backup, synced, and
+ * lists it in the manifest: of the open store s, or (s NULL) of the
+ * environment in src_dir, which no process uses, copied through LMDB
+ * itself (alerts/, events/, ...). */
+static int copy_lmdb(struct bk *b, const char *rel, struct gw_store *s, const char *src_dir)
 {
     int rc = mkdirs_for(b->tmp, rel, b->err);
     char *dst = rc == GW_OK ? pjoin(b->tmp, rel) : NULL;
@@ -208,7 +210,7 @@ static int copy_env(struct bk *b, const char *src_dir, const char *rel)
     if (rc == GW_OK && fd < 0)
         rc = sys_err(b->err, "create", dst);
     if (rc == GW_OK)
-        rc = gw_store_env_copy_fd(src_dir, fd, b->err);
+        rc = s ? gw_store_copy_fd(s, fd, b->err) : gw_store_env_copy_fd(src_dir, fd, b->err);
     if (rc == GW_OK && fsync(fd) != 0)
         rc = sys_err(b->err, "sync", dst);
     if (fd >= 0)
@@ -221,6 +223,11 @@ static int copy_env(struct bk *b, const char *src_dir, const char *rel)
         rc = man_add(b, rel, crc, size);
     free(dst);
     return rc;
+}
+
+static int copy_env(struct bk *b, const char *src_dir, const char *rel)
+{
+    return copy_lmdb(b, rel, NULL, src_dir);
 }
 
 static int skip_name(const char *rel_dir, const char *name)
@@ -305,27 +312,7 @@ static int copy_wal(struct bk *b, const char *wal_dir, uint64_t upto)
 
 static int copy_store(struct bk *b, struct gw_store *s)
 {
-    int rc = mkdirs_for(b->tmp, "store/data.mdb", b->err);
-    char *dst = rc == GW_OK ? pjoin(b->tmp, "store/data.mdb") : NULL;
-    if (rc == GW_OK && !dst)
-        rc = gw_error_set(b->err, GW_ENOMEM, "out of memory");
-    int fd = rc == GW_OK ? open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
-    if (rc == GW_OK && fd < 0)
-        rc = sys_err(b->err, "create", dst);
-    if (rc == GW_OK)
-        rc = gw_store_copy_fd(s, fd, b->err);
-    if (rc == GW_OK && fsync(fd) != 0)
-        rc = sys_err(b->err, "sync", dst);
-    if (fd >= 0)
-        close(fd);
-    uint32_t crc = 0;
-    uint64_t size = 0;
-    if (rc == GW_OK)
-        rc = file_sum(dst, b->buf, &crc, &size, b->err);
-    if (rc == GW_OK)
-        rc = man_add(b, "store/data.mdb", crc, size);
-    free(dst);
-    return rc;
+    return copy_lmdb(b, "store/data.mdb", s, NULL);
 }
 
 static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gpuwatch/block.h"
 #include "gpuwatch/db.h"
 #include "gpuwatch/store.h"
 #include "db/db_int.h"
@@ -191,21 +192,7 @@ static int list_cb(void *ud, uint64_t sid, const uint8_t *labels, size_t len, co
 
 static int vs_reserve(struct vser *s, size_t extra)
 {
-    if (s->n + extra <= s->cap)
-        return GW_OK;
-    size_t nc = s->cap ? s->cap : 256;
-    while (nc < s->n + extra)
-        nc *= 2;
-    int64_t *nt = realloc(s->t, nc * sizeof *nt);
-    if (!nt)
-        return GW_ENOMEM;
-    s->t = nt;
-    double *nv = realloc(s->v, nc * sizeof *nv);
-    if (!nv)
-        return GW_ENOMEM;
-    s->v = nv;
-    s->cap = nc;
-    return GW_OK;
+    return gw_block_samples_reserve(&s->t, &s->v, &s->cap, s->n + extra, 256);
 }
 
 static int sid_cmp(const void *a, const void *b, void *arg)

@@ -105,22 +105,11 @@ static int smp_block_cb(void *ud, int64_t block_mint, const uint8_t *b, size_t l
         return GW_ECORRUPT;
     if (ma < s->lo || mi >= s->hi)
         return GW_OK;
-    if (s->n + n > s->cap) {
-        size_t nc = s->cap ? s->cap : 4096;
-        while (nc < s->n + n)
-            nc *= 2;
-        int64_t *nt = realloc(s->t, nc * sizeof *nt);
-        if (!nt)
-            return GW_ENOMEM;
-        s->t = nt;
-        double *nv = realloc(s->v, nc * sizeof *nv);
-        if (!nv)
-            return GW_ENOMEM;
-        s->v = nv;
-        s->cap = nc;
-    }
+    int rc = gw_block_samples_reserve(&s->t, &s->v, &s->cap, s->n + n, 4096);
+    if (rc != GW_OK)
+        return rc;
     size_t got;
-    int rc = gw_block_decode(b, len, s->t + s->n, s->v + s->n, s->cap - s->n, &got);
+    rc = gw_block_decode(b, len, s->t + s->n, s->v + s->n, s->cap - s->n, &got);
     if (rc != GW_OK)
         return rc;
     size_t o = s->n;

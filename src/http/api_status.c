@@ -222,11 +222,28 @@ void gw_api_reload(struct gw_http_req *rq, struct gw_http_resp *rs)
 
 /* ---- flags and configuration text ---- */
 
+/* Ends the text built in b (rc: how building it went) with a NUL and swaps
+ * it into *slot under info_mu; on an error b is freed and *slot kept. */
+static int set_info_text(struct gw_http *h, char **slot, struct gw_buf *b, int rc)
+{
+    if (rc == GW_OK) rc = gw_buf_putc(b, '\0');
+    if (rc != GW_OK) {
+        gw_buf_free(b);
+        return rc;
+    }
+    size_t len;
+    char *s = (char *)gw_buf_steal(b, &len);
+    pthread_mutex_lock(&h->info_mu);
+    free(*slot);
+    *slot = s;
+    pthread_mutex_unlock(&h->info_mu);
+    return GW_OK;
+}
+
 int gw_http_set_flags(struct gw_http *h, const char *const *names, const char *const *values, size_t n)
 {
     struct gw_buf b;
     int rc;
-    size_t len;
     gw_buf_init(&b, 0);
     rc = gw_buf_putc(&b, '{');
     for (size_t i = 0; rc == GW_OK && i < n; i++) {
@@ -236,17 +253,7 @@ int gw_http_set_flags(struct gw_http *h, const char *const *names, const char *c
         if (rc == GW_OK) rc = gw_json_str(&b, values[i] ? values[i] : "", values[i] ? strlen(values[i]) : 0);
     }
     if (rc == GW_OK) rc = gw_buf_putc(&b, '}');
-    if (rc == GW_OK) rc = gw_buf_putc(&b, '\0');
-    if (rc != GW_OK) {
-        gw_buf_free(&b);
-        return rc;
-    }
-    char *s = (char *)gw_buf_steal(&b, &len);
-    pthread_mutex_lock(&h->info_mu);
-    free(h->flags_json);
-    h->flags_json = s;
-    pthread_mutex_unlock(&h->info_mu);
-    return GW_OK;
+    return set_info_text(h, &h->flags_json, &b, rc);
 }
 
 void gw_http_set_storage_retention(struct gw_http *h, const char *retention)
@@ -307,17 +314,7 @@ int gw_http_set_det_config(struct gw_http *h, const struct gw_det_config *c)
         p += n + (nl ? 1 : 0);
     }
     free(text);
-    if (rc == GW_OK) rc = gw_buf_putc(&y, '\0');
-    if (rc != GW_OK) {
-        gw_buf_free(&y);
-        return rc;
-    }
-    char *s = (char *)gw_buf_steal(&y, &text_len);
-    pthread_mutex_lock(&h->info_mu);
-    free(h->config_yaml);
-    h->config_yaml = s;
-    pthread_mutex_unlock(&h->info_mu);
-    return GW_OK;
+    return set_info_text(h, &h->config_yaml, &y, rc);
 }
 
 void gw_http_set_detectors(struct gw_http *h, struct gw_det *det)

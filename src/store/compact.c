@@ -253,21 +253,7 @@ static int samples_reserve(struct samples *s, size_t more)
 {
     if (more > GW_BLOCK_MAX_SAMPLES)
         return GW_ECORRUPT;     /* no block holds more */
-    if (s->n + more <= s->cap)
-        return GW_OK;
-    size_t nc = s->cap ? s->cap : 4096;
-    while (nc < s->n + more)
-        nc *= 2;
-    int64_t *nt = realloc(s->t, nc * sizeof *nt);
-    if (!nt)
-        return GW_ENOMEM;
-    s->t = nt;
-    double *nv = realloc(s->v, nc * sizeof *nv);
-    if (!nv)
-        return GW_ENOMEM;
-    s->v = nv;
-    s->cap = nc;
-    return GW_OK;
+    return gw_block_samples_reserve(&s->t, &s->v, &s->cap, s->n + more, 4096);
 }
 
 static int src_decode_cols(struct src_blob *sb)

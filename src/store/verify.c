@@ -395,50 +395,70 @@ static int check_shash(struct vctx *c)
     return rc;
 }
 
-/* pair_ids -> pairs and back; the largest id against meta next_pair_id. */
-static int check_pairs(struct vctx *c)
+/* Walks the id -> name table of a pair of fixed tables (which[1], with
+ * which[0] its name -> id twin; both opened into db), handing each entry
+ * to visit. *absent is set when the tables do not exist yet (GW_OK then). */
+static int scan_id_table(struct vctx *c, const int which[2], MDB_dbi db[2], const char *what, int *absent,
+                         void (*visit)(struct vctx *c, const MDB_dbi *db, const MDB_val *k, const MDB_val *d))
 {
-    static const int which[] = {DB_PAIRS, DB_PAIR_IDS};
-    MDB_dbi db[2];
+    *absent = 0;
     int rc = gw_store_fixed_dbis(c->t, 0, which, 2, db);
-    if (rc != GW_OK)
+    if (rc != GW_OK) {
+        *absent = rc == GW_ENOTFOUND;
         return rc == GW_ENOTFOUND ? GW_OK : rc;
+    }
     MDB_cursor *cur;
     if ((rc = gw_store_cursor_open(c->t, db[1], &cur)) != GW_OK)
         return rc;
     MDB_val k, d;
     int mrc;
     for (mrc = mdb_cursor_get(cur, &k, &d, MDB_FIRST); mrc == MDB_SUCCESS;
-         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
-        c->st->pairs++;
-        struct gw_store_problem p = at_none("pairs");
-        const uint8_t *z = d.mv_size ? memchr(d.mv_data, 0, d.mv_size) : NULL;
-        if (k.mv_size != 4 || !z) {
-            report(c, &p, "pair_ids entry with a %zu-byte key or without name\\0value", k.mv_size);
-            continue;
-        }
-        p.pair_id = gw_get_be32(k.mv_data);
-        if (p.pair_id > c->max_pair)
-            c->max_pair = p.pair_id;
-        size_t nl = (size_t)(z - (const uint8_t *)d.mv_data);
-        uint8_t key[GW_KEY_MAX];
-        size_t kl;
-        if (gw_store_pair_key(key, &kl, d.mv_data, nl, (const char *)z + 1, d.mv_size - nl - 1) != GW_OK) {
-            report(c, &p, "pair %u holds a label that cannot be indexed", p.pair_id);
-            continue;
-        }
-        MDB_val pk = {kl, key}, pv;
-        int g = mdb_get(c->t->txn, db[0], &pk, &pv);
-        if (g == MDB_NOTFOUND)
-            report(c, &p, "pair %u (\"%.*s\") is missing from pairs", p.pair_id, (int)(nl > 64 ? 64 : nl),
-                   (const char *)d.mv_data);
-        else if (g == MDB_SUCCESS && (pv.mv_size != 4 || gw_get_be32(pv.mv_data) != p.pair_id))
-            report(c, &p, "pairs maps \"%.*s\" to another id than %u", (int)(nl > 64 ? 64 : nl),
-                   (const char *)d.mv_data, p.pair_id);
-    }
+         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT))
+        visit(c, db, &k, &d);
     if (mrc != MDB_NOTFOUND)
-        rc = gw_store_terr(c->t, mrc, "pair ids scan");
+        rc = gw_store_terr(c->t, mrc, what);
     mdb_cursor_close(cur);
+    return rc;
+}
+
+static void check_pair_id(struct vctx *c, const MDB_dbi *db, const MDB_val *k, const MDB_val *d)
+{
+    c->st->pairs++;
+    struct gw_store_problem p = at_none("pairs");
+    const uint8_t *z = d->mv_size ? memchr(d->mv_data, 0, d->mv_size) : NULL;
+    if (k->mv_size != 4 || !z) {
+        report(c, &p, "pair_ids entry with a %zu-byte key or without name\\0value", k->mv_size);
+        return;
+    }
+    p.pair_id = gw_get_be32(k->mv_data);
+    if (p.pair_id > c->max_pair)
+        c->max_pair = p.pair_id;
+    size_t nl = (size_t)(z - (const uint8_t *)d->mv_data);
+    uint8_t key[GW_KEY_MAX];
+    size_t kl;
+    if (gw_store_pair_key(key, &kl, d->mv_data, nl, (const char *)z + 1, d->mv_size - nl - 1) != GW_OK) {
+        report(c, &p, "pair %u holds a label that cannot be indexed", p.pair_id);
+        return;
+    }
+    MDB_val pk = {kl, key}, pv;
+    int g = mdb_get(c->t->txn, db[0], &pk, &pv);
+    if (g == MDB_NOTFOUND)
+        report(c, &p, "pair %u (\"%.*s\") is missing from pairs", p.pair_id, (int)(nl > 64 ? 64 : nl),
+               (const char *)d->mv_data);
+    else if (g == MDB_SUCCESS && (pv.mv_size != 4 || gw_get_be32(pv.mv_data) != p.pair_id))
+        report(c, &p, "pairs maps \"%.*s\" to another id than %u", (int)(nl > 64 ? 64 : nl),
+               (const char *)d->mv_data, p.pair_id);
+}
+
+/* pair_ids -> pairs and back; the largest id against meta next_pair_id. */
+static int check_pairs(struct vctx *c)
+{
+    static const int which[] = {DB_PAIRS, DB_PAIR_IDS};
+    MDB_dbi db[2];
+    int absent;
+    int rc = scan_id_table(c, which, db, "pair ids scan", &absent, check_pair_id);
+    if (absent)
+        return GW_OK;
     uint64_t next;
     if (rc == GW_OK && c->max_pair && gw_store_meta_get_u64(c->t, "next_pair_id", &next) == GW_OK &&
         next <= c->max_pair) {
@@ -449,39 +469,36 @@ static int check_pairs(struct vctx *c)
     return rc;
 }
 
+static void check_node_id(struct vctx *c, const MDB_dbi *db, const MDB_val *k, const MDB_val *d)
+{
+    c->st->nodes++;
+    struct gw_store_problem p = at_none("nodes");
+    if (k->mv_size != 4 || d->mv_size == 0 || d->mv_size > GW_KEY_MAX) {
+        report(c, &p, "node_ids entry with a %zu-byte key and %zu-byte name", k->mv_size, d->mv_size);
+        return;
+    }
+    p.node_id = gw_get_be32(k->mv_data);
+    if (p.node_id > c->max_node)
+        c->max_node = p.node_id;
+    MDB_val nk = *d, nv;
+    int g = mdb_get(c->t->txn, db[0], &nk, &nv);
+    if (g != MDB_SUCCESS || nv.mv_size != 4 || gw_get_be32(nv.mv_data) != p.node_id)
+        report(c, &p, "node %u (\"%.*s\") does not map back to its id in nodes", p.node_id,
+               (int)(d->mv_size > 64 ? 64 : d->mv_size), (const char *)d->mv_data);
+}
+
 /* node_ids -> nodes; the largest id against next_node_id; next_sid. */
 static int check_nodes(struct vctx *c)
 {
     static const int which[] = {DB_NODES, DB_NODE_IDS};
     MDB_dbi db[2];
-    int rc = gw_store_fixed_dbis(c->t, 0, which, 2, db);
-    if (rc != GW_OK)
-        return rc == GW_ENOTFOUND ? GW_OK : rc;
+    int absent;
+    int rc = scan_id_table(c, which, db, "node ids scan", &absent, check_node_id);
+    if (absent)
+        return GW_OK;
     MDB_cursor *cur;
-    if ((rc = gw_store_cursor_open(c->t, db[1], &cur)) != GW_OK)
-        return rc;
     MDB_val k, d;
     int mrc;
-    for (mrc = mdb_cursor_get(cur, &k, &d, MDB_FIRST); mrc == MDB_SUCCESS;
-         mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
-        c->st->nodes++;
-        struct gw_store_problem p = at_none("nodes");
-        if (k.mv_size != 4 || d.mv_size == 0 || d.mv_size > GW_KEY_MAX) {
-            report(c, &p, "node_ids entry with a %zu-byte key and %zu-byte name", k.mv_size, d.mv_size);
-            continue;
-        }
-        p.node_id = gw_get_be32(k.mv_data);
-        if (p.node_id > c->max_node)
-            c->max_node = p.node_id;
-        MDB_val nk = d, nv;
-        int g = mdb_get(c->t->txn, db[0], &nk, &nv);
-        if (g != MDB_SUCCESS || nv.mv_size != 4 || gw_get_be32(nv.mv_data) != p.node_id)
-            report(c, &p, "node %u (\"%.*s\") does not map back to its id in nodes", p.node_id,
-                   (int)(d.mv_size > 64 ? 64 : d.mv_size), (const char *)d.mv_data);
-    }
-    if (mrc != MDB_NOTFOUND)
-        rc = gw_store_terr(c->t, mrc, "node ids scan");
-    mdb_cursor_close(cur);
     if (rc == GW_OK && (rc = gw_store_cursor_open(c->t, db[0], &cur)) == GW_OK) {
         for (mrc = mdb_cursor_get(cur, &k, &d, MDB_FIRST); mrc == MDB_SUCCESS;
              mrc = mdb_cursor_get(cur, &k, &d, MDB_NEXT)) {
@@ -517,18 +534,7 @@ static int check_nodes(struct vctx *c)
 
 static int decode_room(struct vctx *c, size_t n)
 {
-    if (n <= c->cap_samples)
-        return GW_OK;
-    int64_t *t = realloc(c->tb, n * sizeof *t);
-    if (!t)
-        return GW_ENOMEM;
-    c->tb = t;
-    double *v = realloc(c->vb, n * sizeof *v);
-    if (!v)
-        return GW_ENOMEM;
-    c->vb = v;
-    c->cap_samples = n;
-    return GW_OK;
+    return gw_block_samples_reserve(&c->tb, &c->vb, &c->cap_samples, n, 0);
 }
 
 /* Decodes a block fully and checks its timestamps against the blob's
