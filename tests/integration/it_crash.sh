@@ -32,12 +32,19 @@ gw_log "gpuwatch up on $port; sending ${hours}h of 4 nodes x 8 GPUs"
 gw_start sender "$GW_TMP/sender.log" "$GW_LOAD" send --url "$url/api/v1/write" "${gen[@]}" \
     --conns 4 --batch 2000 --ack-log "$ack" --retry-for 90s --quiet
 
+acked_now() { if [[ -f "$ack" ]]; then echo $(($(wc -l <"$ack") - 1)); else echo 0; fi; }
 kills=0
 while gw_alive sender || ((kills < kills_min)); do
     ms=$((300 + RANDOM % 1700))
     sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
-    acked=0
-    if [[ -f "$ack" ]]; then acked=$(($(wc -l <"$ack") - 1)); fi
+    # every kill lands while writes flow: wait (up to 20 s) until this
+    # gpuwatch has acknowledged something (the sender backs off up to 5 s
+    # after the previous kill, longer on a loaded machine)
+    for _ in $(seq 100); do
+        if (( $(acked_now) > ${acked:-0} )) || ! gw_alive sender; then break; fi
+        sleep 0.2
+    done
+    acked=$(acked_now)
     gw_kill9 gw
     kills=$((kills + 1))
     gw_log "kill -9 #$kills after ${ms} ms ($acked requests acked so far)"
