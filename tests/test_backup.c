@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,7 +197,7 @@ static void test_offline_round_trip(void **state)
 struct writer {
     struct gw_db *db;
     int64_t t0, now;
-    volatile int stop;
+    atomic_int stop;        /* set by the test, read by the writer */
     pthread_mutex_t mu;
     int64_t acked;          /* newest t whose append returned OK */
     int failed;
@@ -205,7 +206,7 @@ struct writer {
 static void *writer_main(void *arg)
 {
     struct writer *w = arg;
-    for (int64_t k = 0; !w->stop; k++) {
+    for (int64_t k = 0; !atomic_load(&w->stop); k++) {
         int64_t t = w->t0 + k * 1000;
         if (t > w->now) break;
         if (append_at(w->db, t, w->now) != 0) {
@@ -243,7 +244,7 @@ static void test_online_backup_has_acked_samples(void **state)
     pthread_mutex_unlock(&w.mu);
     struct gw_db_backup_stats st;
     assert_int_equal(gw_db_backup(w.db, out, &st, &err), GW_OK);
-    w.stop = 1;
+    atomic_store(&w.stop, 1);
     pthread_join(th, NULL);
     assert_int_equal(w.failed, 0);
     gw_db_close(w.db);
