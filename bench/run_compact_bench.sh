@@ -71,31 +71,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-    python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()'
-}
-wait_ready() { # URL SECS
-    local deadline=$((SECONDS + $2))
-    while ((SECONDS < deadline)); do
-        if [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1" || true)" == 200 ]]; then return 0; fi
-        kill -0 "$server_pid" 2>/dev/null || return 1
-        sleep 0.2
-    done
-    return 1
-}
-stop_server() { # SECS
-    kill -TERM "$server_pid" 2>/dev/null || true
-    local deadline=$((SECONDS + $1))
-    while kill -0 "$server_pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
-    kill -KILL "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-    server_pid=""
-}
-field() { tr ' ' '\n' <<<"$2" | awk -F= -v k="$1" '$1 == k {print $2}'; }
+source "$(dirname "$0")/lib.sh"
+wait_ready() { wait_http "$1" "$2" "$server_pid"; }     # URL SECS
+stop_server() { stop_pid "$server_pid" "$1"; server_pid=""; }   # SECS
 du_b() { du -sb "$1" | awk '{print $1}'; }
 
 end_ms=$(( $(date -u +%s) / 86400 * 86400 * 1000 ))

@@ -75,35 +75,11 @@ cleanup() {
 trap cleanup EXIT
 
 clk_tck=$(getconf CLK_TCK)
-free_port() {
-    python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()'
-}
+source "$(dirname "$0")/lib.sh"
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
-wait_ready() { # URL SECS
-    local deadline=$((SECONDS + $2))
-    while ((SECONDS < deadline)); do
-        if [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$1" || true)" == 200 ]]; then return 0; fi
-        kill -0 "$server_pid" 2>/dev/null || return 1
-        sleep 0.2
-    done
-    return 1
-}
-stop_server() { # SECS
-    kill -TERM "$server_pid" 2>/dev/null || true
-    local deadline=$((SECONDS + $1))
-    while kill -0 "$server_pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
-    kill -KILL "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-    server_pid=""
-}
-field() { # KEY LINE -> value of key=value
-    tr ' ' '\n' <<<"$2" | awk -F= -v k="$1" '$1 == k {print $2}'
-}
+wait_ready() { wait_http "$1" "$2" "$server_pid"; }     # URL SECS
+stop_server() { stop_pid "$server_pid" "$1"; server_pid=""; }   # SECS
 
 rows=()
 # One simulated hour ending 5 minutes ago, aligned to the interval; the same

@@ -72,19 +72,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-    python3 -c 'import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-wait_ready() { # SYSTEM URL SECS
-    local deadline=$((SECONDS + $3))
-    while ((SECONDS < deadline)); do
-        [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$2" || true)" == 200 ]] && return 0
-        kill -0 "${pid[$1]}" 2>/dev/null || return 1
-        sleep 0.2
-    done
-    return 1
-}
+source "$(dirname "$0")/lib.sh"
+wait_ready() { wait_http "$2" "$3" "${pid[$1]}"; }   # SYSTEM URL SECS
 
 p=$(free_port); port[gpuwatch]=$p
 mkdir -p "$tmp/gpuwatch" "$tmp/vm"

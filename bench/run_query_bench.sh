@@ -92,22 +92,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-    python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()'
-}
-wait_ready() { # SYSTEM URL SECS
-    local deadline=$((SECONDS + $3))
-    while ((SECONDS < deadline)); do
-        if [[ "$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 "$2" || true)" == 200 ]]; then return 0; fi
-        kill -0 "${pid[$1]}" 2>/dev/null || return 1
-        sleep 0.2
-    done
-    return 1
-}
+source "$(dirname "$0")/lib.sh"
+wait_ready() { wait_http "$2" "$3" "${pid[$1]}"; }   # SYSTEM URL SECS
 secs() { # "1.5" days -> seconds
     awk -v d="$1" 'BEGIN { printf "%d", d * 86400 }'
 }
