@@ -18,6 +18,7 @@
 #include "gpuwatch/httpc.h"
 #include "gpuwatch/log.h"
 #include "cli.h"
+#include "cli_progress.h"
 #include "cli_export.h"
 #include "cli_parse.h"
 #include "cli_thread.h"
@@ -62,43 +63,12 @@ static const struct gw_cli_cmd compact_cmd = {
 
 /* ---- progress ---- */
 
-struct progress {
-    int tty;
-    uint64_t t0;
-    const char *phase;
-    int last_pct;
-    uint64_t last_ns;
-};
-
+/* The phases of gw_db_compact ("days", "series", "copy") through the one
+ * progress reporter (cli_progress.h); done of total units of the phase. */
 static void progress_cb(void *ud, const char *phase, uint64_t done, uint64_t total, uint64_t samples)
 {
-    struct progress *p = ud;
-    uint64_t now = gw_mono_ns();
-    int pct = total ? (int)(done * 100 / total) : 100;
-    if (p->phase != phase) {
-        if (p->tty && p->phase) fputc('\n', stderr);
-        p->phase = phase;
-        p->last_pct = -1;
-        p->t0 = now;
-    }
-    double secs = (double)(now - p->t0) / 1e9;
-    if (p->tty) {
-        if (now - p->last_ns < 100000000ull && pct != 100) return;
-        p->last_ns = now;
-        char bar[31];
-        int fill = pct * 30 / 100;
-        for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
-        bar[30] = 0;
-        double eta = done && total > done ? secs * (double)(total - done) / (double)done : 0;
-        fprintf(stderr, "\r%-7s [%s] %3d%%  %.2f M samples/s  ETA %dm%02ds  ", phase, bar, pct,
-                secs > 0 ? (double)samples / secs / 1e6 : 0.0, (int)eta / 60, (int)eta % 60);
-        fflush(stderr);
-        return;
-    }
-    if (pct / 10 == p->last_pct / 10 && pct != 100) return;
-    p->last_pct = pct;
-    gw_log(GW_LOG_INFO, "compact", "msg=\"progress\" phase=%s done=%" PRIu64 " total=%" PRIu64 " pct=%d samples=%" PRIu64
-           " seconds=%.1f", phase, done, total, pct, samples, secs);
+    (void)samples;
+    gw_cli_progress_update(ud, phase, done, total);
 }
 
 /* ---- summary ---- */
@@ -194,12 +164,13 @@ int gw_cli_compact(int argc, char **argv)
         gw_db_close(db);
         return 1;
     }
-    struct progress p = {.tty = isatty(2), .last_pct = -1};
+    struct gw_cli_progress p;
+    gw_cli_progress_init(&p, "compact", 0);
     struct gw_db_compact_opts co = {.copy_file = !a.no_copy, .keep_dead = a.keep_dead, .progress = progress_cb,
                                     .ud = &p};
     struct gw_db_compact_result r;
     rc = gw_db_compact(db, &co, &r, &err);
-    if (p.tty && p.phase) fputc('\n', stderr);
+    gw_cli_progress_end(&p);
     gw_db_close(db);
     if (rc != GW_OK) {
         fprintf(stderr, "gpuwatch compact: %s\n", err.msg);
