@@ -169,11 +169,16 @@ for _ in $(seq 1 600); do
     if [[ "$code" == 503 ]] && grep -q 'WAL replay [0-9]*%' "$GW_TMP/last_body"; then
         seen_replay=1
         [[ "$(gw_http_code GET "$gw/-/healthy")" == 200 ]] && seen_healthy=1
+        # a query and a write of the same round both 503 "starting" (the
+        # replay may end between them: only a round with both counts)
+        q503=0
         code=$(gw_http_code GET "$gw/api/v1/query?query=up")
         [[ "$code" == 503 ]] && grep -q '"errorType":"unavailable","error":"starting: WAL replay' "$GW_TMP/last_body" &&
-            seen_query503=1
+            q503=1
         code=$(gw_http_code POST "$gw/api/v1/write")
-        [[ "$code" == 503 ]] && grep -q '^starting: WAL replay' "$GW_TMP/last_body" || seen_query503=0
+        if ((q503)) && [[ "$code" == 503 ]] && grep -q '^starting: WAL replay' "$GW_TMP/last_body"; then
+            seen_query503=1
+        fi
         curl -s "$gw/api/v1/status/walreplay" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)["data"]
