@@ -59,7 +59,7 @@ struct bk {
     struct gw_error *err;
 };
 
-static char *pjoin(const char *a, const char *b)
+char *gw_db_path_join(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     char *p = malloc(la + lb + 2);
@@ -90,7 +90,7 @@ static int fsync_path(const char *path, struct gw_error *err)
 /* mkdir -p of rel's directories under root. */
 static int mkdirs_for(const char *root, const char *rel, struct gw_error *err)
 {
-    char *p = pjoin(root, rel);
+    char *p = gw_db_path_join(root, rel);
     if (!p)
         return gw_error_set(err, GW_ENOMEM, "out of memory");
     size_t rl = strlen(root) + 1;
@@ -158,7 +158,7 @@ static int copy_file(struct bk *b, const char *root, const char *src, const char
         return sys_err(b->err, "open", src);
     }
     int rc = mkdirs_for(root, rel, b->err);
-    char *dst = rc == GW_OK ? pjoin(root, rel) : NULL;
+    char *dst = rc == GW_OK ? gw_db_path_join(root, rel) : NULL;
     int out = dst ? open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
     if (rc == GW_OK && out < 0)
         rc = dst ? sys_err(b->err, "create", dst) : gw_error_set(b->err, GW_ENOMEM, "out of memory");
@@ -203,7 +203,7 @@ static int copy_file(struct bk *b, const char *root, const char *src, const char
 static int copy_lmdb(struct bk *b, const char *rel, struct gw_store *s, const char *src_dir)
 {
     int rc = mkdirs_for(b->tmp, rel, b->err);
-    char *dst = rc == GW_OK ? pjoin(b->tmp, rel) : NULL;
+    char *dst = rc == GW_OK ? gw_db_path_join(b->tmp, rel) : NULL;
     if (rc == GW_OK && !dst)
         rc = gw_error_set(b->err, GW_ENOMEM, "out of memory");
     int fd = rc == GW_OK ? open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644) : -1;
@@ -244,7 +244,7 @@ static int skip_name(const char *rel_dir, const char *name)
  * the WAL and lock files. */
 static int copy_others(struct bk *b, const char *dir, const char *rel_dir)
 {
-    char *src = rel_dir[0] ? pjoin(dir, rel_dir) : strdup(dir);
+    char *src = rel_dir[0] ? gw_db_path_join(dir, rel_dir) : strdup(dir);
     DIR *d = src ? opendir(src) : NULL;
     if (!d) {
         int rc = src ? sys_err(b->err, "list", src) : gw_error_set(b->err, GW_ENOMEM, "out of memory");
@@ -256,8 +256,8 @@ static int copy_others(struct bk *b, const char *dir, const char *rel_dir)
     while (rc == GW_OK && (e = readdir(d))) {
         if (skip_name(rel_dir, e->d_name) || strchr(e->d_name, '\n'))
             continue;
-        char *path = pjoin(src, e->d_name);
-        char *rel = rel_dir[0] ? pjoin(rel_dir, e->d_name) : strdup(e->d_name);
+        char *path = gw_db_path_join(src, e->d_name);
+        char *rel = rel_dir[0] ? gw_db_path_join(rel_dir, e->d_name) : strdup(e->d_name);
         struct stat sb;
         if (!path || !rel)
             rc = gw_error_set(b->err, GW_ENOMEM, "out of memory");
@@ -294,7 +294,7 @@ static int copy_wal(struct bk *b, const char *wal_dir, uint64_t upto)
         char name[32], rel[48];
         gw_wal_segment_name(name, sizeof name, segs[i]);
         snprintf(rel, sizeof rel, "wal/%s", name);
-        char *src = pjoin(wal_dir, name);
+        char *src = gw_db_path_join(wal_dir, name);
         if (!src) {
             rc = gw_error_set(b->err, GW_ENOMEM, "out of memory");
             break;
@@ -374,7 +374,7 @@ static int seal(struct bk *b, const char *out)
     char tail[32];
     snprintf(tail, sizeof tail, "end %08x\n", gw_crc32c(0, b->man.data, b->man.len));
     int rc = gw_buf_append(&b->man, tail, strlen(tail));
-    char *mp = pjoin(b->tmp, "MANIFEST");
+    char *mp = gw_db_path_join(b->tmp, "MANIFEST");
     if (rc != GW_OK || !mp) {
         free(mp);
         return gw_error_set(b->err, GW_ENOMEM, "out of memory");
@@ -387,7 +387,7 @@ static int seal(struct bk *b, const char *out)
     free(mp);
     char *sub[] = {"store", "wal", ""};
     for (int i = 0; rc == GW_OK && i < 3; i++) {
-        char *p = sub[i][0] ? pjoin(b->tmp, sub[i]) : strdup(b->tmp);
+        char *p = sub[i][0] ? gw_db_path_join(b->tmp, sub[i]) : strdup(b->tmp);
         struct stat sb;
         if (p && stat(p, &sb) == 0)
             rc = fsync_path(p, b->err);
@@ -475,7 +475,7 @@ int gw_db_backup(struct gw_db *db, const char *out, struct gw_db_backup_stats *s
 int gw_db_lock_dir(const char *dir, int *fd_out, struct gw_error *err)
 {
     *fd_out = -1;
-    char *lp = pjoin(dir, "LOCK");
+    char *lp = gw_db_path_join(dir, "LOCK");
     if (!lp)
         return gw_error_set(err, GW_ENOMEM, "out of memory");
     int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -498,7 +498,7 @@ int gw_db_backup_dir(const char *dir, const char *out, struct gw_db_backup_stats
     if (!st)
         st = &local;
     memset(st, 0, sizeof *st);
-    char *store_dir = pjoin(dir, "store"), *wal_dir = pjoin(dir, "wal");
+    char *store_dir = gw_db_path_join(dir, "store"), *wal_dir = gw_db_path_join(dir, "wal");
     int lock = -1, rc = GW_OK;
     struct gw_store *s = NULL;
     struct stat sb;

@@ -76,4 +76,8 @@ int gw_db_flush_pending(struct gw_db *db, struct gw_error *err);
  * lower it to 0 to reach the threaded paths with small data. */
 extern double gw_db_par_min_series_ms;
 
+/* backup.c: "a/b" in a new malloc'd string (NULL when out of memory);
+ * backup and restore build their paths with it. */
+char *gw_db_path_join(const char *a, const char *b);
+
 #endif /* GW_DB_INT_H */

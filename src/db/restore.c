@@ -39,18 +39,6 @@ static void manifest_free(struct manifest *m)
     free(m->text);
 }
 
-static char *pjoin2(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    char *p = malloc(la + lb + 2);
-    if (p) {
-        memcpy(p, a, la);
-        p[la] = '/';
-        memcpy(p + la + 1, b, lb + 1);
-    }
-    return p;
-}
-
 /* A relative path that stays inside its root. */
 static int safe_rel(const char *r)
 {
@@ -129,7 +117,7 @@ static int manifest_line(struct manifest *m, char *s, const char *from, size_t l
 static int manifest_read(const char *from, struct manifest *m, struct gw_error *err)
 {
     memset(m, 0, sizeof *m);
-    char *path = pjoin2(from, "MANIFEST");
+    char *path = gw_db_path_join(from, "MANIFEST");
     size_t len = 0;
     if (!path)
         return gw_error_set(err, GW_ENOMEM, "out of memory");
@@ -168,7 +156,7 @@ static int manifest_read(const char *from, struct manifest *m, struct gw_error *
 static int check_copy(const char *from, const struct mfile *f, const char *dst_root, uint8_t *buf,
                       struct gw_error *err)
 {
-    char *src = pjoin2(from, f->rel), *dst = dst_root ? pjoin2(dst_root, f->rel) : NULL;
+    char *src = gw_db_path_join(from, f->rel), *dst = dst_root ? gw_db_path_join(dst_root, f->rel) : NULL;
     int in = src ? open(src, O_RDONLY | O_CLOEXEC) : -1, out = -1, rc = GW_OK;
     if (!src || (dst_root && !dst))
         rc = gw_error_set(err, GW_ENOMEM, "out of memory");
@@ -281,7 +269,7 @@ static int restore_stage(const char *from, const struct manifest *m, const char 
         st->wal_segments += !strncmp(m->f[i].rel, "wal/", 4);
     }
     if (rc == GW_OK) {
-        char *w = pjoin2(tmp, "wal");
+        char *w = gw_db_path_join(tmp, "wal");
         if (w)
             mkdir(w, 0755);   /* an empty WAL dir when the backup had no segment */
         free(w);
@@ -335,7 +323,7 @@ int gw_db_restore(const char *from, const char *dir, int force, struct gw_db_bac
     if (rc == GW_OK) {
         static const char *const sub[] = {"store", "wal", NULL};
         for (int i = 0; sub[i]; i++) {
-            char *p = pjoin2(tmp, sub[i]);
+            char *p = gw_db_path_join(tmp, sub[i]);
             int fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
             if (fd >= 0) {
                 fsync(fd);
