@@ -20,14 +20,13 @@ import base64
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cdp_page import WS, free_port  # noqa: E402
+from cdp_page import WS, free_port, stop_browser  # noqa: E402
 
 
 class Session:
@@ -137,13 +136,7 @@ def main():
     except (RuntimeError, IOError, OSError, KeyError, IndexError) as e:
         report["error"] = str(e)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(prof, ignore_errors=True)
+        stop_browser(proc, prof, 15)
     json.dump(report, sys.stdout, indent=1)
     print()
     return rc

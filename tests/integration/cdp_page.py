@@ -130,6 +130,17 @@ class Page:
         return r.get("result", {}).get("value")
 
 
+def stop_browser(proc, profile_dir, secs):
+    """SIGTERM, up to secs to exit, then SIGKILL; removes its profile."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(secs)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    shutil.rmtree(profile_dir, ignore_errors=True)
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -223,13 +234,7 @@ def main():
     except (RuntimeError, IOError, OSError) as e:
         report["error"] = str(e)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        shutil.rmtree(prof, ignore_errors=True)
+        stop_browser(proc, prof, 10)
     json.dump(report, sys.stdout, indent=1)
     print()
     return rc
