@@ -10,6 +10,13 @@
 # application/json and Content-Encoding gzip (415); GET (405). Then
 # /-/ready is still 200 and a valid write works, also while 20 stalled
 # clients hold connections open (write and query must answer within 2 s).
+# Limits (docs/limits.md): a Content-Length over the body limit is 413
+# within 1 s with only the headers sent (with and without Expect:
+# 100-continue); a series over --limits.series.max-labels is named in a
+# 400 and its valid neighbour stored; bodies held past
+# --limits.http.max-inflight-body-bytes get 503 + Retry-After at once and
+# writes recover when they go; a second server with one write slot and
+# slow writes answers 503 + Retry-After to the excess and recovers.
 #
 # Usage: bash it_badinput.sh <build_dir>
 source "$(dirname "$0")/lib.sh" "$@"
@@ -17,7 +24,8 @@ gw_require_build
 
 port=$(gw_free_port)
 base="http://127.0.0.1:$port"
-gw_start_gpuwatch gw "$port" "$GW_TMP/data"
+gw_start_gpuwatch gw "$port" "$GW_TMP/data" \
+    --limits.series.max-labels 20 --limits.http.max-inflight-body-bytes 4194304
 pid=$(gw_pid gw)
 
 now_ms=$(($(date +%s) * 1000))
@@ -137,5 +145,108 @@ gw_wait slow 30 || gw_fail "slow client helper failed"
 cat "$GW_TMP/slow.log" >&2
 expect "/-/ready after slow clients" 200 "$(gw_http_code GET "$base/-/ready")"
 
+# 12. declared size over the limit: 413 at once, only the headers sent
+python3 - "$port" <<'PY' || gw_fail "a Content-Length over the body limit was not answered 413 within 1 s"
+import socket, sys, time
+port = int(sys.argv[1])
+ok = True
+for expect in (b"", b"Expect: 100-continue\r\n"):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    t0 = time.monotonic()
+    s.sendall(b"POST /api/v1/write HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+              b"Content-Encoding: snappy\r\n" + expect + b"Content-Length: 104857600\r\n\r\n")
+    s.settimeout(1.0)
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except socket.timeout:
+        pass
+    ms = (time.monotonic() - t0) * 1000
+    status = data.split(b" ", 2)[1].decode() if data.startswith(b"HTTP/") else "none"
+    print("declared 100 MiB %s-> %s in %.0f ms: %s" % ("(Expect: 100-continue) " if expect else "",
+          status, ms, data.split(b"\r\n")[0].decode(errors="replace")), file=sys.stderr)
+    ok = ok and status == "413" and ms < 1000
+    s.close()
+sys.exit(0 if ok else 1)
+PY
+gw_log "ok: declared 100 MiB refused at once"
+
+# 13. a series over --limits.series.max-labels next to a valid series
+many="__name__=badinput_many,job=it"
+for i in $(seq 1 25); do many+=",l$i=v"; done
+"$GW_LOAD" body --snappy --ts "$now_ms" --value 1 --out "$GW_TMP/many.sn" \
+    --series "__name__=badinput_ok,case=labels,job=it" --series "$many"
+expect "series with 27 labels, limit 20" 400 "$(post "$GW_TMP/many.sn")"
+grep -q 'series "badinput_many" has 27 labels, limit 20 (--limits.series.max-labels)' "$GW_TMP/last_body" ||
+    gw_fail "the 400 does not name the series and the limit: $(cat "$GW_TMP/last_body")"
+v=$(query_value 'badinput_ok{case="labels"}' "$((now_ms / 1000 + 1))")
+[[ "$v" == 1 ]] || gw_fail "valid series next to one over the label limit not stored: $v"
+
+# 14. bodies held in memory past the in-flight budget (4 MiB): a client
+# holds a 3 MiB upload open; a second 3 MiB declaration gets 503 +
+# Retry-After at once, small writes still go through; once the holder
+# leaves, the big one is read again (400: not snappy)
+gw_start holder "$GW_TMP/holder.log" python3 -c '
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"POST /api/v1/write HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+          b"Content-Length: 3145728\r\n\r\n" + b"\0" * 1024)
+open(sys.argv[2], "w").write("held\n")
+time.sleep(float(sys.argv[3]))' "$port" "$GW_TMP/holder.ready" 6
+for _ in $(seq 100); do [[ -f "$GW_TMP/holder.ready" ]] && break; sleep 0.1; done
+sleep 0.3
+head -c $((3 * 1024 * 1024)) /dev/zero >"$GW_TMP/3m"
+rss0=$(gw_rss_kb "$pid")
+t0=$(date +%s%N)
+code=$(gw_http_code POST "$base/api/v1/write" "${rw_hdr[@]}" --data-binary "@$GW_TMP/3m" -D "$GW_TMP/hdrs")
+t1=$(date +%s%N)
+expect "3 MiB body while 3 MiB are held (budget 4 MiB)" 503 "$code"
+grep -qi '^Retry-After: 1' "$GW_TMP/hdrs" || gw_fail "503 without Retry-After: $(cat "$GW_TMP/hdrs")"
+(((t1 - t0) / 1000000 < 1000)) || gw_fail "over-budget body took $(((t1 - t0) / 1000000)) ms to refuse"
+ok_body ok14.sn budget
+expect "small write while 3 MiB are held" 204 "$(post "$GW_TMP/ok14.sn")"
+gw_wait holder 20 || gw_fail "holder helper failed"
+sleep 0.3
+expect "3 MiB body once the holder left" 400 "$(post "$GW_TMP/3m")"
+rss1=$(gw_rss_kb "$pid")
+gw_log "ok: budget refusal in $(((t1 - t0) / 1000000)) ms, RSS ${rss0} -> ${rss1} KiB"
+
 gw_stop gw 60 || gw_fail "gpuwatch exited non-zero on SIGTERM"
+
+# 15. one write slot, writes held 1 s each (test knob), queue wait 100 ms:
+# three writes coming while a first one holds the slot get 503 +
+# Retry-After; when it is done, a write is stored again
+port2=$(gw_free_port)
+base="http://127.0.0.1:$port2"
+GW_DEBUG_HANDLER_DELAY_MS=1000 gw_start_gpuwatch gw2 "$port2" "$GW_TMP/data2" \
+    --limits.http.max-concurrent-writes 1 --limits.http.queue-wait 100ms
+for i in 1 2 3 4; do
+    ok_body "par$i.sn" "par$i"
+done
+for i in 1 2 3 4; do
+    curl -s -o "$GW_TMP/par$i.body" -D "$GW_TMP/par$i.hdrs" -w '%{http_code}' --max-time 10 -X POST \
+        "${rw_hdr[@]}" --data-binary "@$GW_TMP/par$i.sn" "$base/api/v1/write" >"$GW_TMP/par$i.code" &
+    # the first holds the slot (and its worker thread) when the others come
+    if [[ $i == 1 ]]; then sleep 0.3; fi
+done
+wait
+n204=0 n503=0
+for i in 1 2 3 4; do
+    c=$(cat "$GW_TMP/par$i.code")
+    if [[ "$c" == 204 ]]; then n204=$((n204 + 1)); fi
+    if [[ "$c" == 503 ]]; then
+        n503=$((n503 + 1))
+        grep -qi '^Retry-After: 1' "$GW_TMP/par$i.hdrs" || gw_fail "503 without Retry-After"
+        grep -q 'limits.http.max-concurrent-writes' "$GW_TMP/par$i.body" || gw_fail "503 does not name the limit"
+    fi
+done
+((n204 >= 1 && n503 >= 1 && n204 + n503 == 4)) || gw_fail "4 writes on one slot: $n204 x 204, $n503 x 503"
+gw_log "ok: one write slot: $n204 x 204, $n503 x 503 + Retry-After"
+ok_body par5.sn par5
+expect "write after the overload" 204 "$(post "$GW_TMP/par5.sn")"
+gw_stop gw2 60 || gw_fail "second gpuwatch exited non-zero on SIGTERM"
 gw_log "PASS"
