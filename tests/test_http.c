@@ -1565,6 +1565,14 @@ static void test_http_concurrency_limits(void **state)
     qenc("test_metric", m, sizeof m);
     snprintf(t, sizeof t, "/api/v1/query?query=%s", m);
     two_at_once(f, "GET", t, NULL, NULL, 0, 200, "\"errorType\":\"unavailable\"");
+    {
+        struct resp r;
+        get(f, "/metrics", &r);
+        assert_int_equal(r.status, 200);
+        assert_non_null(strstr(r.body, "\ngpuwatch_http_limit_refusals_total 2\n"));
+        assert_non_null(strstr(r.body, "\ngpuwatch_http_inflight_body_bytes 0\n"));
+        resp_free(&r);
+    }
 }
 
 /* Bodies held in memory past the budget: the next declared body gets 503
