@@ -12,12 +12,16 @@
  *     decoded by params.c with form semantics ('+' = space, repeated keys in
  *     order). It becomes the request's context pointer.
  *  2. The first access-handler call (headers known) finds the route, checks
- *     the method and Content-Length and runs the route's early checks. An
- *     answer decided here is remembered; the body is still drained (every
- *     upload chunk consumed) and the answer is sent on the final call.
+ *     the method and runs the route's early checks. An answer decided here
+ *     is remembered; the body is still drained (every upload chunk
+ *     consumed) and the answer is sent on the final call. Except a declared
+ *     Content-Length over the limits (limits.c: 413, or 503 for the
+ *     in-flight body budget): that answer is queued at once, so MHD sends
+ *     no 100 Continue, reads none of the body and closes the connection.
  *     Body chunks go to a gw_buf whose ceiling is opts.max_body_bytes;
- *     passing it turns into 413.
- *  3. The final call (no upload data) runs the route and queues the answer.
+ *     passing it (chunked uploads) turns into 413.
+ *  3. The final call (no upload data) runs the route under its concurrency
+ *     slot (limits.c) and queues the answer.
  * MHD's completion callback frees the request state, aborted or not. */
 #include <arpa/inet.h>
 #include <netdb.h>
