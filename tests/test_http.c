@@ -1575,8 +1575,9 @@ static void test_http_concurrency_limits(void **state)
     }
 }
 
-/* Bodies held in memory past the budget: the next declared body gets 503
- * + Retry-After at once; when the held body goes, writes work again. */
+/* Bodies held in memory past the budget: the next declared body that
+ * does not fit gets 503 + Retry-After at once; when the held body goes,
+ * writes work again. */
 static void test_http_inflight_body_budget(void **state)
 {
     struct fixture *f = *state;
@@ -1588,12 +1589,25 @@ static void test_http_inflight_body_budget(void **state)
     default_limits(&l);
     l.max_inflight_body_bytes = 300 * 1024;
     restart_with(f, &l, 2);
+    /* a stalled upload that declared much and sent little holds little */
     held = connect_port(f->port);
     n = snprintf(hdr, sizeof hdr, "POST /api/v1/write HTTP/1.1\r\nHost: x\r\n" RW_HEADERS
-                 "Content-Length: %u\r\n\r\n", 200u * 1024u);
+                 "Content-Length: %u\r\n\r\n", 250u * 1024u);
     send_all(held, hdr, (size_t)n);
     send_all(held, "0123456789", 10);
     usleep(100 * 1000);
+    build_write(f->base, 0, N_SAMPLES, 0.0, &w);
+    {
+        char *body = calloc(1, 200u * 1024u);
+        assert_non_null(body);
+        http_do(f->port, "POST", "/api/v1/write", RW_HEADERS, body, 200u * 1024u, &r);
+        assert_int_equal(r.status, 400);   /* read and decoded: not snappy */
+        resp_free(&r);
+        /* now it holds 200 KiB of its 250 */
+        send_all(held, body, 200u * 1024u);
+        free(body);
+    }
+    usleep(200 * 1000);
     fd = connect_port(f->port);
     n = snprintf(hdr, sizeof hdr, "POST /api/v1/write HTTP/1.1\r\nHost: x\r\n" RW_HEADERS
                  "Content-Length: %u\r\n\r\n", 200u * 1024u);
@@ -1603,7 +1617,6 @@ static void test_http_inflight_body_budget(void **state)
     assert_non_null(strstr(buf, "Retry-After: 1"));
     close(fd);
     /* small bodies still fit next to the held one */
-    build_write(f->base, 0, N_SAMPLES, 0.0, &w);
     post_write(f, &w, &r);
     assert_int_equal(r.status, 204);
     resp_free(&r);

@@ -159,7 +159,7 @@ struct gw_http_req {
     uint64_t t0_ns;               /* request start (gw_mono_ns) */
     int rw_version;               /* remote write: 1 or 2 once the Content-Type is known */
     struct gw_params params;      /* filled before the route handler runs */
-    uint64_t body_reserved;       /* bytes counted in h->inflight_body_bytes */
+    uint64_t body_reserved;       /* body bytes counted in h->inflight_body_bytes */
     int answered_early;           /* the answer was queued before the body */
     int retry_after_s;            /* > 0: the early answer carries Retry-After */
 };
@@ -227,12 +227,12 @@ void gw_http_limits_default(struct gw_http_limits *l);
 void gw_http_limits_setup(struct gw_http *h, const struct gw_http_limits *given);
 void gw_http_limits_teardown(struct gw_http *h);
 /* limits.c: the limit checks of one request. At the first call (headers
- * known): a declared Content-Length over the body limit (413) or over
- * what the in-flight body budget has left (503); 1 when the answer must be
+ * known): a declared Content-Length over the body limit (413) or too big
+ * to fit next to the bodies held now (503); 1 when that answer must be
  * sent at once instead of after the body. */
 int gw_http_limits_headers(struct gw_http_req *rq, unsigned long long declared, int have_declared);
-/* Counts the body bytes seen past the reservation (chunked uploads): 0,
- * or -1 with early_status set (503). */
+/* Counts the body bytes that arrived (rq->body_bytes_seen) against the
+ * in-flight budget: 0, or -1 with early_status set (503). */
 int gw_http_limits_body(struct gw_http_req *rq);
 /* Gives back the request's body budget (when it is freed). */
 void gw_http_limits_release(struct gw_http_req *rq);

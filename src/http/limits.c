@@ -3,7 +3,9 @@
  *   declared Content-Length over the body limit -> 413 at once (the body is
  *       not read; the connection is closed after the answer)
  *   bodies held in memory over the in-flight budget -> 503 + Retry-After,
- *       at once when the Content-Length says so
+ *       at once when the Content-Length does not fit next to the bytes
+ *       held now (bytes count as they arrive: a stalled client holds what
+ *       it sent, not what it declared)
  *   all write (or query) slots busy for longer than the queue wait
  *       -> 503 + Retry-After (the JSON envelope, errorType "unavailable",
  *       for the query API)
@@ -80,17 +82,10 @@ void gw_http_slots_release(struct gw_http_slots *s)
 
 /* ---- request bodies ---- */
 
-static int reserve(struct gw_http_req *rq, uint64_t n)
+static int over_budget(struct gw_http_req *rq)
 {
-    struct gw_http *h = rq->h;
-    uint64_t cap = h->opts.limits.max_inflight_body_bytes;
-    uint64_t now = atomic_fetch_add(&h->inflight_body_bytes, n) + n;
-    if (now <= cap || now == rq->body_reserved + n) {
-        rq->body_reserved += n;
-        return 0;   /* within the budget, or the only body (always allowed) */
-    }
-    atomic_fetch_sub(&h->inflight_body_bytes, n);   /* this body is not kept */
-    atomic_fetch_add(&h->limit_refusals, 1);
+    uint64_t cap = rq->h->opts.limits.max_inflight_body_bytes;
+    atomic_fetch_add(&rq->h->limit_refusals, 1);
     rq->early_status = 503;
     rq->retry_after_s = RETRY_AFTER_S;
     snprintf(rq->early_msg, sizeof rq->early_msg,
@@ -98,6 +93,21 @@ static int reserve(struct gw_http_req *rq, uint64_t n)
              "(--limits.http.max-inflight-body-bytes); retry later",
              (unsigned long long)cap);
     return -1;
+}
+
+/* Counts n more bytes of rq's body against the budget: 0, or -1 after
+ * refusing the request (its bytes are then not kept). */
+static int reserve(struct gw_http_req *rq, uint64_t n)
+{
+    struct gw_http *h = rq->h;
+    uint64_t now = atomic_fetch_add(&h->inflight_body_bytes, n) + n;
+    if (now <= h->opts.limits.max_inflight_body_bytes || now == rq->body_reserved + n) {
+        rq->body_reserved += n;
+        return 0;   /* within the budget, or the only body (always allowed) */
+    }
+    atomic_fetch_sub(&h->inflight_body_bytes, n);
+    gw_http_limits_release(rq);   /* the body read so far is dropped too */
+    return over_budget(rq);
 }
 
 int gw_http_limits_headers(struct gw_http_req *rq, unsigned long long declared, int have_declared)
@@ -116,13 +126,20 @@ int gw_http_limits_headers(struct gw_http_req *rq, unsigned long long declared, 
     }
     if (rq->early_status || declared == 0)
         return 0;
-    return reserve(rq, declared) != 0;
+    /* Only bytes that arrived count (a stalled client that declared much
+     * and sent little holds little), but a body that cannot fit next to
+     * those held now is refused before it is sent. */
+    {
+        uint64_t held = atomic_load(&rq->h->inflight_body_bytes);
+        if (held > 0 && held + declared > rq->h->opts.limits.max_inflight_body_bytes)
+            return over_budget(rq) != 0;
+    }
+    return 0;
 }
 
 int gw_http_limits_body(struct gw_http_req *rq)
 {
     uint64_t seen = rq->body_bytes_seen;
-    /* declared bodies were reserved at the headers; chunked ones grow here */
     if (seen <= rq->body_reserved)
         return 0;
     return reserve(rq, seen - rq->body_reserved);

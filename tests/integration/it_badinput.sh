@@ -172,14 +172,15 @@ v=$(query_value 'badinput_ok{case="labels"}' "$((now_ms / 1000 + 1))")
 [[ "$v" == 1 ]] || gw_fail "valid series next to one over the label limit not stored: $v"
 
 # 14. bodies held in memory past the in-flight budget (4 MiB): a raw
-# connection holds a 3 MiB upload open; a second 3 MiB declaration gets 503
-# + Retry-After at once, small writes still go through; once the holder
-# leaves, the big one is read again (400: not snappy)
+# connection sends 3 MiB of a 3.5 MiB upload and stalls; a second 3 MiB
+# declaration gets 503 + Retry-After at once, small writes still go
+# through; once the holder leaves, the big one is read again (400: not
+# snappy)
 exec 4<>"/dev/tcp/127.0.0.1/$port"
-printf 'POST /api/v1/write HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: 3145728\r\n\r\n' >&4
-head -c 1024 /dev/zero >&4
-sleep 0.3
+printf 'POST /api/v1/write HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: 3670016\r\n\r\n' >&4
 head -c $((3 * 1024 * 1024)) /dev/zero >"$GW_TMP/3m"
+cat "$GW_TMP/3m" >&4
+sleep 0.5
 t0=$(date +%s%N)
 code=$(gw_http_code POST "$base/api/v1/write" "${rw_hdr[@]}" --data-binary "@$GW_TMP/3m" -D "$GW_TMP/hdrs")
 t1=$(date +%s%N)
