@@ -27,6 +27,11 @@ base="http://127.0.0.1:$port"
 gw_start_gpuwatch gw "$port" "$GW_TMP/data" \
     --limits.series.max-labels 20 --limits.http.max-inflight-body-bytes 4194304
 pid=$(gw_pid gw)
+# the second server of step 15 (one write slot, writes held by the test
+# knob) starts meanwhile
+port2=$(gw_free_port)
+GW_DEBUG_HANDLER_DELAY_MS=800 gw_start gw2 "$GW_TMP/gw2.log" "$GW_BIN" serve --listen "127.0.0.1:$port2" \
+    --data-dir "$GW_TMP/data2" --limits.http.max-concurrent-writes 1 --limits.http.queue-wait 100ms
 
 now_ms=$(($(date +%s) * 1000))
 rw_hdr=(-H 'Content-Type: application/x-protobuf' -H 'Content-Encoding: snappy'
@@ -201,10 +206,8 @@ gw_stop gw 60 || gw_fail "gpuwatch exited non-zero on SIGTERM"
 # 15. one write slot, writes held 0.8 s each (test knob), queue wait 100 ms:
 # three writes coming while a first one holds the slot get 503 +
 # Retry-After; when it is done, a write is stored again
-port2=$(gw_free_port)
 base="http://127.0.0.1:$port2"
-GW_DEBUG_HANDLER_DELAY_MS=800 gw_start_gpuwatch gw2 "$port2" "$GW_TMP/data2" \
-    --limits.http.max-concurrent-writes 1 --limits.http.queue-wait 100ms
+gw_wait_http gw2 "$base/-/ready" "${GW_READY_SECS:-60}"
 ok_body par.sn par
 par_pids=()
 for i in 1 2 3 4; do
