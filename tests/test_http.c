@@ -1575,6 +1575,52 @@ static void test_http_concurrency_limits(void **state)
     }
 }
 
+/* A query whose working memory passes --limits.query.max-memory-bytes gets
+ * a 422 naming the memory limit; the same query fits without the cap. */
+static void test_http_query_memory_limit(void **state)
+{
+    struct fixture *f = *state;
+    struct gw_http_limits l;
+    struct gw_rw_series s[200];
+    struct gw_label lb[200][2];
+    char inst[200][8];
+    struct gw_sample smp = {.t = f->base, .v = 1};
+    struct gw_rw_request req = {.version = 1, .series = s, .n_series = 200, .n_samples = 200};
+    struct gw_buf pb, w;
+    struct resp r;
+    char t[256];
+    memset(s, 0, sizeof s);
+    for (int i = 0; i < 200; i++) {
+        snprintf(inst[i], sizeof inst[i], "i%d", i);
+        lbl(&lb[i][0], "__name__", "mem_metric");
+        lbl(&lb[i][1], "instance", inst[i]);
+        s[i] = (struct gw_rw_series){.labels = lb[i], .n_labels = 2, .samples = &smp, .n_samples = 1};
+    }
+    gw_buf_init(&pb, 0);
+    assert_int_equal(gw_rw_encode_v1(&req, &pb), GW_OK);
+    gw_buf_init(&w, 0);
+    assert_int_equal(gw_snappy_encode(pb.data, pb.len, &w), GW_OK);
+    post_write(f, &w, &r);
+    assert_int_equal(r.status, 204);
+    resp_free(&r);
+    /* 200 series x 10,001 steps of step matrices: well over 4 MiB */
+    snprintf(t, sizeof t, "/api/v1/query_range?query=mem_metric%%2B1&start=%lld&end=%lld&step=0.03",
+             (long long)(f->base / 1000), (long long)(f->base / 1000 + 300));
+    get(f, t, &r);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    default_limits(&l);
+    l.query_max_memory_bytes = (size_t)4 << 20;
+    restart_with(f, &l, 2);
+    get(f, t, &r);
+    assert_int_equal(r.status, 422);
+    assert_non_null(strstr(r.body, "\"errorType\":\"execution\""));
+    assert_non_null(strstr(r.body, "query processing would use more than 4194304 bytes of memory"));
+    resp_free(&r);
+    gw_buf_free(&pb);
+    gw_buf_free(&w);
+}
+
 /* Bodies held in memory past the budget: the next declared body that
  * does not fit gets 503 + Retry-After at once; when the held body goes,
  * writes work again. */
@@ -1656,6 +1702,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_http_write_label_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_concurrency_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_inflight_body_budget, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_query_memory_limit, setup, teardown),
         cmocka_unit_test(test_http_listen_addresses),
         cmocka_unit_test(test_http_checkpoints),
         cmocka_unit_test(test_http_events),
