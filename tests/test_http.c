@@ -1556,7 +1556,7 @@ static void test_http_concurrency_limits(void **state)
     l.max_concurrent_writes = 1;
     l.max_concurrent_queries = 1;
     l.queue_wait_ms = 100;
-    l.debug_handler_delay_ms = 700;
+    l.debug_handler_delay_ms = 500;
     restart_with(f, &l, 4);
     build_write(f->base, 0, N_SAMPLES, 0.0, &w);   /* resent: duplicates, 204 */
     two_at_once(f, "POST", "/api/v1/write", RW_HEADERS, w.data, w.len, 204,
