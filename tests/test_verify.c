@@ -203,9 +203,10 @@ static void test_corrupt_blob(void **state)
     memcpy(v, d.mv_data, len);
     mdb_cursor_close(c);
     /* Overwrite the start of the data after the directories: the first
-     * timestamp column (GWB2) or block (GWB1). */
-    uint32_t n = gw_get_be32(v + 4);
-    size_t area = memcmp(v, "GWB2", 4) == 0 ? 12 + 4 * (size_t)gw_get_be32(v + 8) + 8 * (size_t)n : 8 + 8 * (size_t)n;
+     * timestamp column (GWB3). */
+    assert_memory_equal(v, "GWB3", 4);
+    uint32_t n = gw_get_be32(v + 8);
+    size_t area = 16 + 8 * (size_t)gw_get_be32(v + 12) + 12 * (size_t)n;
     assert_true(area + 4 < len);
     memset(v + area, 0xff, 4);
     MDB_val nk = {16, key}, nv = {len, v};

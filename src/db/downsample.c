@@ -57,6 +57,7 @@
  * columns count 2, min 1, max 3, sum 4, first 1 @ -200000, last 3 @
  * -100000, lastall 3 @ -100000, resets 0. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -518,4 +519,75 @@ int gw_ds_decode(const uint8_t *p, size_t len, unsigned want, struct gw_ds_cols 
     if (len >= 1 && p[0] == DS_VERSION)
         return ds2_decode(p, len, want, o);
     return ds1_decode(p, len, want, o);
+}
+
+int gw_ds_sum_ok(const uint8_t *p, size_t len)
+{
+    if (len < 1 || p[0] != DS_VERSION)
+        return 1;
+    return len >= 1 + DS_SUM_LEN &&
+           (uint32_t)gw_hash64(p, len - DS_SUM_LEN) == gw_get_be32(p + len - DS_SUM_LEN);
+}
+
+struct ds_verify {
+    struct gw_store_txn *t;
+    struct gw_ds_cols c;
+    gw_ds_bad_cb bad;
+    void *ud;
+    int res;
+    int64_t day;
+    uint64_t values;
+};
+
+static int verify_value(void *ud, uint32_t node_id, uint64_t sid, const uint8_t *val, size_t len)
+{
+    struct ds_verify *v = ud;
+    v->values++;
+    char what[160];
+    const char *res = v->res == GW_ROLLUP_1H ? "1h" : "5m";
+    if (!gw_ds_sum_ok(val, len)) {
+        snprintf(what, sizeof what, "%s aggregates of series %llu (%zu bytes): checksum mismatch", res,
+                 (unsigned long long)sid, len);
+        v->bad(v->ud, v->res, v->day, node_id, sid, what);
+        return 0;
+    }
+    int rc = gw_ds_decode(val, len, (1u << GW_DS_NCOL) - 1, &v->c);
+    if (rc == GW_ENOMEM)
+        return rc;
+    if (rc != GW_OK) {
+        snprintf(what, sizeof what, "%s aggregates of series %llu (%zu bytes): do not decode", res,
+                 (unsigned long long)sid, len);
+        v->bad(v->ud, v->res, v->day, node_id, sid, what);
+        return 0;
+    }
+    for (size_t k = 1; k < v->c.nb; k++)
+        if (v->c.end[k] <= v->c.end[k - 1]) {
+            snprintf(what, sizeof what, "%s aggregates of series %llu: bucket ends not increasing", res,
+                     (unsigned long long)sid);
+            v->bad(v->ud, v->res, v->day, node_id, sid, what);
+            break;
+        }
+    return 0;
+}
+
+static int verify_day(void *ud, int64_t day)
+{
+    struct ds_verify *v = ud;
+    v->day = day;
+    int rc = gw_store_rollup_scan(v->t, v->res, day, verify_value, v);
+    return rc == GW_ENOTFOUND ? 0 : rc;
+}
+
+int gw_ds_verify(struct gw_store_txn *t, gw_ds_bad_cb bad, void *ud, uint64_t *values)
+{
+    struct ds_verify v = {.t = t, .bad = bad, .ud = ud};
+    int rc = GW_OK;
+    for (int res = GW_ROLLUP_5M; rc == GW_OK && res <= GW_ROLLUP_1H; res++) {
+        v.res = res;
+        rc = gw_store_rollup_days(t, res, verify_day, &v);
+    }
+    gw_ds_cols_free(&v.c);
+    if (values)
+        *values = v.values;
+    return rc;
 }

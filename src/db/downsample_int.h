@@ -42,6 +42,16 @@ int gw_ds_encode_v1(const struct gw_ds_cols *o, struct gw_buf *out);
  * checksum that does not match), GW_ENOMEM. */
 int gw_ds_decode(const uint8_t *p, size_t len, unsigned want, struct gw_ds_cols *o);
 
+/* 1 when value p has no checksum (version 1) or its checksum matches. */
+int gw_ds_sum_ok(const uint8_t *p, size_t len);
+/* Checks every rollup value in t (checksum, full decode, increasing
+ * bucket ends); bad is called for each that fails, with what names it.
+ * *values (may be NULL) gets the number checked. GW_OK or an error of the
+ * store (a bad value is not an error). */
+struct gw_store_txn;
+typedef void (*gw_ds_bad_cb)(void *ud, int res, int64_t day, uint32_t node_id, uint64_t sid, const char *what);
+int gw_ds_verify(struct gw_store_txn *t, gw_ds_bad_cb bad, void *ud, uint64_t *values);
+
 /* downsample_read.c: rollup values read by queries since start (a
  * statistic; tests check that qualifying queries really use rollups). */
 extern uint64_t gw_ds_rollup_reads;
