@@ -3,8 +3,9 @@
  * big-endian so memcmp order equals numeric order. Timestamps in keys and
  * values are "biased": (uint64_t)t ^ (1 << 63), so signed order = byte order.
  *
- * Databases (one LMDB environment, named DBIs), format version 3 (2 is read
- * as is: it differs only in having no GWB2 blobs):
+ * Databases (one LMDB environment, named DBIs), format version 4 (2 and 3
+ * are read as is: they differ only in having no GWB3 blobs (2: no GWB2
+ * either) and version 1 rollup values):
  *   meta         key: ascii name (no NUL)       value: be64 for counters
  *                  "format_version" = 3, "next_node_id" (first free node
  *                  id, >= 1), "next_pair_id" (first free pair id, >= 1)
@@ -51,6 +52,17 @@
  *                  read, gw_store_blocks_get) or, from
  *                  gw_store_block_parts_get, the column and the value
  *                  part apart, so a query decodes each column once.
+ *                value (blob, format 4, what the flusher and compaction
+ *                  write): "GWB3" | hsum u32 BE | n u32 BE | m u32 BE |
+ *                  m x { col_end u32 BE | col_sum u32 BE } | n x { sid u32
+ *                  BE | end u32 BE | sum u32 BE } | column area | block
+ *                  area: GWB2 with checksums, each the low 32 bits of
+ *                  XXH3-64: hsum of the bytes from n to the end of the
+ *                  entry directory, col_sum of column c's bytes, sum of
+ *                  entry i's bytes (its ref and its block or value part).
+ *                  Readers compare hsum when they parse a blob and the
+ *                  entry's and its column's sums when they read an entry
+ *                  (a mismatch is GW_ECORRUPT); verify compares them all.
  *
  *   ds5m:<day>, ds1h:<day>  downsampled aggregates of day <day> ("%08lld"),
  *                one DBI per resolution and day: layout at the top of
