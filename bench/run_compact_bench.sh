@@ -12,7 +12,10 @@
 #
 # Per dataset and system, on a fresh data dir on 127.0.0.1 free ports,
 # servers stopped by PID:
-#   gpuwatch: serve --compact.schedule off --retention 400d; send; POST
+#   gpuwatch: serve --compact.schedule off --retention 400d
+#     --downsample.interval 0 (serve would otherwise add 5 m and 1 h
+#     aggregates of the finished days, which VictoriaMetrics does not
+#     keep; --downsample below measures them apart); send; POST
 #     /api/v1/admin/flush; SIGTERM; du of the data dir ("before"); then
 #     `gpuwatch compact --data-dir DIR --json` offline (re-encoding and the
 #     LMDB compacting copy); du again ("after").
@@ -118,7 +121,7 @@ run_gpuwatch() { # DATASET
     port=$(free_port)
     dir="$tmp/gw-$ds"
     "$gw" serve --listen "127.0.0.1:$port" --data-dir "$dir" --compact.schedule off --retention 400d \
-        --no-detectors >"$tmp/gw-$ds.log" 2>&1 &
+        --downsample.interval 0 --no-detectors >"$tmp/gw-$ds.log" 2>&1 &
     server_pid=$!
     wait_ready "http://127.0.0.1:$port/-/ready" 60 || { tail "$tmp/gw-$ds.log" >&2; return 1; }
     echo "== gpuwatch $ds: sending" >&2
