@@ -12,7 +12,10 @@
 #
 # Per dataset and system, on a fresh data dir on 127.0.0.1 free ports,
 # servers stopped by PID:
-#   gpuwatch: serve --compact.schedule off --retention 400d; send; POST
+#   gpuwatch: serve --compact.schedule off --retention 400d
+#     --downsample.interval 0 (serve would otherwise add 5 m and 1 h
+#     aggregates of the finished days, which VictoriaMetrics does not
+#     keep; --downsample below measures them apart); send; POST
 #     /api/v1/admin/flush; SIGTERM; du of the data dir ("before"); then
 #     `gpuwatch compact --data-dir DIR --json` offline (re-encoding and the
 #     LMDB compacting copy); du again ("after").
@@ -20,9 +23,15 @@
 #     /internal/force_merge, then wait until the data dir stops shrinking
 #     (every 5 s, 3 equal readings, at most 15 min); SIGTERM; du.
 # Samples = what the sender reports as sent and acknowledged.
+# --downsample: after the compaction, also `gpuwatch downsample --data-dir
+#   DIR --downsample.raw-retention R` offline (--raw-retention, default
+#   14d): 5 m and 1 h aggregates of every day, raw days older than R
+#   dropped; du again ("after downsample") and the aggregates' bytes.
+# --systems gpuwatch: leave VictoriaMetrics out (long runs).
 #
 # Usage: bench/run_compact_bench.sh [--build DIR] [--days 55] [--nodes 8]
 #          [--seed 1] [--rw-interval 30s] [--datasets sim,rwload] [--out FILE]
+#          [--downsample] [--raw-retention 14d] [--systems gpuwatch,vm]
 # Prints a markdown table and writes it to bench/results/compact-<date>.md.
 set -euo pipefail
 
@@ -34,6 +43,9 @@ seed=1
 rw_interval=30s
 datasets="sim,rwload"
 out=""
+downsample=0
+raw_retention=14d
+systems="gpuwatch,vm"
 cmdline="bench/run_compact_bench.sh $*"
 
 while (($#)); do
@@ -45,7 +57,10 @@ while (($#)); do
     --rw-interval) rw_interval=$2; shift 2 ;;
     --datasets) datasets=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h | --help) sed -n '2,28p' "$0"; exit 0 ;;
+    --downsample) downsample=1; shift ;;
+    --raw-retention) raw_retention=$2; shift 2 ;;
+    --systems) systems=$2; shift 2 ;;
+    -h | --help) sed -n '2,36p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -54,6 +69,7 @@ build=$(cd "$build" && pwd)
 gw="$build/gpuwatch"
 load="$build/gw_rwload"
 vm=$(command -v victoria-metrics || true)
+[[ ",$systems," == *,vm,* ]] || vm=""
 [[ -x "$gw" ]] || { echo "gpuwatch not built in $build" >&2; exit 1; }
 [[ -n "$out" ]] || out="$root/bench/results/compact-$(date +%Y-%m-%d).md"
 mkdir -p "$(dirname "$out")"
@@ -105,7 +121,7 @@ run_gpuwatch() { # DATASET
     port=$(free_port)
     dir="$tmp/gw-$ds"
     "$gw" serve --listen "127.0.0.1:$port" --data-dir "$dir" --compact.schedule off --retention 400d \
-        --no-detectors >"$tmp/gw-$ds.log" 2>&1 &
+        --downsample.interval 0 --no-detectors >"$tmp/gw-$ds.log" 2>&1 &
     server_pid=$!
     wait_ready "http://127.0.0.1:$port/-/ready" 60 || { tail "$tmp/gw-$ds.log" >&2; return 1; }
     echo "== gpuwatch $ds: sending" >&2
@@ -125,6 +141,13 @@ run_gpuwatch() { # DATASET
     gw_after[$ds]=$after
     gw_compact_s[$ds]=$((SECONDS - t1))
     gw_summary[$ds]=$(cat "$tmp/gw-$ds.compact.json")
+    if ((downsample)); then
+        local t2=$SECONDS
+        "$gw" downsample --data-dir "$dir" --downsample.raw-retention "$raw_retention" \
+            >"$tmp/gw-$ds.ds.out" 2>"$tmp/gw-$ds.ds.err"
+        gw_ds[$ds]="$(du_b "$dir") $((SECONDS - t2)) $(head -2 "$tmp/gw-$ds.ds.out" | tr '\n' ' ')"
+        echo "gpuwatch $ds after downsample: ${gw_ds[$ds]}" >&2
+    fi
     rm -rf "$dir"
 }
 
@@ -156,7 +179,7 @@ run_vm() { # DATASET
     rm -rf "$dir"
 }
 
-declare -A gw_samples gw_before gw_after gw_compact_s gw_summary vm_samples vm_bytes
+declare -A gw_samples gw_before gw_after gw_compact_s gw_summary gw_ds vm_samples vm_bytes
 IFS=',' read -r -a ds_list <<<"$datasets"
 for ds in "${ds_list[@]}"; do
     run_gpuwatch "$ds"
@@ -189,5 +212,14 @@ done
     echo "Bytes = du -sb of the whole data dir (gpuwatch: LMDB store, WAL, alert log; VictoriaMetrics: data, indexdb, cache) after flush/merges and a clean stop."
     echo
     for ds in "${ds_list[@]}"; do echo "gpuwatch compact summary ($ds): \`${gw_summary[$ds]}\`"; echo; done
+    if ((downsample)); then
+        echo "Downsampling (raw retention $raw_retention), per dataset: bytes of the data dir after it, seconds, and gpuwatch downsample's report:"
+        echo
+        for ds in "${ds_list[@]}"; do
+            read -r b secs rest <<<"${gw_ds[$ds]}"
+            echo "* $ds: $b bytes ($(awk -v b="$b" -v s="${gw_samples[$ds]}" 'BEGIN { printf "%.3f", b / s }') B per sample sent), ${secs} s: $rest"
+        done
+        echo
+    fi
 } | tee "$out"
 echo "written to $out" >&2

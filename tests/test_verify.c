@@ -1,8 +1,12 @@
 /* test_verify.c - gw_db_verify finds injected damage of each kind and says
  * where it is: a corrupt blob (bytes overwritten through LMDB directly),
  * postings naming a series that does not exist, a series record with an
- * unknown label pair id, a WAL record that fails its CRC; and it passes a
- * clean data dir and one whose newest WAL segment ends in a torn record. */
+ * unknown label pair id, a WAL record that fails its CRC; a single flipped
+ * value bit (one that still decodes) in a raw window blob, a compacted day
+ * blob and a rollup value, found by their checksums and named (reads of
+ * the damaged block fail too); and it passes a clean data dir, one whose
+ * newest WAL segment ends in a torn record, and one written in the older
+ * formats (GWB2 blobs, version 1 rollup values, no checksums). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -17,9 +21,14 @@
 
 #include <lmdb.h>
 
+#include "gpuwatch/block.h"
 #include "gpuwatch/codec.h"
 #include "gpuwatch/db.h"
 #include "gpuwatch/labels.h"
+#include "gpuwatch/store.h"
+#include "db/db_int.h"
+#include "db/downsample_int.h"
+#include "store/store_int.h"
 #include "db_fixture.h"
 
 #define MIN_MS 60000LL
@@ -203,9 +212,10 @@ static void test_corrupt_blob(void **state)
     memcpy(v, d.mv_data, len);
     mdb_cursor_close(c);
     /* Overwrite the start of the data after the directories: the first
-     * timestamp column (GWB2) or block (GWB1). */
-    uint32_t n = gw_get_be32(v + 4);
-    size_t area = memcmp(v, "GWB2", 4) == 0 ? 12 + 4 * (size_t)gw_get_be32(v + 8) + 8 * (size_t)n : 8 + 8 * (size_t)n;
+     * timestamp column (GWB3). */
+    assert_memory_equal(v, "GWB3", 4);
+    uint32_t n = gw_get_be32(v + 8);
+    size_t area = 16 + 8 * (size_t)gw_get_be32(v + 12) + 12 * (size_t)n;
     assert_true(area + 4 < len);
     memset(v + area, 0xff, 4);
     MDB_val nk = {16, key}, nv = {len, v};
@@ -385,6 +395,302 @@ static void test_not_a_data_dir(void **state)
     assert_non_null(strstr(err.msg, "no gpuwatch store"));
 }
 
+
+/* ---- a flipped value bit, found by the checksums ---- */
+
+/* Yesterday 01:00 UTC: a finished day that compaction and downsampling take. */
+static int64_t old_t0(void)
+{
+    return (gw_now_ms() / GW_DAY_MS - 1) * GW_DAY_MS + HOUR_MS;
+}
+
+/* 2 hours of yesterday, compacted into day blobs and
+ * downsampled. */
+static void make_old_day(void)
+{
+    int64_t now = gw_now_ms();
+    struct gw_db *db = open_db();
+    assert_int_equal(append_some(db, old_t0(), 24, now), 0);
+    struct gw_error err = {0};
+    assert_int_equal(gw_db_flush(db, &err), GW_OK);
+    struct gw_db_compact_opts co = {0};
+    struct gw_db_compact_result cr;
+    assert_int_equal(gw_db_compact(db, &co, &cr, &err), GW_OK);
+    assert_true(cr.node_days >= 2);
+    struct gw_db_downsample ds;
+    gw_db_downsample_default(&ds);
+    assert_int_equal(gw_db_downsample_run(db, now, &ds, &err), GW_OK);
+    gw_db_close(db);
+}
+
+/* In GWB3 blob v (len bytes), flips one bit of entry 0's value part such
+ * that the part still decodes, to other values; returns entry 0's sid. */
+static uint32_t flip_value_bit(uint8_t *v, size_t len)
+{
+    assert_memory_equal(v, "GWB3", 4);
+    uint32_t n = gw_get_be32(v + 8), m = gw_get_be32(v + 12);
+    const uint8_t *cdir = v + 16, *dir = cdir + 8 * (size_t)m;
+    uint8_t *cols = (uint8_t *)dir + 12 * (size_t)n;
+    uint8_t *area = cols + gw_get_be32(cdir + 8 * ((size_t)m - 1));
+    uint32_t end = gw_get_be32(dir + 4);
+    assert_true(n > 0 && m > 0 && area + end <= v + len);
+    uint8_t ref = area[0];
+    assert_true(ref >= 1 && ref <= m);
+    uint32_t cstart = ref > 1 ? gw_get_be32(cdir + 8 * (size_t)(ref - 2)) : 0;
+    uint32_t ns;
+    assert_int_equal(gw_block_info(cols + cstart, gw_get_be32(cdir + 8 * (size_t)(ref - 1)) - cstart, &ns, NULL, NULL),
+                     GW_OK);
+    double *a = malloc(ns * sizeof *a), *b = malloc(ns * sizeof *b);
+    uint8_t *part = area + 1;
+    size_t plen = end - 1;
+    assert_int_equal(gw_block_values_decode(part, plen, ns, a), GW_OK);
+    int done = 0;
+    for (size_t bit = 8 * plen; bit-- > 8 && !done;) {
+        part[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        if (gw_block_values_decode(part, plen, ns, b) == GW_OK && memcmp(a, b, ns * sizeof *a) != 0)
+            done = 1;
+        else
+            part[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+    }
+    assert_true(done);
+    free(a);
+    free(b);
+    return gw_get_be32(dir);
+}
+
+/* Flips a value bit in the blob of partition pname whose key has seq
+ * (any seq when seq < 0); returns the sid and sets *node. */
+static uint32_t flip_in_blob(const char *pname, int64_t seq, uint32_t *node)
+{
+    MDB_txn *txn;
+    MDB_env *env = env_open(&txn);
+    MDB_dbi p = dbi_named(txn, pname);
+    MDB_cursor *c;
+    assert_int_equal(mdb_cursor_open(txn, p, &c), 0);
+    MDB_val k, d;
+    int rc;
+    for (rc = mdb_cursor_get(c, &k, &d, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &d, MDB_NEXT))
+        if (seq < 0 || gw_get_be32((const uint8_t *)k.mv_data + 12) == (uint32_t)seq) break;
+    assert_int_equal(rc, 0);
+    uint8_t key[16];
+    memcpy(key, k.mv_data, 16);
+    uint8_t *v = malloc(d.mv_size);
+    memcpy(v, d.mv_data, d.mv_size);
+    mdb_cursor_close(c);
+    uint32_t sid = flip_value_bit(v, d.mv_size);
+    MDB_val nk = {16, key}, nv = {d.mv_size, v};
+    assert_int_equal(mdb_put(txn, p, &nk, &nv, 0), 0);
+    env_commit(env, txn);
+    free(v);
+    *node = gw_get_be32(key);
+    return sid;
+}
+
+static const struct gw_db_problem *find_sid(const struct seen *s, const char *kind, uint64_t sid)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->p[i].kind, kind) && s->p[i].sid == sid) return &s->p[i];
+    return NULL;
+}
+
+struct got {
+    int series;
+    size_t n;
+    int64_t t[8];
+    double v[8];
+};
+
+static int take_series(void *ud, uint64_t sid, const uint8_t *labels, size_t labels_len, const int64_t *t,
+                       const double *v, size_t n)
+{
+    (void)sid;
+    (void)labels;
+    (void)labels_len;
+    struct got *g = ud;
+    g->series++;
+    for (size_t i = 0; i < n && g->n < 8; i++) {
+        g->t[g->n] = t[i];
+        g->v[g->n++] = v[i];
+    }
+    return GW_OK;
+}
+
+/* A read of every series over [mint, maxt] answers GW_ECORRUPT. */
+static void reads_fail(int64_t mint, int64_t maxt)
+{
+    struct gw_db *db = open_db();
+    struct gw_matcher ms[1];
+    size_t nm = 0;
+    struct gw_error err = {0};
+    const char *sel = "{hostname=~\"node.\"}";
+    assert_int_equal(gw_pq_parse_selector(sel, strlen(sel), ms, 1, &nm, &err), GW_OK);
+    struct gw_db_select q = {.matchers = ms, .n_matchers = nm, .mint = mint, .maxt = maxt, .with_samples = 1};
+    struct got g = {0};
+    assert_int_equal(gw_db_select(db, &q, take_series, &g, &err), GW_ECORRUPT);
+    gw_matcher_free(&ms[0]);
+    gw_db_close(db);
+}
+
+static void test_flipped_bit_raw_block(void **state)
+{
+    (void)state;
+    make_dir();
+    MDB_txn *txn;
+    MDB_env *env = env_open(&txn);
+    char pname[32];
+    first_partition(txn, pname, sizeof pname);
+    mdb_txn_abort(txn);
+    mdb_env_close(env);
+    uint32_t node;
+    uint32_t sid = flip_in_blob(pname, -1, &node);
+
+    struct seen s;
+    struct gw_db_verify_stats st;
+    run_verify(&s, &st);
+    const struct gw_db_problem *pb = find_sid(&s, "block", sid);
+    assert_non_null(pb);
+    assert_int_equal(pb->node_id, node);
+    assert_int_equal(pb->day, strtoll(pname + 1, NULL, 10));
+    assert_non_null(strstr(pb->what, "checksum mismatch"));
+    int64_t now = gw_now_ms();
+    reads_fail(now - 7 * HOUR_MS, now);
+}
+
+static void test_flipped_bit_day_blob(void **state)
+{
+    (void)state;
+    make_old_day();
+    int64_t day = old_t0() / GW_DAY_MS;
+    char pname[32];
+    snprintf(pname, sizeof pname, "p%08lld", (long long)day);
+    struct seen s;
+    struct gw_db_verify_stats st;
+    run_verify(&s, &st);
+    assert_int_equal(s.n, 0);
+    uint32_t node;
+    uint32_t sid = flip_in_blob(pname, GW_STORE_DAY_SEQ, &node);
+    run_verify(&s, &st);
+    const struct gw_db_problem *pb = find_sid(&s, "block", sid);
+    assert_non_null(pb);
+    assert_int_equal(pb->node_id, node);
+    assert_int_equal(pb->day, day);
+    assert_int_equal(pb->seq, (int64_t)GW_STORE_DAY_SEQ);
+    assert_non_null(strstr(pb->what, "checksum mismatch"));
+    reads_fail(old_t0(), old_t0() + 3 * HOUR_MS);
+}
+
+static void test_flipped_bit_rollup(void **state)
+{
+    (void)state;
+    make_old_day();
+    int64_t day = old_t0() / GW_DAY_MS;
+    char name[32];
+    snprintf(name, sizeof name, "ds5m:%08lld", (long long)day);
+    MDB_txn *txn;
+    MDB_env *env = env_open(&txn);
+    MDB_dbi p = dbi_named(txn, name);
+    MDB_cursor *c;
+    assert_int_equal(mdb_cursor_open(txn, p, &c), 0);
+    MDB_val k, d;
+    assert_int_equal(mdb_cursor_get(c, &k, &d, MDB_FIRST), 0);
+    assert_int_equal(k.mv_size, 8);
+    uint8_t key[8];
+    memcpy(key, k.mv_data, 8);
+    uint8_t *v = malloc(d.mv_size);
+    memcpy(v, d.mv_data, d.mv_size);
+    mdb_cursor_close(c);
+    assert_int_equal(v[0], 2);
+    v[d.mv_size / 2] ^= 0x01;
+    MDB_val nk = {8, key}, nv = {d.mv_size, v};
+    assert_int_equal(mdb_put(txn, p, &nk, &nv, 0), 0);
+    env_commit(env, txn);
+    free(v);
+
+    struct seen s;
+    struct gw_db_verify_stats st;
+    run_verify(&s, &st);
+    const struct gw_db_problem *pb = find_sid(&s, "rollup", gw_get_be32(key + 4));
+    assert_non_null(pb);
+    assert_int_equal(pb->node_id, gw_get_be32(key));
+    assert_int_equal(pb->day, day);
+    assert_non_null(strstr(pb->what, "5m aggregates"));
+    assert_non_null(strstr(pb->what, "checksum mismatch"));
+}
+
+/* A store as format 3 builds wrote it: a GWB2 blob (no checksums) and a
+ * version 1 rollup value open, verify clean and read back. */
+struct old_fmt {
+    int64_t ws, day;
+    const struct gw_buf *col, *val, *agg;
+};
+
+static int write_old(struct gw_store_txn *t, void *ud)
+{
+    const struct old_fmt *o = ud;
+    uint32_t node = 0;
+    int rc = gw_store_series_node(t, 1, &node);
+    struct gw_store_blob_col bc = {o->col->data, o->col->len};
+    struct gw_store_blob_entry be = {.sid = 1, .block = o->val->data, .len = o->val->len, .col = 1};
+    if (rc == GW_OK) rc = gw_store_blob_put_cols_v2(t, node, o->ws, &bc, 1, &be, 1);
+    if (rc == GW_OK) rc = gw_store_rollup_begin_day(t, GW_ROLLUP_5M, o->day);
+    if (rc == GW_OK) rc = gw_store_rollup_put(t, GW_ROLLUP_5M, o->day, node, 1, o->agg->data, o->agg->len);
+    return rc;
+}
+
+static void test_old_formats_read(void **state)
+{
+    (void)state;
+    make_dir();
+    int64_t t0 = old_t0(), now = gw_now_ms();
+    int64_t ts[3] = {t0 - HOUR_MS, t0 - HOUR_MS + 30000, t0 - HOUR_MS + 60000};
+    double vs[3] = {1.5, 2.5, -0.0};
+    struct gw_buf col, val, agg, agg2;
+    gw_buf_init(&col, 0);
+    gw_buf_init(&val, 0);
+    gw_buf_init(&agg, 0);
+    gw_buf_init(&agg2, 0);
+    assert_int_equal(gw_block_ts_encode(ts, 3, &col), GW_OK);
+    assert_int_equal(gw_block_values_encode(vs, 3, &val), GW_OK);
+    assert_true(val.len < 60);
+    struct gw_ds_cols dc = {0};
+    assert_int_equal(gw_ds_aggregate(ts, vs, 3, GW_DS_5M_MS, &dc), GW_OK);
+    assert_int_equal(gw_ds_encode_v1(&dc, &agg), GW_OK);
+    assert_int_equal(gw_ds_encode(&dc, &agg2), GW_OK);
+    struct old_fmt of = {.ws = ts[0] - ts[0] % (2 * HOUR_MS), .day = t0 / GW_DAY_MS, .col = &col, .val = &val,
+                         .agg = &agg};
+    struct gw_db *db = open_db();
+    struct gw_error err = {0};
+    assert_int_equal(gw_store_write(db->store, write_old, &of, &err), GW_OK);
+    gw_db_close(db);
+    /* the version 1 value decodes to what the version 2 one holds */
+    struct gw_ds_cols d1 = {0}, d2 = {0};
+    assert_int_equal(gw_ds_decode(agg.data, agg.len, (1u << GW_DS_NCOL) - 1, &d1), GW_OK);
+    assert_int_equal(gw_ds_decode(agg2.data, agg2.len, (1u << GW_DS_NCOL) - 1, &d2), GW_OK);
+    assert_int_equal(d1.nb, d2.nb);
+    for (int c = 0; c < GW_DS_NCOL; c++) assert_memory_equal(d1.c[c], d2.c[c], d1.nb * sizeof(double));
+    gw_ds_cols_free(&d1);
+    gw_ds_cols_free(&d2);
+    gw_ds_cols_free(&dc);
+
+    struct seen s;
+    struct gw_db_verify_stats st;
+    run_verify(&s, &st);
+    assert_int_equal(s.n, 0);
+    db = open_db();
+    struct got g = {0};
+    gw_fx_select(db, "{__name__=\"a_total\",hostname=\"node1\"}", ts[0], ts[2], take_series, &g);
+    assert_int_equal(g.series, 1);
+    assert_int_equal(g.n, 3);
+    assert_memory_equal(g.t, ts, sizeof ts);
+    assert_memory_equal(g.v, vs, sizeof vs);
+    gw_db_close(db);
+    (void)now;
+    gw_buf_free(&col);
+    gw_buf_free(&val);
+    gw_buf_free(&agg);
+    gw_buf_free(&agg2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -396,6 +702,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wal_crc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wal_torn_tail_is_normal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_data_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flipped_bit_raw_block, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flipped_bit_day_blob, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flipped_bit_rollup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_old_formats_read, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,8 @@
  * values, when the block's values are exact decimals (v == m / 10^k for an
  * int64 m and a shared k, checked by round trip so the doubles come back
  * bit-exact), as mantissas of order 0 / 1 / 2 (raw, delta, delta-of-delta),
- * otherwise as Gorilla XOR bits. Each integer sequence is written as zeros,
+ * as Gorilla XOR bits, or (noisy blocks) as deltas or deltas of deltas of
+ * the IEEE bit patterns taken as integers ("BITS"): whichever is smallest. Each integer sequence is written as zeros,
  * zigzag varints, zero runs, bit-packed or Rice-coded, whichever is smallest. Special values (stale NaN, other NaN payloads, +-Inf, -0)
  * ride in an exception list so one odd sample does not spoil the block.
  * Stage 2 compresses the stage-1 bytes with zstd when that is smaller.

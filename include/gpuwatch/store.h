@@ -311,6 +311,11 @@ int gw_store_raw_day_blobs(struct gw_store_txn *t, int64_t day, uint64_t *blobs)
 /* Visits the days that have a rollup DBI of res, in day order. */
 typedef int (*gw_store_day_cb)(void *ud, int64_t day);
 int gw_store_rollup_days(struct gw_store_txn *t, int res, gw_store_day_cb cb, void *ud);
+/* Visits every series value of a rollup day (the done marker left out),
+ * in key order; cb returns 0 to go on, > 0 to stop, < 0 an error.
+ * GW_ENOTFOUND when the day has no rollup DBI of res. */
+typedef int (*gw_store_rollup_cb)(void *ud, uint32_t node_id, uint64_t sid, const uint8_t *val, size_t len);
+int gw_store_rollup_scan(struct gw_store_txn *t, int res, int64_t day, gw_store_rollup_cb cb, void *ud);
 /* Drops the rollup DBIs of res with day in [dlo, dhi], and one raw day
  * partition (both wait for open readers like gw_store_partitions_drop_before). */
 int gw_store_rollup_drop(struct gw_store_txn *t, int res, int64_t dlo, int64_t dhi, unsigned *dropped);

@@ -46,7 +46,18 @@
  *       The c = n - nexc mantissas: o = 0: seq of m_i; o = 1: zz m0 then seq of
  *       the c-1 deltas; o = 2: zz m0, zz (m1 - m0), then seq of the c-2
  *       deltas of deltas (heads only as far as c allows).
- *   The encoder builds both forms and keeps the smaller.
+ *   mode & 3 == 2: BITS - the values' IEEE-754 bit patterns u_i taken as
+ *     64-bit integers (any double, NaN payloads and -0 included: no
+ *     exceptions), order o = (mode >> 2) & 3 in 1..2, mode >> 4 = 0:
+ *       be64 u_0; o = 2 and n >= 2: zz (u_1 - u_0); then the seq of the
+ *       n - o deltas (o = 1: u_i - u_{i-1}) or deltas of deltas (o = 2),
+ *       all modulo 2^64. For doubles of one sign and binary exponent the
+ *       delta of the bit patterns is the delta of the values in units of
+ *       the last place: large integer counters (above 2^53, where DECIMAL
+ *       cannot go) and smoothly moving full-precision values cost their
+ *       increments instead of XOR's mantissa bits.
+ *   The encoder builds the forms and keeps the smallest (BITS only for
+ *   blocks whose other forms cost more than BLK_BITS_TRY bytes a value).
  *
  * Flag bit 1 set = the timestamp section is the GRID form instead: zz (G - D)
  * then the seq of n-1 offsets e_i = t_i - (t0 + i * G); the encoder uses the
@@ -109,7 +120,10 @@
 
 enum { SEQ_ZERO = 0, SEQ_VARINT = 1, SEQ_RUNS = 2, SEQ_PACK = 3, SEQ_RICE = 4 };
 #define RICE_ESC 20u /* unary quotients this long escape to 64 raw bits */
-enum { VM_XOR = 0, VM_DEC = 1 };
+enum { VM_XOR = 0, VM_DEC = 1, VM_BITS = 2 };
+/* BITS is tried only for blocks whose best other form costs more than
+ * this many bytes per value (noisy values: the others are cheap already). */
+#define BLK_BITS_TRY 2
 enum { EXC_STALE = 0, EXC_NAN = 1, EXC_PINF = 2, EXC_NINF = 3, EXC_NZERO = 4, EXC_RAW = 5 };
 
 #define STALE_BITS 0x7ff0000000000002ull
@@ -937,6 +951,68 @@ static size_t dec_section(struct wr *w, const double *v, size_t n, struct scratc
     return w->len - start;
 }
 
+/* The BITS residuals of order o (1 or 2) of n >= 3 values into s->res
+ * (n - o of them); returns the section's size with its plan in *p. */
+static size_t bits_plan(const double *v, size_t n, int o, struct scratch *s, struct seqplan *p)
+{
+    uint64_t u0 = dbits(v[0]), u1 = dbits(v[1]), prev = u1, pd = u1 - u0;
+    size_t sz = 1 + 8;
+    if (o == 1) {
+        s->res[0] = (int64_t)pd;
+    } else {
+        sz += uvlen(gw_zigzag((int64_t)pd));
+    }
+    for (size_t i = 2; i < n; i++) {
+        uint64_t cur = dbits(v[i]), d = cur - prev;
+        s->res[i - o] = (int64_t)(o == 1 ? d : d - pd);
+        pd = d;
+        prev = cur;
+    }
+    *p = seq_plan(s->res, n - (size_t)o, s->sel);
+    return sz + p->size;
+}
+
+/* The BITS section of the order that was planned last (residuals in
+ * s->res, plan p). */
+static void bits_write(struct wr *w, const double *v, size_t n, int o, const struct scratch *s,
+                       const struct seqplan *p)
+{
+    w_byte(w, (uint8_t)(VM_BITS | (unsigned)o << 2));
+    gw_put_be64(w->p + w->len, dbits(v[0]));
+    w->len += 8;
+    if (o == 2)
+        w_zz(w, (int64_t)(dbits(v[1]) - dbits(v[0])));
+    seq_write(w, s->res, n - (size_t)o, p);
+}
+
+/* Writes the smallest value section of v[0..n) into w (alt: scratch of
+ * body_bound(n) bytes). */
+static void values_section(struct wr *w, uint8_t *alt, const double *v, size_t n, struct scratch *s)
+{
+    struct wr wa = {alt, 0, 0, 0};
+    size_t dsz = dec_section(&wa, v, n, s);
+    size_t xsz = 1 + xor_write(NULL, v, n, 1);
+    size_t best = dsz != 0 && dsz <= xsz ? dsz : xsz;
+    if (n >= 3 && best > BLK_BITS_TRY * n) {
+        struct seqplan p1, p2;
+        size_t b1 = bits_plan(v, n, 1, s, &p1), b2 = bits_plan(v, n, 2, s, &p2);
+        int o = b2 < b1 ? 2 : 1;
+        if ((o == 2 ? b2 : b1) < best) {
+            if (o == 1)
+                (void)bits_plan(v, n, 1, s, &p1);
+            bits_write(w, v, n, o, s, o == 2 ? &p2 : &p1);
+            return;
+        }
+    }
+    if (dsz != 0 && dsz <= xsz) {
+        memcpy(w->p + w->len, alt, dsz);
+        w->len += dsz;
+    } else {
+        w_byte(w, VM_XOR);
+        (void)xor_write(w, v, n, 0);
+    }
+}
+
 /* One compression context per thread, made on first use and freed when
  * the thread exits: creating one per block cost more than compressing. */
 static pthread_key_t cctx_key;
@@ -1097,16 +1173,7 @@ int gw_block_values_encode(const double *v, size_t n, struct gw_buf *out)
         goto out;
     /* body[0] is the part's kind byte; the section starts at body + 1 */
     struct wr w = {body + 1, 0, 0, 0};
-    struct wr wa = {alt, 0, 0, 0};
-    size_t dsz = dec_section(&wa, v, n, &s);
-    size_t xsz = 1 + xor_write(NULL, v, n, 1);
-    if (dsz != 0 && dsz <= xsz) {
-        memcpy(w.p, alt, dsz);
-        w.len = dsz;
-    } else {
-        w_byte(&w, VM_XOR);
-        (void)xor_write(&w, v, n, 0);
-    }
+    values_section(&w, alt, v, n, &s);
     if (GW_NEVER(w.len > bound))
         goto out;
     size_t zsz = SIZE_MAX;
@@ -1154,17 +1221,7 @@ int gw_block_encode(const int64_t *t, const double *v, size_t n, struct gw_buf *
     struct wr w = {body, 0, 0, 0};
     int grid = 0;
     ts_section(&w, t, n, &s, &grid);
-    /* Values: decimal form into alt, XOR size computed dry; keep the smaller. */
-    struct wr wa = {alt, 0, 0, 0};
-    size_t dsz = dec_section(&wa, v, n, &s);
-    size_t xsz = 1 + xor_write(NULL, v, n, 1);
-    if (dsz != 0 && dsz <= xsz) {
-        memcpy(body + w.len, alt, dsz);
-        w.len += dsz;
-    } else {
-        w_byte(&w, VM_XOR);
-        (void)xor_write(&w, v, n, 0);
-    }
+    values_section(&w, alt, v, n, &s);
     if (GW_NEVER(w.len > bound))
         goto out;
 
@@ -1485,6 +1542,35 @@ static int decode_dec(struct rd *r, uint8_t mode, size_t n, double *v)
     return 1;
 }
 
+static int decode_bits(struct rd *r, unsigned o, size_t n, double *v)
+{
+    if (n < 3 || r->len - r->pos < 8)
+        return 0;
+    uint64_t u0 = gw_get_be64(r->p + r->pos), pd = 0;
+    r->pos += 8;
+    if (o == 2) {
+        int64_t d1;
+        if (!r_zz(r, &d1))
+            return 0;
+        pd = (uint64_t)d1;
+    }
+    if (!seq_read(r, n - o, v + o))
+        return 0;
+    put_u64(v, 0, u0);
+    uint64_t prev = u0;
+    if (o == 2) {
+        prev = u0 + pd;
+        put_u64(v, 1, prev);
+    }
+    for (size_t i = o; i < n; i++) {
+        uint64_t x = get_u64(v, i);
+        pd = o == 1 ? x : pd + x;
+        prev += pd;
+        put_u64(v, i, prev);
+    }
+    return 1;
+}
+
 /* The value section of n values, which must end exactly at r's end. */
 static int decode_values(struct rd *r, size_t n, double *v)
 {
@@ -1496,6 +1582,10 @@ static int decode_values(struct rd *r, size_t n, double *v)
             return 0;
     } else if ((mode & 3u) == VM_DEC) {
         if ((mode >> 4) > BLK_MAX_K || !decode_dec(r, mode, n, v))
+            return 0;
+    } else if ((mode & 3u) == VM_BITS) {
+        unsigned o = (mode >> 2) & 3u;
+        if ((mode >> 4) || o < 1 || o > 2 || !decode_bits(r, o, n, v))
             return 0;
     } else {
         return 0;

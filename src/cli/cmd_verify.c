@@ -36,8 +36,9 @@ static const struct gw_cli_opt verify_opts[] = {
 static const struct gw_cli_cmd verify_cmd = {
     .name = "verify",
     .synopsis = "--data-dir DIR [--json] [--quiet]",
-    .intro = "Checks a data dir without changing it: decodes every block of every day\n"
-             "partition (blob directories, timestamp columns, value parts), cross-checks\n"
+    .intro = "Checks a data dir without changing it: compares every checksum and decodes\n"
+             "every block of every day partition (blob directories, timestamp columns,\n"
+             "value parts) and every 5m/1h aggregate value, cross-checks\n"
              "the index (series records, label pairs, postings, label hashes, nodes,\n"
              "counters) and reads every WAL segment (record lengths, CRCs, payloads).\n"
              "Each problem is printed with where it is (partition day, node, window, seq,\n"

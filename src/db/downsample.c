@@ -12,10 +12,29 @@
  * any) in day d's. Readers that take one synthetic sample per stored
  * bucket (a real sample time inside the bucket) see both parts.
  *
- * Value of one series and day (all integers uvarint unless noted):
- *   u8 version = 1 | nb (buckets, >= 1) | ncol (= 11) |
+ * Value of one series and day, version 2 (what this build writes; all
+ * integers uvarint unless noted):
+ *   u8 version = 2 | nb (buckets, >= 1) | ncol (= 11) |
  *   col_len | timestamp column: gw_block_ts_encode of the nb bucket ends |
- *   ncol x { len | value part: gw_block_values_encode of nb doubles }
+ *   ncol columns, in the order count, first_v, last_v, first_dt, last_dt,
+ *   min, max, sum, lastall_v, lastall_dt, resets (ORDER below), each:
+ *     u8 ref = 0: own values: len | value part (gw_block_values_encode of
+ *               nb doubles)
+ *     u8 ref = r + 1 (r a column number coming earlier in ORDER): the
+ *               column has the bits of column r except at nexc buckets:
+ *               nexc (< nb) | nexc x gap (bucket index - previous listed
+ *               index - 1; the first: its index) | when nexc > 0: len |
+ *               value part of the nexc values in bucket order
+ *   be32 checksum: the low 32 bits of XXH3-64 of every byte before it.
+ * The encoder tries, per column, its own value part and a reference to
+ * the earlier column with the fewest differing buckets, and keeps the
+ * smaller: lastall_v / lastall_dt equal last_v / last_dt unless a bucket
+ * ends with a stale marker; a counter's min and max equal its first and
+ * last value unless it reset; a bucket of one sample has min = max =
+ * first = last (= sum, but for -0). Version 1 (older builds, read as is):
+ *   u8 version = 1 | nb | ncol (= 11) | col_len | timestamp column |
+ *   ncol x { len | value part of nb doubles }, in column-number order, no
+ *   checksum.
  * Columns, per bucket (stale markers 0x7ff0000000000002 are skipped by
  * every column but 8 and 9, exactly as PromQL range windows drop them;
  * other NaNs are ordinary values):
@@ -38,10 +57,12 @@
  * columns count 2, min 1, max 3, sum 4, first 1 @ -200000, last 3 @
  * -100000, lastall 3 @ -100000, resets 0. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gpuwatch/block.h"
+#include "gpuwatch/buf.h"
 #include "gpuwatch/codec.h"
 #include "gpuwatch/db.h"
 #include "gpuwatch/log.h"
@@ -170,7 +191,121 @@ int gw_ds_aggregate(const int64_t *t, const double *v, size_t n, int64_t b, stru
     return GW_OK;
 }
 
+/* Column numbers in the order version 2 stores them; a reference points
+ * to a column earlier in this order. */
+static const int ORDER[GW_DS_NCOL] = {GW_DS_COUNT,   GW_DS_FIRST_V,   GW_DS_LAST_V,     GW_DS_FIRST_DT,
+                                      GW_DS_LAST_DT, GW_DS_MIN,       GW_DS_MAX,        GW_DS_SUM,
+                                      GW_DS_LASTALL_V, GW_DS_LASTALL_DT, GW_DS_RESETS};
+#define DS_VERSION 2
+#define DS_SUM_LEN 4
+
+static int same_bits(double a, double b)
+{
+    uint64_t x, y;
+    memcpy(&x, &a, sizeof x);
+    memcpy(&y, &b, sizeof y);
+    return x == y;
+}
+
+static int put_uv(struct gw_buf *b, uint64_t v)
+{
+    uint8_t t[10];
+    return gw_buf_append(b, t, gw_uvarint_put(t, v));
+}
+
+static int put_part(struct gw_buf *out, const struct gw_buf *part)
+{
+    int rc = put_uv(out, part->len);
+    return rc == GW_OK ? gw_buf_append(out, part->data, part->len) : rc;
+}
+
+/* Appends column ORDER[j]: its own value part or a reference to the
+ * earlier column that differs in the fewest buckets, whichever is smaller.
+ * own, ref and exc are scratch. */
+static int enc_column(const struct gw_ds_cols *o, int j, struct gw_buf *own, struct gw_buf *ref, double *exc,
+                      struct gw_buf *out)
+{
+    const double *v = o->c[ORDER[j]];
+    size_t nb = o->nb, best_n = nb;
+    int best = -1;
+    for (int i = 0; i < j && best_n; i++) {
+        const double *r = o->c[ORDER[i]];
+        size_t n = 0;
+        for (size_t k = 0; k < nb && n < best_n; k++)
+            n += !same_bits(v[k], r[k]);
+        if (n < best_n) {
+            best_n = n;
+            best = ORDER[i];
+        }
+    }
+    gw_buf_reset(own);
+    gw_buf_reset(ref);
+    int rc = put_uv(own, 0);
+    struct gw_buf part;
+    gw_buf_init(&part, 0);
+    if (rc == GW_OK && (rc = gw_block_values_encode(v, nb, &part)) == GW_OK)
+        rc = put_part(own, &part);
+    if (rc == GW_OK && best >= 0) {
+        const double *r = o->c[best];
+        rc = put_uv(ref, (uint64_t)best + 1);
+        if (rc == GW_OK)
+            rc = put_uv(ref, best_n);
+        size_t n = 0, prev = 0;
+        for (size_t k = 0; k < nb && rc == GW_OK; k++) {
+            if (same_bits(v[k], r[k]))
+                continue;
+            rc = put_uv(ref, k - (n ? prev + 1 : 0));
+            prev = k;
+            exc[n++] = v[k];
+        }
+        if (rc == GW_OK && n) {
+            gw_buf_reset(&part);
+            if ((rc = gw_block_values_encode(exc, n, &part)) == GW_OK)
+                rc = put_part(ref, &part);
+        }
+    }
+    gw_buf_free(&part);
+    if (rc != GW_OK)
+        return rc;
+    const struct gw_buf *pick = best >= 0 && ref->len < own->len ? ref : own;
+    return gw_buf_append(out, pick->data, pick->len);
+}
+
 int gw_ds_encode(const struct gw_ds_cols *o, struct gw_buf *out)
+{
+    if (o->nb == 0)
+        return GW_EINVAL;
+    struct gw_buf part, own, ref;
+    gw_buf_init(&part, 0);
+    gw_buf_init(&own, 0);
+    gw_buf_init(&ref, 0);
+    double *exc = malloc(o->nb * sizeof *exc);
+    size_t start = out->len;
+    uint8_t hdr[32];
+    size_t h = 0;
+    hdr[h++] = DS_VERSION;
+    h += gw_uvarint_put(hdr + h, o->nb);
+    h += gw_uvarint_put(hdr + h, GW_DS_NCOL);
+    int rc = exc ? gw_buf_append(out, hdr, h) : GW_ENOMEM;
+    if (rc == GW_OK)
+        rc = gw_block_ts_encode(o->end, o->nb, &part);
+    if (rc == GW_OK)
+        rc = put_part(out, &part);
+    for (int j = 0; rc == GW_OK && j < GW_DS_NCOL; j++)
+        rc = enc_column(o, j, &own, &ref, exc, out);
+    if (rc == GW_OK) {
+        uint8_t sum[DS_SUM_LEN];
+        gw_put_be32(sum, (uint32_t)gw_hash64(out->data + start, out->len - start));
+        rc = gw_buf_append(out, sum, sizeof sum);
+    }
+    free(exc);
+    gw_buf_free(&part);
+    gw_buf_free(&own);
+    gw_buf_free(&ref);
+    return rc;
+}
+
+int gw_ds_encode_v1(const struct gw_ds_cols *o, struct gw_buf *out)
 {
     struct gw_buf part;
     gw_buf_init(&part, 0);
@@ -197,6 +332,93 @@ int gw_ds_encode(const struct gw_ds_cols *o, struct gw_buf *out)
     gw_buf_free(&part);
     return rc;
 }
+
+/* One stored column of a version 2 value. */
+struct ds_colref {
+    int ref;                    /* -1: own values; else the column referred to */
+    uint64_t nexc;
+    const uint8_t *gaps;        /* nexc uvarints */
+    size_t gaps_len;
+    const uint8_t *part;        /* value part (nb or nexc values; NULL when nexc == 0) */
+    size_t part_len;
+};
+
+static int get_uv(const uint8_t *p, size_t len, size_t *o, uint64_t *v)
+{
+    size_t k = gw_uvarint_get(p + *o, len - *o, v);
+    *o += k;
+    return k != 0;
+}
+
+/* Parses the columns of a version 2 value (checksum checked first). */
+static int ds2_split(const uint8_t *p, size_t len, uint64_t *nb, const uint8_t **col, size_t *col_len,
+                     struct ds_colref cr[GW_DS_NCOL])
+{
+    uint64_t ncol, l;
+    size_t o = 1;
+    if (len < 1 + DS_SUM_LEN || (uint32_t)gw_hash64(p, len - DS_SUM_LEN) != gw_get_be32(p + len - DS_SUM_LEN))
+        return GW_ECORRUPT;
+    len -= DS_SUM_LEN;
+    if (!get_uv(p, len, &o, nb) || *nb == 0 || *nb > GW_BLOCK_MAX_SAMPLES)
+        return GW_ECORRUPT;
+    if (!get_uv(p, len, &o, &ncol) || ncol != GW_DS_NCOL || !get_uv(p, len, &o, &l) || l > len - o)
+        return GW_ECORRUPT;
+    *col = p + o;
+    *col_len = (size_t)l;
+    o += (size_t)l;
+    unsigned seen = 0;
+    for (int j = 0; j < GW_DS_NCOL; j++) {
+        struct ds_colref *c = &cr[ORDER[j]];
+        uint64_t ref;
+        memset(c, 0, sizeof *c);
+        if (!get_uv(p, len, &o, &ref) || ref > GW_DS_NCOL || (ref && !(seen & (1u << (ref - 1)))))
+            return GW_ECORRUPT;
+        c->ref = (int)ref - 1;
+        seen |= 1u << ORDER[j];
+        if (ref) {
+            if (!get_uv(p, len, &o, &c->nexc) || c->nexc >= *nb)
+                return GW_ECORRUPT;
+            c->gaps = p + o;
+            for (uint64_t e = 0; e < c->nexc; e++)
+                if (!get_uv(p, len, &o, &l))
+                    return GW_ECORRUPT;
+            c->gaps_len = (size_t)(p + o - c->gaps);
+        }
+        if (ref && c->nexc == 0)
+            continue;
+        if (!get_uv(p, len, &o, &l) || l > len - o)
+            return GW_ECORRUPT;
+        c->part = p + o;
+        c->part_len = (size_t)l;
+        o += (size_t)l;
+    }
+    return o == len ? GW_OK : GW_ECORRUPT;
+}
+
+/* Decodes column c of a version 2 value into o->c[c] (its reference is
+ * decoded already); exc is scratch of nb doubles. */
+static int ds2_column(const struct ds_colref *c, int col, struct gw_ds_cols *o, size_t nb, double *exc)
+{
+    if (c->ref < 0)
+        return gw_block_values_decode(c->part, c->part_len, nb, o->c[col]);
+    memcpy(o->c[col], o->c[c->ref], nb * sizeof(double));
+    if (c->nexc == 0)
+        return GW_OK;
+    int rc = gw_block_values_decode(c->part, c->part_len, (size_t)c->nexc, exc);
+    if (rc != GW_OK)
+        return rc;
+    size_t g = 0, k = 0;
+    for (uint64_t e = 0; e < c->nexc; e++) {
+        uint64_t gap;
+        if (!get_uv(c->gaps, c->gaps_len, &g, &gap) || gap >= nb - k)
+            return GW_ECORRUPT;
+        k += (size_t)gap;
+        o->c[col][k++] = exc[e];
+    }
+    return GW_OK;
+}
+
+static int ds2_decode(const uint8_t *p, size_t len, unsigned want, struct gw_ds_cols *o);
 
 /* Splits a value into its timestamp column and column parts. */
 static int ds_split(const uint8_t *p, size_t len, uint64_t *nb, const uint8_t **col, size_t *col_len,
@@ -228,20 +450,26 @@ static int ds_split(const uint8_t *p, size_t len, uint64_t *nb, const uint8_t **
     return GW_OK;
 }
 
-int gw_ds_decode(const uint8_t *p, size_t len, unsigned want, struct gw_ds_cols *o)
+static int ds_room(struct gw_ds_cols *o, uint64_t nb)
+{
+    while (o->cap < nb) {
+        o->nb = o->cap;
+        int rc = cols_grow(o);
+        if (rc != GW_OK)
+            return rc;
+    }
+    o->nb = 0;
+    return GW_OK;
+}
+
+static int ds1_decode(const uint8_t *p, size_t len, unsigned want, struct gw_ds_cols *o)
 {
     uint64_t nb;
     const uint8_t *col, *parts[GW_DS_NCOL];
     size_t col_len, part_len[GW_DS_NCOL];
     int rc = ds_split(p, len, &nb, &col, &col_len, parts, part_len);
-    if (rc != GW_OK)
+    if (rc != GW_OK || (rc = ds_room(o, nb)) != GW_OK)
         return rc;
-    while (o->cap < nb) {
-        o->nb = o->cap;
-        if ((rc = cols_grow(o)) != GW_OK)
-            return rc;
-    }
-    o->nb = 0;
     size_t n;
     if ((rc = gw_block_ts_decode(col, col_len, o->end, o->cap, &n)) != GW_OK)
         return rc;
@@ -255,4 +483,111 @@ int gw_ds_decode(const uint8_t *p, size_t len, unsigned want, struct gw_ds_cols 
     }
     o->nb = n;
     return GW_OK;
+}
+
+static int ds2_decode(const uint8_t *p, size_t len, unsigned want, struct gw_ds_cols *o)
+{
+    uint64_t nb;
+    const uint8_t *col;
+    size_t col_len, n;
+    struct ds_colref cr[GW_DS_NCOL];
+    int rc = ds2_split(p, len, &nb, &col, &col_len, cr);
+    if (rc != GW_OK || (rc = ds_room(o, nb)) != GW_OK)
+        return rc;
+    if ((rc = gw_block_ts_decode(col, col_len, o->end, o->cap, &n)) != GW_OK)
+        return rc;
+    if (n != nb)
+        return GW_ECORRUPT;
+    /* the columns wanted and those they refer to, latest in ORDER first */
+    for (int j = GW_DS_NCOL - 1; j >= 0; j--)
+        if ((want & (1u << ORDER[j])) && cr[ORDER[j]].ref >= 0)
+            want |= 1u << cr[ORDER[j]].ref;
+    double *exc = malloc(n * sizeof *exc);
+    if (!exc)
+        return GW_ENOMEM;
+    for (int j = 0; rc == GW_OK && j < GW_DS_NCOL; j++)
+        if (want & (1u << ORDER[j]))
+            rc = ds2_column(&cr[ORDER[j]], ORDER[j], o, n, exc);
+    free(exc);
+    if (rc == GW_OK)
+        o->nb = n;
+    return rc;
+}
+
+int gw_ds_decode(const uint8_t *p, size_t len, unsigned want, struct gw_ds_cols *o)
+{
+    if (len >= 1 && p[0] == DS_VERSION)
+        return ds2_decode(p, len, want, o);
+    return ds1_decode(p, len, want, o);
+}
+
+int gw_ds_sum_ok(const uint8_t *p, size_t len)
+{
+    if (len < 1 || p[0] != DS_VERSION)
+        return 1;
+    return len >= 1 + DS_SUM_LEN &&
+           (uint32_t)gw_hash64(p, len - DS_SUM_LEN) == gw_get_be32(p + len - DS_SUM_LEN);
+}
+
+struct ds_verify {
+    struct gw_store_txn *t;
+    struct gw_ds_cols c;
+    gw_ds_bad_cb bad;
+    void *ud;
+    int res;
+    int64_t day;
+    uint64_t values;
+};
+
+static int verify_value(void *ud, uint32_t node_id, uint64_t sid, const uint8_t *val, size_t len)
+{
+    struct ds_verify *v = ud;
+    v->values++;
+    char what[160];
+    const char *res = v->res == GW_ROLLUP_1H ? "1h" : "5m";
+    if (!gw_ds_sum_ok(val, len)) {
+        snprintf(what, sizeof what, "%s aggregates of series %llu (%zu bytes): checksum mismatch", res,
+                 (unsigned long long)sid, len);
+        v->bad(v->ud, v->res, v->day, node_id, sid, what);
+        return 0;
+    }
+    int rc = gw_ds_decode(val, len, (1u << GW_DS_NCOL) - 1, &v->c);
+    if (rc == GW_ENOMEM)
+        return rc;
+    if (rc != GW_OK) {
+        snprintf(what, sizeof what, "%s aggregates of series %llu (%zu bytes): do not decode", res,
+                 (unsigned long long)sid, len);
+        v->bad(v->ud, v->res, v->day, node_id, sid, what);
+        return 0;
+    }
+    for (size_t k = 1; k < v->c.nb; k++)
+        if (v->c.end[k] <= v->c.end[k - 1]) {
+            snprintf(what, sizeof what, "%s aggregates of series %llu: bucket ends not increasing", res,
+                     (unsigned long long)sid);
+            v->bad(v->ud, v->res, v->day, node_id, sid, what);
+            break;
+        }
+    return 0;
+}
+
+static int verify_day(void *ud, int64_t day)
+{
+    struct ds_verify *v = ud;
+    v->day = day;
+    int rc = gw_store_rollup_scan(v->t, v->res, day, verify_value, v);
+    return rc == GW_ENOTFOUND ? 0 : rc;
+}
+
+int gw_ds_verify(struct gw_store_txn *t, gw_ds_bad_cb bad, void *ud, uint64_t *values)
+{
+    struct ds_verify v = {.t = t, .bad = bad, .ud = ud};
+    int rc = GW_OK;
+    for (int res = GW_ROLLUP_5M; rc == GW_OK && res <= GW_ROLLUP_1H; res++) {
+        v.res = res;
+        rc = gw_store_rollup_days(t, res, verify_day, &v);
+    }
+    gw_ds_cols_free(&v.c);
+    if (values)
+        *values = v.values;
+    return rc;
 }

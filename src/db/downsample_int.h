@@ -30,11 +30,27 @@ void gw_ds_cols_free(struct gw_ds_cols *o);
 int64_t gw_ds_bucket_end(int64_t t, int64_t b);
 /* Aggregates n samples (t increasing) into buckets of size b (o reused). */
 int gw_ds_aggregate(const int64_t *t, const double *v, size_t n, int64_t b, struct gw_ds_cols *o);
-/* Appends the value bytes of o to out. */
+/* Appends the value bytes of o to out (version 2, with its checksum).
+ * GW_OK, GW_EINVAL (no bucket), GW_ENOMEM. */
 int gw_ds_encode(const struct gw_ds_cols *o, struct gw_buf *out);
+/* The same in version 1 (no checksum, every column in full), as older
+ * builds wrote it: kept so tests can build old stores. */
+int gw_ds_encode_v1(const struct gw_ds_cols *o, struct gw_buf *out);
 /* Decodes the bucket ends and the columns whose bit is set in want
- * (1u << GW_DS_...). Untrusted input: GW_ECORRUPT, GW_ENOMEM. */
+ * (1u << GW_DS_...; a version 2 value also decodes the columns they refer
+ * to), version 1 or 2. Untrusted input: GW_ECORRUPT (also for a version 2
+ * checksum that does not match), GW_ENOMEM. */
 int gw_ds_decode(const uint8_t *p, size_t len, unsigned want, struct gw_ds_cols *o);
+
+/* 1 when value p has no checksum (version 1) or its checksum matches. */
+int gw_ds_sum_ok(const uint8_t *p, size_t len);
+/* Checks every rollup value in t (checksum, full decode, increasing
+ * bucket ends); bad is called for each that fails, with what names it.
+ * *values (may be NULL) gets the number checked. GW_OK or an error of the
+ * store (a bad value is not an error). */
+struct gw_store_txn;
+typedef void (*gw_ds_bad_cb)(void *ud, int res, int64_t day, uint32_t node_id, uint64_t sid, const char *what);
+int gw_ds_verify(struct gw_store_txn *t, gw_ds_bad_cb bad, void *ud, uint64_t *values);
 
 /* downsample_read.c: rollup values read by queries since start (a
  * statistic; tests check that qualifying queries really use rollups). */

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "db_int.h"
+#include "db/downsample_int.h"
 #include "gpuwatch/labels.h"
 #include "gpuwatch/postings.h"
 
@@ -119,6 +120,34 @@ static void on_store_problem(void *ud, const struct gw_store_problem *sp)
     p.pair_id = sp->pair_id;
     memcpy(p.what, sp->what, sizeof p.what);
     emit(c, &p);
+}
+
+static void on_rollup_problem(void *ud, int res, int64_t day, uint32_t node_id, uint64_t sid, const char *what)
+{
+    struct vdb *c = ud;
+    struct gw_db_problem p = problem_none("store", "rollup");
+    p.day = day;
+    p.node_id = node_id;
+    p.sid = sid;
+    (void)res;
+    snprintf(p.what, sizeof p.what, "%s", what);
+    emit(c, &p);
+}
+
+/* Every rollup value (downsample.c) in one read transaction. */
+static int verify_rollups(struct vdb *c, struct gw_store *s, struct gw_error *err)
+{
+    struct gw_store_txn *t;
+    int rc = gw_store_read_begin(s, &t, err);
+    if (rc != GW_OK)
+        return rc;
+    if (c->progress)
+        c->progress(c->ud, "rollups", 0, 0);
+    rc = gw_ds_verify(t, on_rollup_problem, c, NULL);
+    gw_store_read_end(t);
+    if (rc != GW_OK)
+        gw_error_set(err, rc, "cannot verify the rollups: %s", gw_strerror(rc));
+    return rc;
 }
 
 static void on_progress(void *ud, const char *phase, uint64_t done, uint64_t total)
@@ -303,6 +332,8 @@ int gw_db_verify(const char *dir, gw_db_problem_cb cb, gw_store_verify_progress_
         goto out;
     }
     if ((rc = gw_store_verify(s, on_store_problem, on_progress, &c, &st->store, err)) != GW_OK)
+        goto out;
+    if ((rc = verify_rollups(&c, s, err)) != GW_OK)
         goto out;
     if (progress)
         progress(ud, "wal", 0, 0);

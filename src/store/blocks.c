@@ -93,12 +93,13 @@ static int blob_entry(struct gw_store_txn *t, const struct gw_store_blob *b, uin
     return gw_store_blob_resolve(b, j, &t->join, p, len);
 }
 
-/* Writes one blob: "GWB1" when cols is NULL, else "GWB2" (layouts in keys.c).
- * seq_fixed > UINT32_MAX: the next seq of the node and window; else that
- * seq (a day blob, written by compaction over a key it just deleted). */
+/* Writes one blob: "GWB1" when cols is NULL, else "GWB3" ("GWB2" when
+ * sums is 0; layouts in keys.c). seq_fixed > UINT32_MAX: the next seq of
+ * the node and window; else that seq (a day blob, written by compaction
+ * over a key it just deleted). */
 static int blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_start,
                     const struct gw_store_blob_col *cols, size_t ncols,
-                    const struct gw_store_blob_entry *entries, size_t n, uint64_t seq_fixed)
+                    const struct gw_store_blob_entry *entries, size_t n, uint64_t seq_fixed, int sums)
 {
     int rc = gw_store_need_write(t);
     if (rc != GW_OK)
@@ -108,13 +109,16 @@ static int blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_sta
     if (!entries || (ncols && !cols))
         return GW_EINVAL;
     int v2 = cols != NULL;
-    size_t hdr = v2 ? GW_BLOB2_HDR : GW_BLOB_HDR;
-    if (ncols > (GW_BLOB_MAX - hdr) / 4)
+    sums = v2 && sums;
+    size_t hdr = sums ? GW_BLOB3_HDR : v2 ? GW_BLOB2_HDR : GW_BLOB_HDR;
+    size_t cent = sums ? GW_BLOB3_COL : 4, ent = sums ? GW_BLOB3_ENT : GW_BLOB_ENT;
+    size_t hdr0 = hdr;
+    if (ncols > (GW_BLOB_MAX - hdr) / cent)
         return GW_ELIMIT;
-    hdr += ncols * 4;
-    if (n > (GW_BLOB_MAX - hdr) / GW_BLOB_ENT)
+    hdr += ncols * cent;
+    if (n > (GW_BLOB_MAX - hdr) / ent)
         return GW_ELIMIT;
-    size_t total = hdr + n * GW_BLOB_ENT;
+    size_t total = hdr + n * ent;
     for (size_t c = 0; c < ncols; c++) {
         if (!cols[c].col && cols[c].len)
             return GW_EINVAL;
@@ -181,24 +185,25 @@ put:
         goto out;
     }
     uint8_t *w = d.mv_data;
-    memcpy(w, v2 ? "GWB2" : "GWB1", 4);
-    gw_put_be32(w + 4, (uint32_t)n);
-    uint8_t *dir = w + GW_BLOB_HDR;
-    if (v2) {
-        gw_put_be32(w + 8, (uint32_t)ncols);
-        dir = w + hdr;
-    }
-    uint8_t *area = dir + n * GW_BLOB_ENT;
+    memcpy(w, sums ? "GWB3" : v2 ? "GWB2" : "GWB1", 4);
+    gw_put_be32(w + hdr0 - (v2 ? 8 : 4), (uint32_t)n);
+    if (v2)
+        gw_put_be32(w + hdr0 - 4, (uint32_t)ncols);
+    uint8_t *dir = w + hdr;
+    uint8_t *area = dir + n * ent;
     uint32_t end = 0;
     for (size_t i = 0; i < ncols; i++) {
         if (cols[i].len)
             memcpy(area + end, cols[i].col, cols[i].len);
+        gw_put_be32(w + hdr0 + i * cent, end + (uint32_t)cols[i].len);
+        if (sums)
+            gw_put_be32(w + hdr0 + i * cent + 4, gw_store_blob_sum(area + end, cols[i].len));
         end += (uint32_t)cols[i].len;
-        gw_put_be32(w + GW_BLOB2_HDR + i * 4, end);
     }
     area += end;
     end = 0;
     for (size_t i = 0; i < n; i++) {
+        uint32_t start = end;
         if (v2) {
             size_t k2 = gw_uvarint_put(area + end, entries[i].col);
             end += (uint32_t)k2;
@@ -206,9 +211,13 @@ put:
         if (entries[i].len)
             memcpy(area + end, entries[i].block, entries[i].len);
         end += (uint32_t)entries[i].len;
-        gw_put_be32(dir + i * GW_BLOB_ENT, (uint32_t)entries[i].sid);
-        gw_put_be32(dir + i * GW_BLOB_ENT + 4, end);
+        gw_put_be32(dir + i * ent, (uint32_t)entries[i].sid);
+        gw_put_be32(dir + i * ent + 4, end);
+        if (sums)
+            gw_put_be32(dir + i * ent + 8, gw_store_blob_sum(area + start, end - start));
     }
+    if (sums) /* header and directories, from n on */
+        gw_put_be32(w + 4, gw_store_blob_sum(w + 8, (size_t)(dir + n * ent - (w + 8))));
 out:
     mdb_cursor_close(c);
     return rc;
@@ -217,7 +226,7 @@ out:
 int gw_store_blob_put(struct gw_store_txn *t, uint32_t node_id, int64_t window_start,
                       const struct gw_store_blob_entry *entries, size_t n)
 {
-    return blob_put(t, node_id, window_start, NULL, 0, entries, n, UINT64_MAX);
+    return blob_put(t, node_id, window_start, NULL, 0, entries, n, UINT64_MAX, 0);
 }
 
 int gw_store_blob_put_cols(struct gw_store_txn *t, uint32_t node_id, int64_t window_start,
@@ -225,7 +234,15 @@ int gw_store_blob_put_cols(struct gw_store_txn *t, uint32_t node_id, int64_t win
                            const struct gw_store_blob_entry *entries, size_t n)
 {
     static const struct gw_store_blob_col none;
-    return blob_put(t, node_id, window_start, cols ? cols : &none, cols ? ncols : 0, entries, n, UINT64_MAX);
+    return blob_put(t, node_id, window_start, cols ? cols : &none, cols ? ncols : 0, entries, n, UINT64_MAX, 1);
+}
+
+int gw_store_blob_put_cols_v2(struct gw_store_txn *t, uint32_t node_id, int64_t window_start,
+                              const struct gw_store_blob_col *cols, size_t ncols,
+                              const struct gw_store_blob_entry *entries, size_t n)
+{
+    static const struct gw_store_blob_col none;
+    return blob_put(t, node_id, window_start, cols ? cols : &none, cols ? ncols : 0, entries, n, UINT64_MAX, 0);
 }
 
 int gw_store_blob_put_day(struct gw_store_txn *t, uint32_t node_id, int64_t day,
@@ -236,7 +253,7 @@ int gw_store_blob_put_day(struct gw_store_txn *t, uint32_t node_id, int64_t day,
     if (day > INT64_MAX / GW_DAY_MS || day < INT64_MIN / GW_DAY_MS)
         return GW_EINVAL;
     return blob_put(t, node_id, day * GW_DAY_MS, cols ? cols : &none, cols ? ncols : 0, entries, n,
-                    GW_STORE_DAY_SEQ);
+                    GW_STORE_DAY_SEQ, 1);
 }
 
 /* The visit of one blob's entries of sid (see blocks_scan). Sets *done when

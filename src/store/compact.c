@@ -632,7 +632,7 @@ static int compact_node(struct gw_store *s, int64_t day, int64_t now_ms, const s
         st->blobs_before += n;
         st->blobs_after++;
         st->bytes_before += c.bytes_before;
-        st->bytes_after += c.payload_after + GW_BLOB2_HDR + 4 * o.n_dc + GW_BLOB_ENT * o.n_e;
+        st->bytes_after += c.payload_after + GW_BLOB3_HDR + GW_BLOB3_COL * o.n_dc + GW_BLOB3_ENT * o.n_e;
         st->samples += o.samples;
         st->cols_after += o.n_dc;
         st->col_bytes_after += o.cols.len;

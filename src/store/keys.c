@@ -3,8 +3,9 @@
  * big-endian so memcmp order equals numeric order. Timestamps in keys and
  * values are "biased": (uint64_t)t ^ (1 << 63), so signed order = byte order.
  *
- * Databases (one LMDB environment, named DBIs), format version 3 (2 is read
- * as is: it differs only in having no GWB2 blobs):
+ * Databases (one LMDB environment, named DBIs), format version 4 (2 and 3
+ * are read as is: they differ only in having no GWB3 blobs (2: no GWB2
+ * either) and version 1 rollup values):
  *   meta         key: ascii name (no NUL)       value: be64 for counters
  *                  "format_version" = 3, "next_node_id" (first free node
  *                  id, >= 1), "next_pair_id" (first free pair id, >= 1)
@@ -51,6 +52,17 @@
  *                  read, gw_store_blocks_get) or, from
  *                  gw_store_block_parts_get, the column and the value
  *                  part apart, so a query decodes each column once.
+ *                value (blob, format 4, what the flusher and compaction
+ *                  write): "GWB3" | hsum u32 BE | n u32 BE | m u32 BE |
+ *                  m x { col_end u32 BE | col_sum u32 BE } | n x { sid u32
+ *                  BE | end u32 BE | sum u32 BE } | column area | block
+ *                  area: GWB2 with checksums, each the low 32 bits of
+ *                  XXH3-64: hsum of the bytes from n to the end of the
+ *                  entry directory, col_sum of column c's bytes, sum of
+ *                  entry i's bytes (its ref and its block or value part).
+ *                  Readers compare hsum when they parse a blob and the
+ *                  entry's and its column's sums when they read an entry
+ *                  (a mismatch is GW_ECORRUPT); verify compares them all.
  *
  *   ds5m:<day>, ds1h:<day>  downsampled aggregates of day <day> ("%08lld"),
  *                one DBI per resolution and day: layout at the top of
@@ -257,18 +269,23 @@ void gw_store_blob_key(uint8_t *key, uint32_t node_id, int64_t window_start, uin
     gw_put_be32(key + 12, seq);
 }
 
-static int blob_dir_check(const uint8_t *dir, uint32_t n, size_t area)
+static int blob_dir_check(const uint8_t *dir, uint32_t n, unsigned ent, size_t area)
 {
     uint32_t prev_sid = 0, prev_end = 0;
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t sid = gw_get_be32(dir + (size_t)i * GW_BLOB_ENT);
-        uint32_t end = gw_get_be32(dir + (size_t)i * GW_BLOB_ENT + 4);
+        uint32_t sid = gw_get_be32(dir + (size_t)i * ent);
+        uint32_t end = gw_get_be32(dir + (size_t)i * ent + 4);
         if (sid < prev_sid || end < prev_end || end > area)
             return GW_ECORRUPT;
         prev_sid = sid;
         prev_end = end;
     }
     return GW_OK;
+}
+
+uint32_t gw_store_blob_sum(const void *p, size_t len)
+{
+    return (uint32_t)gw_hash64(p, len);
 }
 
 static int blob_parse(const void *v, size_t len, struct gw_store_blob *b, int check_dir);
@@ -286,56 +303,93 @@ int gw_store_blob_parse_known(const void *v, size_t len, struct gw_store_blob *b
 static int blob_parse(const void *v, size_t len, struct gw_store_blob *b, int check_dir)
 {
     const uint8_t *p = v;
+    memset(b, 0, sizeof *b);
+    b->hdr = p;
     if (len >= GW_BLOB_HDR && memcmp(p, "GWB1", 4) == 0) {
         uint32_t n = gw_get_be32(p + 4);
         if (n > (len - GW_BLOB_HDR) / GW_BLOB_ENT)
             return GW_ECORRUPT;
         const uint8_t *dir = p + GW_BLOB_HDR;
         size_t area = len - GW_BLOB_HDR - (size_t)n * GW_BLOB_ENT;
-        if (check_dir && blob_dir_check(dir, n, area) != GW_OK)
+        if (check_dir && blob_dir_check(dir, n, GW_BLOB_ENT, area) != GW_OK)
             return GW_ECORRUPT;
-        memset(b, 0, sizeof *b);
         b->n = n;
         b->dir = dir;
+        b->ent = GW_BLOB_ENT;
         b->data = dir + (size_t)n * GW_BLOB_ENT;
         b->data_len = area;
         return GW_OK;
     }
-    if (len < GW_BLOB2_HDR || memcmp(p, "GWB2", 4) != 0)
+    int v3 = len >= GW_BLOB3_HDR && memcmp(p, "GWB3", 4) == 0;
+    if (!v3 && (len < GW_BLOB2_HDR || memcmp(p, "GWB2", 4) != 0))
         return GW_ECORRUPT;
-    uint32_t n = gw_get_be32(p + 4), m = gw_get_be32(p + 8);
-    size_t rest = len - GW_BLOB2_HDR;
-    if (m > rest / 4)
+    size_t hdr = v3 ? GW_BLOB3_HDR : GW_BLOB2_HDR;
+    unsigned ent = v3 ? GW_BLOB3_ENT : GW_BLOB_ENT, cent = v3 ? GW_BLOB3_COL : 4;
+    uint32_t n = gw_get_be32(p + hdr - 8), m = gw_get_be32(p + hdr - 4);
+    size_t rest = len - hdr;
+    if (m > rest / cent)
         return GW_ECORRUPT;
-    rest -= (size_t)m * 4;
-    if (n > rest / GW_BLOB_ENT)
+    rest -= (size_t)m * cent;
+    if (n > rest / ent)
         return GW_ECORRUPT;
-    rest -= (size_t)n * GW_BLOB_ENT;
-    const uint8_t *col_dir = p + GW_BLOB2_HDR, *dir = col_dir + (size_t)m * 4;
+    rest -= (size_t)n * ent;
+    const uint8_t *col_dir = p + hdr, *dir = col_dir + (size_t)m * cent;
     uint32_t prev = 0;
     for (uint32_t c = 0; c < m; c++) {
-        uint32_t end = gw_get_be32(col_dir + (size_t)c * 4);
+        uint32_t end = gw_get_be32(col_dir + (size_t)c * cent);
         if (end < prev || end > rest)
             return GW_ECORRUPT;
         prev = end;
     }
     size_t cols_len = prev, area = rest - cols_len;
-    if (check_dir && blob_dir_check(dir, n, area) != GW_OK)
-        return GW_ECORRUPT;
     b->n = n;
     b->dir = dir;
     b->v2 = 1;
+    b->sums = v3;
+    b->ent = ent;
+    b->cent = cent;
     b->ncols = m;
     b->col_dir = col_dir;
-    b->cols = dir + (size_t)n * GW_BLOB_ENT;
+    b->cols = dir + (size_t)n * ent;
     b->data = b->cols + cols_len;
     b->data_len = area;
+    if (check_dir && (blob_dir_check(dir, n, ent, area) != GW_OK || !gw_store_blob_hdr_ok(b)))
+        return GW_ECORRUPT;
     return GW_OK;
+}
+
+int gw_store_blob_hdr_ok(const struct gw_store_blob *b)
+{
+    if (!b->sums)
+        return 1;
+    /* from n to the end of the entry directory */
+    size_t len = (size_t)(b->cols - (b->hdr + 8));
+    return gw_store_blob_sum(b->hdr + 8, len) == gw_get_be32(b->hdr + 4);
+}
+
+int gw_store_blob_col_ok(const struct gw_store_blob *b, uint32_t c)
+{
+    if (!b->sums)
+        return 1;
+    const uint8_t *p;
+    size_t len;
+    gw_store_blob_col(b, c, &p, &len);
+    return gw_store_blob_sum(p, len) == gw_get_be32(b->col_dir + (size_t)c * b->cent + 4);
+}
+
+int gw_store_blob_entry_ok(const struct gw_store_blob *b, uint32_t i)
+{
+    if (!b->sums)
+        return 1;
+    const uint8_t *p;
+    size_t len;
+    gw_store_blob_block(b, i, &p, &len);
+    return gw_store_blob_sum(p, len) == gw_get_be32(b->dir + (size_t)i * b->ent + 8);
 }
 
 uint32_t gw_store_blob_sid(const struct gw_store_blob *b, uint32_t i)
 {
-    return gw_get_be32(b->dir + (size_t)i * GW_BLOB_ENT);
+    return gw_get_be32(b->dir + (size_t)i * b->ent);
 }
 
 uint32_t gw_store_blob_lower(const struct gw_store_blob *b, uint32_t sid)
@@ -353,16 +407,16 @@ uint32_t gw_store_blob_lower(const struct gw_store_blob *b, uint32_t sid)
 
 void gw_store_blob_block(const struct gw_store_blob *b, uint32_t i, const uint8_t **p, size_t *len)
 {
-    uint32_t start = i ? gw_get_be32(b->dir + (size_t)(i - 1) * GW_BLOB_ENT + 4) : 0;
-    uint32_t end = gw_get_be32(b->dir + (size_t)i * GW_BLOB_ENT + 4);
+    uint32_t start = i ? gw_get_be32(b->dir + (size_t)(i - 1) * b->ent + 4) : 0;
+    uint32_t end = gw_get_be32(b->dir + (size_t)i * b->ent + 4);
     *p = b->data + start;
     *len = end - start;
 }
 
 void gw_store_blob_col(const struct gw_store_blob *b, uint32_t c, const uint8_t **p, size_t *len)
 {
-    uint32_t start = c ? gw_get_be32(b->col_dir + (size_t)(c - 1) * 4) : 0;
-    uint32_t end = gw_get_be32(b->col_dir + (size_t)c * 4);
+    uint32_t start = c ? gw_get_be32(b->col_dir + (size_t)(c - 1) * b->cent) : 0;
+    uint32_t end = gw_get_be32(b->col_dir + (size_t)c * b->cent);
     *p = b->cols + start;
     *len = end - start;
 }
@@ -380,14 +434,19 @@ int gw_store_blob_split(const struct gw_store_blob *b, uint32_t i, const uint8_t
         *len = elen;
         return GW_OK;
     }
+    if (!gw_store_blob_entry_ok(b, i))
+        return GW_ECORRUPT;
     uint64_t ref;
     size_t k = gw_uvarint_get(e, elen, &ref);
     if (k == 0 || ref > b->ncols)
         return GW_ECORRUPT;
     *p = e + k;
     *len = elen - k;
-    if (ref > 0)
+    if (ref > 0) {
+        if (!gw_store_blob_col_ok(b, (uint32_t)(ref - 1)))
+            return GW_ECORRUPT;
         gw_store_blob_col(b, (uint32_t)(ref - 1), col, col_len);
+    }
     return GW_OK;
 }
 

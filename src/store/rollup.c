@@ -239,3 +239,35 @@ int gw_store_series_node(struct gw_store_txn *t, uint64_t sid, uint32_t *node_id
     *node_id = gw_get_be32((const uint8_t *)d.mv_data + 8);
     return GW_OK;
 }
+
+int gw_store_rollup_scan(struct gw_store_txn *t, int res, int64_t day, gw_store_rollup_cb cb, void *ud)
+{
+    if (!t || !t->txn || !cb || !day_ok(res, day))
+        return GW_EINVAL;
+    MDB_dbi dbi;
+    int rc = find_dbi(t, enc_day(res, day), &dbi);
+    if (rc <= 0)
+        return rc < 0 ? rc : GW_ENOTFOUND;
+    MDB_cursor *c;
+    if ((rc = gw_store_cursor_open(t, dbi, &c)) != GW_OK)
+        return rc;
+    MDB_val k, d;
+    int mrc;
+    for (mrc = mdb_cursor_get(c, &k, &d, MDB_FIRST); mrc == MDB_SUCCESS; mrc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
+        if (k.mv_size != ROLLUP_KEY_LEN)
+            continue;
+        const uint8_t *kp = k.mv_data;
+        uint32_t node = gw_get_be32(kp), sid = gw_get_be32(kp + 4);
+        if (node == UINT32_MAX && sid == UINT32_MAX)
+            continue; /* the done marker */
+        int crc = cb(ud, node, sid, d.mv_data, d.mv_size);
+        if (crc != 0) {
+            rc = crc < 0 ? crc : GW_OK;
+            break;
+        }
+    }
+    if (rc == GW_OK && mrc != MDB_SUCCESS && mrc != MDB_NOTFOUND)
+        rc = gw_store_terr(t, mrc, "rollup scan");
+    mdb_cursor_close(c);
+    return rc;
+}

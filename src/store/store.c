@@ -46,11 +46,12 @@
 #define GW_STORE_DEFAULT_MAP (UINT64_C(1) << 30)
 #define GW_STORE_DEFAULT_MAX (UINT64_C(4) << 40)
 #define GW_STORE_MIN_MAP (UINT64_C(128) << 10)
-/* Format 3 adds "GWB2" blobs (shared timestamp columns, keys.c). A format 2
- * store is read as is and marked 3 by the first read-write open, so older
- * builds refuse it by its version instead of meeting blobs they cannot
- * read. */
-#define GW_STORE_FORMAT 3
+/* Format 3 adds "GWB2" blobs (shared timestamp columns, keys.c), format 4
+ * "GWB3" blobs (GWB2 with checksums) and version 2 rollup values (with a
+ * checksum, src/db/downsample.c). Older stores are read as they are and
+ * marked 4 by the first read-write open, so older builds refuse it by its
+ * version instead of meeting blobs they cannot read. */
+#define GW_STORE_FORMAT 4
 #define GW_STORE_FORMAT_MIN 2
 
 /* Names and flags of the fixed databases (enum in store_int.h). */

@@ -36,6 +36,9 @@
 #define GW_BLOB_HDR 8            /* "GWB1" | u32 n */
 #define GW_BLOB2_HDR 12          /* "GWB2" | u32 n | u32 m */
 #define GW_BLOB_ENT 8            /* sid u32 | end offset u32 */
+#define GW_BLOB3_HDR 16          /* "GWB3" | u32 hsum | u32 n | u32 m */
+#define GW_BLOB3_ENT 12          /* sid u32 | end offset u32 | sum u32 */
+#define GW_BLOB3_COL 8           /* col_end u32 | sum u32 */
 #define GW_BLOB_MAX 0x7fffffffu  /* a blob stays under 2 GiB */
 #define GW_PART_NAME_MAX 32
 
@@ -89,21 +92,34 @@ int gw_store_rec_next_id(const struct gw_store_rec *r, size_t *off, uint32_t *id
 /* Blob key: node window_start seq. */
 void gw_store_blob_key(uint8_t *key, uint32_t node_id, int64_t window_start, uint32_t seq);
 
-/* A validated blob: the directory (n entries of 8 bytes) and the block
- * area; for "GWB2" also the timestamp columns (m end offsets, column area). */
+/* A validated blob: the directory (n entries of 8 bytes, 12 with sums) and
+ * the block area; for "GWB2"/"GWB3" also the timestamp columns (m end
+ * offsets, with sums for "GWB3", and the column area). */
 struct gw_store_blob {
     uint32_t n;
     const uint8_t *dir;
     const uint8_t *data;
     size_t data_len;
-    int v2;                     /* "GWB2": entries start with a column ref */
+    int v2;                     /* "GWB2"/"GWB3": entries start with a column ref */
+    int sums;                   /* "GWB3": checksums in the header and directories */
+    unsigned ent, cent;         /* directory strides: entries, columns */
     uint32_t ncols;
-    const uint8_t *col_dir;     /* ncols x end u32 */
+    const uint8_t *col_dir;     /* ncols x { end u32 [ | sum u32 ] } */
     const uint8_t *cols;        /* column area */
+    const uint8_t *hdr;         /* the blob's first byte */
 };
-/* Checks the magic ("GWB1" or "GWB2"), that the directories fit, that sids
- * are non-decreasing and that end offsets are non-decreasing and within
- * their areas. GW_OK or GW_ECORRUPT. */
+/* The checksum of a blob part: the low 32 bits of XXH3-64. */
+uint32_t gw_store_blob_sum(const void *p, size_t len);
+/* 1 when the blob has no checksums or when its header/directory checksum,
+ * column c's or entry i's checksum matches; 0 otherwise. */
+int gw_store_blob_hdr_ok(const struct gw_store_blob *b);
+int gw_store_blob_col_ok(const struct gw_store_blob *b, uint32_t c);
+int gw_store_blob_entry_ok(const struct gw_store_blob *b, uint32_t i);
+/* Checks the magic ("GWB1", "GWB2" or "GWB3"), that the directories fit,
+ * that sids are non-decreasing, that end offsets are non-decreasing and
+ * within their areas, and for "GWB3" the header/directory checksum. Entry
+ * and column checksums are checked by gw_store_blob_split/_resolve, where
+ * an entry is read. GW_OK or GW_ECORRUPT. */
 int gw_store_blob_parse(const void *v, size_t len, struct gw_store_blob *b);
 /* The same for bytes that gw_store_blob_parse accepted before (a read
  * transaction's snapshot never changes): skips the O(n) directory order
@@ -122,8 +138,16 @@ void gw_store_blob_col(const struct gw_store_blob *b, uint32_t c, const uint8_t 
  * GW_ECORRUPT, GW_ENOMEM. */
 int gw_store_blob_resolve(const struct gw_store_blob *b, uint32_t i, struct gw_buf *scratch, const uint8_t **p,
                           size_t *len);
+struct gw_store_blob_col;
+struct gw_store_blob_entry;
+/* gw_store_blob_put_cols writing the format 3 layout ("GWB2", no
+ * checksums): kept so tests can build stores as older builds wrote them. */
+int gw_store_blob_put_cols_v2(struct gw_store_txn *t, uint32_t node_id, int64_t window_start,
+                              const struct gw_store_blob_col *cols, size_t ncols,
+                              const struct gw_store_blob_entry *entries, size_t n);
 /* Entry i unjoined: *col = NULL and the whole block in *p, or the
- * timestamp column in *col and the value part in *p. GW_OK, GW_ECORRUPT. */
+ * timestamp column in *col and the value part in *p. GW_OK, GW_ECORRUPT
+ * (also for a checksum of the entry or its column that does not match). */
 int gw_store_blob_split(const struct gw_store_blob *b, uint32_t i, const uint8_t **p, size_t *len,
                         const uint8_t **col, size_t *col_len);
 

@@ -9,9 +9,12 @@
  * pairs/pair_ids, nodes/node_ids and the meta counters are checked against
  * that table; last every blob of every partition is parsed and every
  * block decoded, and each series' newest stored timestamp is compared with
- * its record. Layouts: top of keys.c. Blocks carry no checksum of their
- * own (block.c), so a block is checked by decoding it fully: header,
- * counts, strictly increasing timestamps inside the blob's day. */
+ * its record. Layouts: top of keys.c. "GWB3" blobs (format 4) carry
+ * checksums of their header and directories, of each timestamp column and
+ * of each entry, which are compared first, so a flipped bit that still
+ * decodes is found; every block is also decoded fully: header, counts,
+ * strictly increasing timestamps inside the blob's day. Older blobs
+ * ("GWB1", "GWB2") have no checksums and get only the decode. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -593,6 +596,10 @@ static int check_columns(struct vctx *c, struct gw_store_problem *base, const st
         int64_t mi, ma;
         struct gw_store_problem p = *base;
         p.kind = "column";
+        if (!gw_store_blob_col_ok(b, col)) {
+            report(c, &p, "timestamp column %u (%zu bytes): checksum mismatch", col, cl);
+            continue;
+        }
         if (gw_block_info(cp, cl, &n, &mi, &ma) != GW_OK || n == 0 || n > GW_BLOCK_MAX_SAMPLES) {
             report(c, &p, "timestamp column %u (%zu bytes): unreadable header", col, cl);
             continue;
@@ -626,8 +633,11 @@ static int check_blob(struct vctx *c, int64_t day, const MDB_val *k, const MDB_v
         report(c, &p, "blob window %lld does not lie in its partition's day", (long long)p.window_start);
     struct gw_store_blob b;
     if (gw_store_blob_parse(d->mv_data, d->mv_size, &b) != GW_OK) {
-        report(c, &p, "blob of %zu bytes: bad magic or directory (sids unsorted, offsets out of range)",
-               d->mv_size);
+        if (gw_store_blob_parse_known(d->mv_data, d->mv_size, &b) == GW_OK && !gw_store_blob_hdr_ok(&b))
+            report(c, &p, "blob of %zu bytes: header/directory checksum mismatch", d->mv_size);
+        else
+            report(c, &p, "blob of %zu bytes: bad magic or directory (sids unsorted, offsets out of range)",
+                   d->mv_size);
         return GW_OK;
     }
     int rc = b.v2 ? check_columns(c, &p, &b) : GW_OK;
@@ -649,8 +659,12 @@ static int check_blob(struct vctx *c, int64_t day, const MDB_val *k, const MDB_v
         if (r == GW_ENOMEM)
             return r;
         if (r != GW_OK) {
-            report(c, &bp, "entry %u (series %llu): bad column reference or value part", j,
-                   (unsigned long long)bp.sid);
+            if (!gw_store_blob_entry_ok(&b, j))
+                report(c, &bp, "entry %u (series %llu): checksum mismatch in its block or value part", j,
+                       (unsigned long long)bp.sid);
+            else
+                report(c, &bp, "entry %u (series %llu): bad column reference, column or value part", j,
+                       (unsigned long long)bp.sid);
             continue;
         }
         int64_t mi, ma;
