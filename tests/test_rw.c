@@ -400,7 +400,7 @@ static void test_rw_v1_negative_zero_survives(void **state)
 {
     struct gw_label l = { "__name__", 8, "x", 1 };
     struct gw_sample s = { -5, -0.0 };
-    struct gw_rw_series ser = { &l, 1, &s, 1, 0, 0 };
+    struct gw_rw_series ser = { &l, 1, &s, 1, 0, 0, NULL };
     struct gw_rw_request req = { 1, &ser, 1, NULL, 0, 1, 0, 0 };
     struct gw_rw_request r;
     struct gw_arena a;
