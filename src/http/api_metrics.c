@@ -153,16 +153,16 @@ static int w_exemplars(struct gw_buf *b, struct gw_http *h)
         rc = gw_buf_printf(b, "gpuwatch_remote_write_exemplars_total{outcome=\"%s\"} %llu\n", outcome[i],
                            (unsigned long long)atomic_load(&h->c.exemplars[i]));
     gw_exemplars_stats(h->opts.exemplars, &st);
-    if (rc == GW_OK)
-        rc = one(b, "gpuwatch_exemplars_max", "gauge", "Exemplars the store can hold (--storage.exemplars.max-exemplars).",
-                 (double)st.cap);
-    if (rc == GW_OK)
-        rc = one(b, "gpuwatch_exemplars_in_storage", "gauge", "Exemplars held in memory.", (double)st.in_storage);
-    if (rc == GW_OK)
-        rc = one(b, "gpuwatch_exemplars_series", "gauge", "Series with exemplars held in memory.", (double)st.series);
-    if (rc == GW_OK)
-        rc = one(b, "gpuwatch_exemplars_oldest_timestamp_seconds", "gauge",
-                 "Timestamp of the oldest exemplar held (0: none).", (double)st.oldest_ms / 1000.0);
+    struct { const char *name, *help; double v; } g[] = {
+        {"gpuwatch_exemplars_max", "Exemplars the store can hold (--storage.exemplars.max-exemplars).",
+         (double)st.cap},
+        {"gpuwatch_exemplars_in_storage", "Exemplars held in memory.", (double)st.in_storage},
+        {"gpuwatch_exemplars_series", "Series with exemplars held in memory.", (double)st.series},
+        {"gpuwatch_exemplars_oldest_timestamp_seconds", "Timestamp of the oldest exemplar held (0: none).",
+         (double)st.oldest_ms / 1000.0},
+    };
+    for (size_t i = 0; rc == GW_OK && i < sizeof g / sizeof g[0]; i++)
+        rc = one(b, g[i].name, "gauge", g[i].help, g[i].v);
     return rc;
 }
 
