@@ -815,11 +815,83 @@ static void test_db_exemplar_store(void **state)
     gw_exemplars_free(ex);
 }
 
+/* The exemplar store against a plain model (the last cap stored
+ * exemplars, in order) under many series, wrap-arounds and drops: every
+ * outcome and the final contents agree. */
+static void test_db_exemplar_store_model(void **state)
+{
+    (void)state;
+    enum { CAP = 64, NSER = 300, NADD = 20000 };
+    struct { int ser; int64_t t; } *m = calloc(NADD, sizeof *m);   /* stored, in order */
+    int64_t next_t[NSER];
+    size_t nm = 0;
+    uint32_t x = 12345;
+    struct gw_exemplars *ex = gw_exemplars_new(CAP);
+    assert_non_null(m);
+    assert_non_null(ex);
+    for (int i = 0; i < NSER; i++) next_t[i] = 1000;
+    for (int k = 0; k < NADD; k++) {
+        x = x * 1103515245u + 12345u;
+        int sr = (int)((x >> 8) % NSER);
+        int64_t t = (x >> 20) % 8 == 0 ? next_t[sr] - 500 : next_t[sr]++;   /* some go back in time */
+        /* the model: the series' newest live exemplar */
+        int64_t newest = INT64_MIN;
+        for (size_t i = nm > CAP ? nm - CAP : 0; i < nm; i++)
+            if (m[i].ser == sr) newest = m[i].t;
+        char job[16];
+        snprintf(job, sizeof job, "s%03d", sr);
+        enum gw_exemplar_outcome want = newest != INT64_MIN && t <= newest ? GW_EXEMPLAR_OUT_OF_ORDER : GW_EXEMPLAR_STORED;
+        if (newest == t) want = GW_EXEMPLAR_DUPLICATE;   /* same labels and value (v = t) */
+        enum gw_exemplar_outcome got = ex_add(ex, job, "tr", t, (double)t);
+        if (got != want)
+            fail_msg("add %d (series %d, t %lld): outcome %d, want %d", k, sr, (long long)t, got, want);
+        if (got == GW_EXEMPLAR_STORED) {
+            m[nm].ser = sr;
+            m[nm++].t = t;
+        }
+    }
+    /* contents: per series in label order, oldest first */
+    char want[8192] = "", got[1024];
+    size_t w = 0;
+    for (int sr = 0; sr < NSER; sr++) {
+        int any = 0;
+        for (size_t i = nm - CAP; i < nm; i++) {
+            if (m[i].ser != sr) continue;
+            if (!any) w += (size_t)snprintf(want + w, sizeof want - w, "s%03d:", sr);
+            any = 1;
+            w += (size_t)snprintf(want + w, sizeof want - w, "%lld=%g,", (long long)m[i].t, (double)m[i].t);
+        }
+        if (any) w += (size_t)snprintf(want + w, sizeof want - w, " ");
+    }
+    /* the collecting callback holds 1 KiB: compare in slices of series */
+    size_t off = 0;
+    for (int d = 0; d < 10; d++) {
+        char re[8];
+        snprintf(re, sizeof re, "s.*%d", d);
+        ex_select(ex, re, INT64_MIN, INT64_MAX, got, sizeof got);
+        for (char *p = got; *p;) {          /* each "sNNN:...," group must appear in want */
+            char *e = strchr(p, ' ');
+            assert_non_null(e);
+            *e = 0;
+            if (!strstr(want, p)) fail_msg("store has %s, the model not", p);
+            off += strlen(p) + 1;
+            p = e + 1;
+        }
+    }
+    assert_int_equal(off, strlen(want));    /* and nothing is missing */
+    struct gw_exemplars_stats st;
+    gw_exemplars_stats(ex, &st);
+    assert_int_equal(st.in_storage, CAP);
+    gw_exemplars_free(ex);
+    free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_db_ingest_semantics, setup, teardown),
         cmocka_unit_test(test_db_exemplar_store),
+        cmocka_unit_test(test_db_exemplar_store_model),
         cmocka_unit_test_setup_teardown(test_db_crash_replay_and_flush, setup, teardown),
         cmocka_unit_test_setup_teardown(test_db_matchers_and_labels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_db_retention_drops_old_days, setup, teardown),
