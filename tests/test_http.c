@@ -1322,11 +1322,11 @@ static void test_http_events(void **state)
  * with the case here that checks it), with exemplars. Requests come from
  * the small 2.0 encoder below over a fixed symbol table. */
 
+static const char v2_long_value[] = /* 130 runes */
+    "0123456789012345678901234567890123456789012345678901234567890123456789"
+    "012345678901234567890123456789012345678901234567890123456789";
 static const char *const v2_syms[] = {"", "__name__", "must_metric", "job", "x", "trace_id", "abc", "def",
-                                      "must_other", "",
-                                      /* 10: 130 runes */
-                                      "0123456789012345678901234567890123456789012345678901234567890123456789"
-                                      "012345678901234567890123456789012345678901234567890123456789"};
+                                      "must_other", "", v2_long_value /* 10 */};
 #define V2_EMPTY_SYM 9   /* a second "" (an empty label value) */
 
 struct v2_ts {
