@@ -7,8 +7,10 @@
  *                                              Prometheus 3's receiver)
  *   Content-Type not a remote-write type    -> 415
  *   body over the server's body cap         -> 413
- *   snappy: declared size over 32 MiB       -> 400; corrupt -> 400
+ *   snappy: declared size over the decoded limit (32 MiB) -> 400;
+ *                                              corrupt -> 400
  *   protobuf malformed                      -> 400
+ *   more series than the limit              -> 413 (limits.c)
  *   storage failure                         -> 500 (503 when shutting down),
  *                                              the sender retries
  *   any sample/series/histogram refused     -> 400 with one line that
@@ -29,6 +31,7 @@
  * do. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include "gpuwatch/arena.h"
@@ -103,12 +106,44 @@ static void v2_refuse_bad_shapes(struct gw_rw_request *req, struct v2_shape *sh)
 struct write_extra {
     struct v2_shape shape;
     struct gw_exemplars_result ex;
+    uint64_t limit_exemplars;     /* of series the write limits refused */
     int v2;
 };
 
 static uint64_t exemplars_refused(const struct write_extra *x)
 {
-    return x->ex.out_of_order + x->ex.too_long + x->ex.invalid_series + x->shape.exemplars;
+    return x->ex.out_of_order + x->ex.too_long + x->ex.invalid_series + x->shape.exemplars + x->limit_exemplars;
+}
+
+/* The operator's write limits (limits.c); the exemplars of a series they
+ * refuse (its samples zeroed) are refused with it. -1 after answering. */
+static int write_limits(struct gw_http_req *rq, struct gw_http_resp *rs, struct gw_rw_request *req,
+                        struct gw_append_result *over, struct write_extra *x)
+{
+    uint32_t *had = NULL;
+    if (req->n_exemplars > 0 && req->n_series > 0) {
+        had = malloc(req->n_series * sizeof *had);
+        if (had == NULL) {
+            gw_resp_text(rs, 500, "out of memory");
+            return -1;
+        }
+        for (size_t i = 0; i < req->n_series; i++)
+            had[i] = req->series[i].n_samples;
+    }
+    if (gw_http_write_limits(rq, rs, req, over) != 0) {
+        free(had);
+        return -1;
+    }
+    for (size_t i = 0; had != NULL && i < req->n_series; i++) {
+        struct gw_rw_series *s = &req->series[i];
+        if (had[i] > 0 && s->n_samples == 0 && s->n_exemplars > 0) {
+            x->limit_exemplars += s->n_exemplars;
+            req->n_exemplars -= s->n_exemplars;
+            s->n_exemplars = 0;
+        }
+    }
+    free(had);
+    return 0;
 }
 
 static void append_part(char *msg, size_t cap, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -226,7 +261,8 @@ static void count_result(struct gw_http *h, const struct gw_append_result *r, co
     atomic_fetch_add(&h->c.exemplars[GW_EXO_DUPLICATE], x->ex.duplicate);
     atomic_fetch_add(&h->c.exemplars[GW_EXO_OUT_OF_ORDER], x->ex.out_of_order);
     atomic_fetch_add(&h->c.exemplars[GW_EXO_TOO_LONG], x->ex.too_long);
-    atomic_fetch_add(&h->c.exemplars[GW_EXO_INVALID_SERIES], x->ex.invalid_series + x->shape.exemplars);
+    atomic_fetch_add(&h->c.exemplars[GW_EXO_INVALID_SERIES],
+                     x->ex.invalid_series + x->shape.exemplars + x->limit_exemplars);
     atomic_fetch_add(&h->c.exemplars[GW_EXO_NOT_STORED], x->ex.disabled);
     atomic_fetch_add(&h->c.metadata_stored, r->metadata);
 }
@@ -235,7 +271,7 @@ static void count_result(struct gw_http *h, const struct gw_append_result *r, co
  * then the exemplars; answers rs unless the storage failed. */
 static void store_request(struct gw_http_req *rq, struct gw_http_resp *rs, struct gw_rw_request *req, int v2)
 {
-    struct gw_append_result res;
+    struct gw_append_result res, over;
     struct write_extra x;
     struct gw_error err;
     uint64_t total = req->n_samples;
@@ -247,6 +283,11 @@ static void store_request(struct gw_http_req *rq, struct gw_http_resp *rs, struc
     x.v2 = v2;
     if (v2)
         v2_refuse_bad_shapes(req, &x.shape);
+    if (write_limits(rq, rs, req, &over, &x) != 0) {
+        if (v2)
+            written_headers(rs, 0, 0);
+        return;
+    }
     rc = gw_db_append(rq->h->db, req, gw_now_ms(), &res, &err);
     if (rc == GW_OK && gw_exemplars_append(rq->h->opts.exemplars, req, &x.ex) != GW_OK)
         rc = gw_error_set(&err, GW_ENOMEM, "out of memory storing exemplars");
@@ -259,6 +300,7 @@ static void store_request(struct gw_http_req *rq, struct gw_http_resp *rs, struc
             written_headers(rs, 0, 0);
         return;
     }
+    gw_http_write_limits_merge(&res, &over);
     count_result(rq->h, &res, &x);
     uint64_t v2_refused = v2 ? x.shape.empty + x.shape.both + exemplars_refused(&x) : 0;
     if (res.conflicts || res.out_of_order || res.too_old || res.too_new || res.invalid_series ||
@@ -283,16 +325,19 @@ void gw_api_write(struct gw_http_req *rq, struct gw_http_resp *rs)
     struct gw_arena arena;
     struct gw_rw_request req;
     struct gw_error err;
+    size_t decoded_max = rq->h->opts.limits.max_decoded_bytes;
     int v2 = rq->rw_version == 2, rc;
 
-    gw_buf_init(&pb, GW_RW_MAX_BODY);
+    gw_buf_init(&pb, decoded_max);
     gw_arena_init(&arena, WRITE_ARENA_BLOCK, WRITE_ARENA_MAX);
     gw_error_clear(&err);
 
-    rc = gw_snappy_decode(rq->body.data, rq->body.len, GW_RW_MAX_BODY, &pb, &err);
+    rc = gw_snappy_decode(rq->body.data, rq->body.len, decoded_max, &pb, &err);
     if (rc != GW_OK) {
         if (rc == GW_ENOMEM)
             gw_resp_text(rs, 500, "out of memory decompressing the body");
+        else if (rc == GW_ETOOLARGE)
+            gw_resp_text(rs, 400, "snappy decode error: %s (--limits.write.max-decoded-bytes)", err.msg);
         else
             gw_resp_text(rs, 400, "snappy decode error: %s", err.msg[0] ? err.msg : gw_strerror(rc));
         if (v2)
