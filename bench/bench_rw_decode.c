@@ -87,7 +87,7 @@ int main(int argc, char **argv)
 #undef L
         samples[i].t = 1760000000000 + (int64_t)(i % 7);
         samples[i].v = 40.0 + (double)(i % 50) * 0.5;
-        series[i] = (struct gw_rw_series){ l, 10, &samples[i], 1, 0, 0 };
+        series[i] = (struct gw_rw_series){ l, 10, &samples[i], 1, 0, 0, NULL };
     }
     memset(&req, 0, sizeof req);
     req.version = 1;

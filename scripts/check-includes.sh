@@ -40,7 +40,7 @@ declare -A OWNER=(
     [labels.h]=model [matcher.h]=model
     [postings.h]=index
     [wal.h]=wal [head.h]=head [store.h]=store [kv.h]=store [rw.h]=ingest [httpc.h]=net
-    [db.h]=db
+    [db.h]=db [exemplars.h]=db
     [promql.h]=promql [alert.h]=alert [detect.h]=detect [sim.h]=sim [ledger.h]=ledger
     [evaluate.h]=eval [http.h]=http
 )

@@ -24,6 +24,7 @@
 #include "wal/wal_int.h"   /* the WAL's write seam, to inject a full disk */
 #include "db/db_int.h"    /* gw_db_par_min_series_ms: the threaded select paths with small data */
 #include "gpuwatch/db.h"
+#include "gpuwatch/exemplars.h"
 #include "gpuwatch/labels.h"
 #include "gpuwatch/promql.h"
 #include "db_fixture.h"
@@ -675,10 +676,222 @@ static void test_db_select_long_series_blocks_split(void **state)
     gw_db_close(db);
 }
 
+/* ---- the exemplar store (exemplars.c) ---- */
+
+static size_t ex_series(const char *name, const char *job, uint8_t *out)
+{
+    struct gw_label l[2] = {{"__name__", 8, name, (uint32_t)strlen(name)}, {"job", 3, job, (uint32_t)strlen(job)}};
+    return gw_labels_encode(l, 2, out);
+}
+
+static enum gw_exemplar_outcome ex_add(struct gw_exemplars *ex, const char *job, const char *trace, int64_t t,
+                                       double v)
+{
+    uint8_t s[128];
+    size_t n = ex_series("m", job, s);
+    struct gw_label l = {"trace_id", 8, trace, (uint32_t)strlen(trace)};
+    enum gw_exemplar_outcome o;
+    assert_int_equal(gw_exemplars_add(ex, s, n, &l, 1, t, v, &o), GW_OK);
+    return o;
+}
+
+struct ex_seen {
+    char text[1024];
+};
+
+static int ex_collect_cb(void *ud, const uint8_t *series, size_t len, const struct gw_exemplar *e, size_t n)
+{
+    struct ex_seen *seen = ud;
+    const char *job = NULL;
+    size_t jl = 0;
+    assert_true(gw_labels_get(series, len, "job", 3, &job, &jl));
+    size_t k = strlen(seen->text);
+    k += (size_t)snprintf(seen->text + k, sizeof seen->text - k, "%.*s:", (int)jl, job);
+    for (size_t i = 0; i < n; i++)
+        k += (size_t)snprintf(seen->text + k, sizeof seen->text - k, "%lld=%g,", (long long)e[i].t, e[i].v);
+    snprintf(seen->text + k, sizeof seen->text - k, " ");
+    return GW_OK;
+}
+
+static void ex_select(struct gw_exemplars *ex, const char *job_re, int64_t start, int64_t end, char *out, size_t cap)
+{
+    struct gw_matcher m;
+    struct gw_error err = {0};
+    struct ex_seen seen = {{0}};
+    assert_int_equal(gw_matcher_init(&m, GW_MATCH_RE, "job", 3, job_re, strlen(job_re), &err), GW_OK);
+    const struct gw_matcher *sets[1] = {&m};
+    size_t lens[1] = {1};
+    assert_int_equal(gw_exemplars_select(ex, sets, lens, 1, start, end, ex_collect_cb, &seen), GW_OK);
+    snprintf(out, cap, "%s", seen.text);
+    gw_matcher_free(&m);
+}
+
+static void test_db_exemplar_store(void **state)
+{
+    (void)state;
+    char got[1024];
+    struct gw_exemplars_stats st;
+    struct gw_exemplars *ex = gw_exemplars_new(4);
+    assert_non_null(ex);
+    /* per series: newest decides duplicate / out of order */
+    assert_int_equal(ex_add(ex, "a", "t1", 10, 1.0), GW_EXEMPLAR_STORED);
+    assert_int_equal(ex_add(ex, "a", "t1", 10, 1.0), GW_EXEMPLAR_DUPLICATE);
+    assert_int_equal(ex_add(ex, "a", "t1", 10, 2.0), GW_EXEMPLAR_OUT_OF_ORDER);
+    assert_int_equal(ex_add(ex, "a", "t2", 5, 1.0), GW_EXEMPLAR_OUT_OF_ORDER);
+    assert_int_equal(ex_add(ex, "b", "t2", 5, 1.0), GW_EXEMPLAR_STORED);   /* another series: own order */
+    assert_int_equal(ex_add(ex, "a", "t3", 20, NAN), GW_EXEMPLAR_STORED);
+    assert_int_equal(ex_add(ex, "a", "t3", 20, NAN), GW_EXEMPLAR_DUPLICATE);   /* same bits */
+    assert_int_equal(ex_add(ex, "b", "t4", 6, 3.0), GW_EXEMPLAR_STORED);
+    ex_select(ex, ".*", 0, 100, got, sizeof got);
+    assert_string_equal(got, "a:10=1,20=nan, b:5=1,6=3, ");
+    ex_select(ex, "b", 6, 6, got, sizeof got);
+    assert_string_equal(got, "b:6=3, ");
+    ex_select(ex, "a", 11, 19, got, sizeof got);   /* nothing in range */
+    assert_string_equal(got, "");
+    /* full (4): each new exemplar overwrites the oldest of any series; a
+     * series whose last exemplar goes is gone */
+    assert_int_equal(ex_add(ex, "c", "t5", 1, 5.0), GW_EXEMPLAR_STORED);     /* over a@10 */
+    assert_int_equal(ex_add(ex, "c", "t6", 2, 6.0), GW_EXEMPLAR_STORED);     /* over b@5 */
+    assert_int_equal(ex_add(ex, "c", "t7", 3, 7.0), GW_EXEMPLAR_STORED);     /* over a@20: a gone */
+    ex_select(ex, ".*", INT64_MIN, INT64_MAX, got, sizeof got);
+    assert_string_equal(got, "b:6=3, c:1=5,2=6,3=7, ");
+    gw_exemplars_stats(ex, &st);
+    assert_int_equal(st.cap, 4);
+    assert_int_equal(st.in_storage, 4);
+    assert_int_equal(st.series, 2);
+    assert_int_equal(st.appended, 7);
+    assert_int_equal(st.out_of_order, 2);
+    assert_int_equal(st.oldest_ms, 6);
+    /* a dropped series starts afresh: an older timestamp is fine again */
+    assert_int_equal(ex_add(ex, "a", "t8", 1, 8.0), GW_EXEMPLAR_STORED);    /* over b@6: b gone */
+    ex_select(ex, "a|b", INT64_MIN, INT64_MAX, got, sizeof got);
+    assert_string_equal(got, "a:1=8, ");
+    /* the 128-rune limit counts names and values in runes; empty values drop out */
+    uint8_t s[128];
+    size_t sl = ex_series("m", "r", s);
+    char v2b[300], v129[200];
+    memset(v129, 'x', 121);
+    v129[121] = 0;                      /* "trace_id" (8) + 121 = 129 runes */
+    for (int i = 0; i < 120; i++) memcpy(v2b + 2 * i, "\xc3\xa9", 2);
+    v2b[240] = 0;                       /* 8 + 120 two-byte runes = 128 runes, 248 bytes */
+    struct gw_label l[2] = {{"trace_id", 8, v129, 121}, {"empty", 5, "", 0}};
+    enum gw_exemplar_outcome o;
+    assert_int_equal(gw_exemplars_add(ex, s, sl, l, 2, 100, 1, &o), GW_OK);
+    assert_int_equal(o, GW_EXEMPLAR_TOO_LONG);
+    l[0].value = v2b;
+    l[0].value_len = 240;
+    assert_int_equal(gw_exemplars_add(ex, s, sl, l, 2, 100, 1, &o), GW_OK);
+    assert_int_equal(o, GW_EXEMPLAR_STORED);
+    l[0].value_len = 239;                 /* a truncated rune still counts as one */
+    assert_int_equal(gw_exemplars_add(ex, s, sl, l, 2, 101, 1, &o), GW_OK);
+    assert_int_equal(o, GW_EXEMPLAR_STORED);
+    gw_exemplars_free(ex);
+
+    /* capacity 0 keeps nothing; the request path counts per reason */
+    ex = gw_exemplars_new(0);
+    assert_non_null(ex);
+    assert_int_equal(ex_add(ex, "a", "t1", 10, 1.0), GW_EXEMPLAR_DISABLED);
+    ex_select(ex, ".*", INT64_MIN, INT64_MAX, got, sizeof got);
+    assert_string_equal(got, "");
+    gw_exemplars_free(ex);
+    assert_null(gw_exemplars_new((uint64_t)GW_EXEMPLARS_MAX_CAP + 1));
+
+    ex = gw_exemplars_new(10);
+    struct gw_label good[2] = {{"job", 3, "q", 1}, {"__name__", 8, "m", 1}};   /* unsorted: sorted in place */
+    struct gw_label bad[1] = {{"job", 3, "q", 1}};                             /* no __name__ */
+    struct gw_label el = {"trace_id", 8, "x", 1};
+    struct gw_rw_exemplar e3[3] = {{&el, 1, 10, 1}, {&el, 1, 10, 1}, {&el, 1, 9, 2}};
+    struct gw_rw_series rs[2] = {{good, 2, NULL, 0, 0, 3, e3}, {bad, 1, NULL, 0, 0, 1, e3}};
+    struct gw_rw_request req = {.version = 1, .series = rs, .n_series = 2, .n_exemplars = 4};
+    struct gw_exemplars_result res;
+    assert_int_equal(gw_exemplars_append(ex, &req, &res), GW_OK);
+    assert_int_equal(res.stored, 1);
+    assert_int_equal(res.duplicate, 1);
+    assert_int_equal(res.out_of_order, 1);
+    assert_int_equal(res.invalid_series, 1);
+    assert_non_null(strstr(res.first_problem, "out of order exemplar (series m)"));
+    assert_int_equal(gw_exemplars_append(NULL, &req, &res), GW_OK);
+    assert_int_equal(res.disabled, 4);
+    gw_exemplars_free(ex);
+}
+
+/* The exemplar store against a plain model (the last cap stored
+ * exemplars, in order) under many series, wrap-arounds and drops: every
+ * outcome and the final contents agree. */
+static void test_db_exemplar_store_model(void **state)
+{
+    (void)state;
+    enum { CAP = 64, NSER = 300, NADD = 20000 };
+    struct { int ser; int64_t t; } *m = calloc(NADD, sizeof *m);   /* stored, in order */
+    int64_t next_t[NSER];
+    size_t nm = 0;
+    uint32_t x = 12345;
+    struct gw_exemplars *ex = gw_exemplars_new(CAP);
+    assert_non_null(m);
+    assert_non_null(ex);
+    for (int i = 0; i < NSER; i++) next_t[i] = 1000;
+    for (int k = 0; k < NADD; k++) {
+        x = x * 1103515245u + 12345u;
+        int sr = (int)((x >> 8) % NSER);
+        int64_t t = (x >> 20) % 8 == 0 ? next_t[sr] - 500 : next_t[sr]++;   /* some go back in time */
+        /* the model: the series' newest live exemplar */
+        int64_t newest = INT64_MIN;
+        for (size_t i = nm > CAP ? nm - CAP : 0; i < nm; i++)
+            if (m[i].ser == sr) newest = m[i].t;
+        char job[16];
+        snprintf(job, sizeof job, "s%03d", sr);
+        enum gw_exemplar_outcome want = newest != INT64_MIN && t <= newest ? GW_EXEMPLAR_OUT_OF_ORDER : GW_EXEMPLAR_STORED;
+        if (newest == t) want = GW_EXEMPLAR_DUPLICATE;   /* same labels and value (v = t) */
+        enum gw_exemplar_outcome got = ex_add(ex, job, "tr", t, (double)t);
+        if (got != want)
+            fail_msg("add %d (series %d, t %lld): outcome %d, want %d", k, sr, (long long)t, got, want);
+        if (got == GW_EXEMPLAR_STORED) {
+            m[nm].ser = sr;
+            m[nm++].t = t;
+        }
+    }
+    /* contents: per series in label order, oldest first */
+    char want[8192] = "", got[1024];
+    size_t w = 0;
+    for (int sr = 0; sr < NSER; sr++) {
+        int any = 0;
+        for (size_t i = nm - CAP; i < nm; i++) {
+            if (m[i].ser != sr) continue;
+            if (!any) w += (size_t)snprintf(want + w, sizeof want - w, "s%03d:", sr);
+            any = 1;
+            w += (size_t)snprintf(want + w, sizeof want - w, "%lld=%g,", (long long)m[i].t, (double)m[i].t);
+        }
+        if (any) w += (size_t)snprintf(want + w, sizeof want - w, " ");
+    }
+    /* the collecting callback holds 1 KiB: compare in slices of series */
+    size_t off = 0;
+    for (int d = 0; d < 10; d++) {
+        char re[8];
+        snprintf(re, sizeof re, "s.*%d", d);
+        ex_select(ex, re, INT64_MIN, INT64_MAX, got, sizeof got);
+        for (char *p = got; *p;) {          /* each "sNNN:...," group must appear in want */
+            char *e = strchr(p, ' ');
+            assert_non_null(e);
+            *e = 0;
+            if (!strstr(want, p)) fail_msg("store has %s, the model not", p);
+            off += strlen(p) + 1;
+            p = e + 1;
+        }
+    }
+    assert_int_equal(off, strlen(want));    /* and nothing is missing */
+    struct gw_exemplars_stats st;
+    gw_exemplars_stats(ex, &st);
+    assert_int_equal(st.in_storage, CAP);
+    gw_exemplars_free(ex);
+    free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_db_ingest_semantics, setup, teardown),
+        cmocka_unit_test(test_db_exemplar_store),
+        cmocka_unit_test(test_db_exemplar_store_model),
         cmocka_unit_test_setup_teardown(test_db_crash_replay_and_flush, setup, teardown),
         cmocka_unit_test_setup_teardown(test_db_matchers_and_labels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_db_retention_drops_old_days, setup, teardown),

@@ -28,6 +28,7 @@
 #include "gpuwatch/codec.h"
 #include "gpuwatch/db.h"
 #include "gpuwatch/detect.h"
+#include "gpuwatch/exemplars.h"
 #include "gpuwatch/kv.h"
 #include "gpuwatch/http.h"
 #include "gpuwatch/ledger.h"
@@ -41,6 +42,7 @@ struct fixture {
     struct gw_http *http;
     uint16_t port;
     int64_t base;           /* first sample timestamp */
+    struct gw_exemplars *ex;
 };
 
 struct resp {
@@ -282,6 +284,9 @@ static int setup(void **state)
     hopts.threads = 2;
     hopts.max_body_bytes = BODY_CAP;
     hopts.conn_timeout_s = 5;
+    f->ex = gw_exemplars_new(8);
+    assert_non_null(f->ex);
+    hopts.exemplars = f->ex;
     if (gw_http_start(&f->http, f->db, &hopts, &err) != GW_OK) {
         print_error("gw_http_start: %s\n", err.msg);
         return -1;
@@ -305,6 +310,7 @@ static int teardown(void **state)
     struct fixture *f = *state;
     char cmd[300];
     gw_http_stop(f->http);
+    gw_exemplars_free(f->ex);
     gw_db_close(f->db);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
     if (system(cmd) != 0)
@@ -1313,6 +1319,246 @@ static void test_http_events(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* ---- remote write 2.0 receiver MUSTs (docs/remote-write.md lists each
+ * with the case here that checks it), with exemplars. Requests come from
+ * the small 2.0 encoder below over a fixed symbol table. */
+
+static const char v2_long_value[] = /* 130 runes */
+    "0123456789012345678901234567890123456789012345678901234567890123456789"
+    "012345678901234567890123456789012345678901234567890123456789";
+static const char *const v2_syms[] = {"", "__name__", "must_metric", "job", "x", "trace_id", "abc", "def",
+                                      "must_other", "", v2_long_value /* 10 */};
+#define V2_EMPTY_SYM 9   /* a second "" (an empty label value) */
+
+struct v2_ts {
+    const uint8_t *refs;    /* label refs into v2_syms */
+    size_t n_refs;
+    int n_samples;          /* values 1, 2, ... at t0, t0 + 15 s, ... */
+    int64_t t0;
+    int n_hist;             /* empty Histogram messages */
+    const uint8_t *ex_refs; /* every exemplar's label refs */
+    size_t n_ex_refs;
+    int n_ex;               /* exemplars with value 7 + i at ex_t0 + i s */
+    int64_t ex_t0;
+};
+
+static void v2_put_double(struct gw_buf *b, uint8_t tag, double v)
+{
+    uint8_t raw[9];
+    raw[0] = tag;
+    memcpy(raw + 1, &v, 8);   /* little-endian host */
+    assert_int_equal(gw_buf_append(b, raw, 9), GW_OK);
+}
+
+/* snappy(io.prometheus.write.v2.Request) of the series in ts[0..n); sym0:
+ * the first symbol ("" unless a test breaks that rule). */
+static void v2_build(const struct v2_ts *ts, size_t n, const char *sym0, struct gw_buf *z)
+{
+    struct gw_buf req, one, sub;
+    gw_buf_init(&req, 0);
+    gw_buf_init(&one, 0);
+    gw_buf_init(&sub, 0);
+    gw_buf_init(z, 0);
+    pb_bytes(&req, 0x22, sym0, strlen(sym0));
+    for (size_t i = 1; i < sizeof v2_syms / sizeof v2_syms[0]; i++) pb_bytes(&req, 0x22, v2_syms[i], strlen(v2_syms[i]));
+    for (size_t k = 0; k < n; k++) {
+        gw_buf_reset(&one);
+        if (ts[k].n_refs) pb_bytes(&one, 0x0A, ts[k].refs, ts[k].n_refs);
+        for (int i = 0; i < ts[k].n_samples; i++) {
+            gw_buf_reset(&sub);
+            v2_put_double(&sub, 0x09, 1.0 + i);
+            pb_varint(&sub, 0x10);
+            pb_varint(&sub, (uint64_t)(ts[k].t0 + i * 15000));
+            pb_bytes(&one, 0x12, sub.data, sub.len);
+        }
+        for (int i = 0; i < ts[k].n_hist; i++) pb_bytes(&one, 0x1A, "", 0);
+        for (int i = 0; i < ts[k].n_ex; i++) {
+            gw_buf_reset(&sub);
+            if (ts[k].n_ex_refs) pb_bytes(&sub, 0x0A, ts[k].ex_refs, ts[k].n_ex_refs);
+            v2_put_double(&sub, 0x11, 7.0 + i);
+            pb_varint(&sub, 0x18);
+            pb_varint(&sub, (uint64_t)(ts[k].ex_t0 + i * 1000));
+            pb_bytes(&one, 0x22, sub.data, sub.len);
+        }
+        pb_bytes(&req, 0x2A, one.data, one.len);
+    }
+    assert_int_equal(gw_snappy_encode(req.data, req.len, z), GW_OK);
+    gw_buf_free(&req);
+    gw_buf_free(&one);
+    gw_buf_free(&sub);
+}
+
+#define V2_HEADERS "Content-Type: application/x-protobuf;proto=io.prometheus.write.v2.Request\r\n" \
+                   "Content-Encoding: snappy\r\nX-Prometheus-Remote-Write-Version: 2.0.0\r\n"
+
+/* Posts a v2 request; checks the status and the three Written headers
+ * (samples, histograms, exemplars), and for a 400 a non-empty message
+ * containing want (if given). */
+static void v2_post(struct fixture *f, const struct v2_ts *ts, size_t n, const char *sym0, int status,
+                    const char *samples, const char *exemplars, const char *want)
+{
+    struct gw_buf z;
+    struct resp r;
+    char v[64];
+    v2_build(ts, n, sym0, &z);
+    http_do(f->port, "POST", "/api/v1/write", V2_HEADERS, z.data, z.len, &r);
+    if (r.status != status)
+        fail_msg("status %d, want %d: %s", r.status, status, r.body ? r.body : "");
+    assert_non_null(header_value(&r, "X-Prometheus-Remote-Write-Samples-Written", v, sizeof v));
+    assert_string_equal(v, samples);
+    assert_non_null(header_value(&r, "X-Prometheus-Remote-Write-Histograms-Written", v, sizeof v));
+    assert_string_equal(v, "0");
+    assert_non_null(header_value(&r, "X-Prometheus-Remote-Write-Exemplars-Written", v, sizeof v));
+    if (strcmp(v, exemplars) != 0)
+        fail_msg("%s exemplars written, want %s (status %d: %s)", v, exemplars, r.status, r.body ? r.body : "");
+    if (status == 400) {
+        assert_true(r.body_len > 1);
+        if (want && !strstr(r.body, want))
+            fail_msg("400 body \"%s\" lacks \"%s\"", r.body, want);
+    }
+    if (status == 204)
+        assert_int_equal(r.body_len, 0);
+    resp_free(&r);
+    gw_buf_free(&z);
+}
+
+static void test_http_write_v2_spec_musts(void **state)
+{
+    struct fixture *f = *state;
+    int64_t t0 = f->base + 10 * 60000;   /* after the fixture's data, before now */
+    static const uint8_t job_x[] = {1, 2, 3, 4}, other[] = {1, 8, 3, 4}, trace[] = {5, 6}, trace2[] = {5, 7};
+    static const uint8_t dup_name[] = {1, 2, 1, 8}, empty_value[] = {1, 2, 3, V2_EMPTY_SYM}, bad_ref[] = {1, 2, 3, 99};
+    static const uint8_t odd[] = {1, 2, 3}, no_name[] = {3, 4};
+    /* all written: 2xx (204, empty body) with exact Written counts */
+    struct v2_ts ok = {job_x, 4, 3, t0, 0, trace, 2, 1, t0};
+    v2_post(f, &ok, 1, "", 204, "3", "1", NULL);
+    /* a series with neither samples nor histograms: 400, the valid rest written */
+    struct v2_ts empty[] = {{other, 4, 2, t0, 0, NULL, 0, 0, 0}, {job_x, 4, 0, 0, 0, trace2, 2, 1, t0 + 5000}};
+    v2_post(f, empty, 2, "", 400, "2", "0", "neither samples nor histograms");
+    /* samples and histograms in one series: 400 */
+    struct v2_ts both = {job_x, 4, 1, t0 + 60000, 1, NULL, 0, 0, 0};
+    v2_post(f, &both, 1, "", 400, "0", "0", "both samples and histograms");
+    /* native histograms are not stored: 400 naming them, not 2xx */
+    struct v2_ts hist = {other, 4, 0, 0, 1, NULL, 0, 0, 0};
+    v2_post(f, &hist, 1, "", 400, "0", "0", "native histograms are not supported");
+    /* invalid samples (out of order): 400 */
+    struct v2_ts ooo = {job_x, 4, 1, t0 - 60000, 0, NULL, 0, 0, 0};
+    v2_post(f, &ooo, 1, "", 400, "0", "0", "out of order");
+    /* an exemplar not written (out of order for its series): not 2xx */
+    struct v2_ts ex_ooo = {job_x, 4, 1, t0 + 120000, 0, trace2, 2, 1, t0 - 1000};
+    v2_post(f, &ex_ooo, 1, "", 400, "1", "0", "out of order exemplar");
+    /* the same exemplar resent: a duplicate, counted as written */
+    struct v2_ts ex_dup = {job_x, 4, 1, t0 + 120000, 0, trace, 2, 1, t0};
+    v2_post(f, &ex_dup, 1, "", 204, "1", "1", NULL);
+    /* exemplar labels over 128 runes: refused, the sample kept */
+    static const uint8_t long_lab[] = {5, 10};
+    struct v2_ts ex_long = {job_x, 4, 1, t0 + 180000, 0, long_lab, 2, 1, t0 + 180000};
+    v2_post(f, &ex_long, 1, "", 400, "1", "0", "over 128 runes");
+    /* label rules: repeated name, empty value, no labels at all */
+    struct v2_ts dup = {dup_name, 4, 1, t0, 0, NULL, 0, 0, 0};
+    v2_post(f, &dup, 1, "", 400, "0", "0", "invalid labels");
+    struct v2_ts ev = {empty_value, 4, 1, t0, 0, NULL, 0, 0, 0};
+    v2_post(f, &ev, 1, "", 400, "0", "0", "invalid labels");
+    struct v2_ts nolab = {NULL, 0, 1, t0, 0, NULL, 0, 0, 0};
+    v2_post(f, &nolab, 1, "", 400, "0", "0", "invalid labels");
+    struct v2_ts nn = {no_name, 2, 1, t0, 0, NULL, 0, 0, 0};
+    v2_post(f, &nn, 1, "", 400, "0", "0", "invalid labels");
+    /* symbols[0] must be "", refs must index the symbols, pairs must pair up */
+    v2_post(f, &ok, 1, "x", 400, "0", "0", "symbols[0] must be the empty string");
+    struct v2_ts br = {bad_ref, 4, 1, t0, 0, NULL, 0, 0, 0};
+    v2_post(f, &br, 1, "", 400, "0", "0", "out of range");
+    struct v2_ts ob = {odd, 3, 1, t0, 0, NULL, 0, 0, 0};
+    v2_post(f, &ob, 1, "", 400, "0", "0", "odd length");
+    struct v2_ts exr = {job_x, 4, 1, t0 + 240000, 0, bad_ref, 4, 1, t0 + 240000};
+    v2_post(f, &exr, 1, "", 400, "0", "0", "out of range");
+    /* the same request body under the 1.0 content type is read as 1.0
+     * (fields 4 and 5 unknown there: nothing written, 204, no headers) */
+    struct gw_buf z;
+    struct resp r;
+    char v[64];
+    v2_build(&ok, 1, "", &z);
+    http_do(f->port, "POST", "/api/v1/write", RW_HEADERS, z.data, z.len, &r);
+    assert_int_equal(r.status, 204);
+    assert_null(header_value(&r, "X-Prometheus-Remote-Write-Samples-Written", v, sizeof v));
+    resp_free(&r);
+    gw_buf_free(&z);
+}
+
+/* Exemplars through remote write 1.0 (Prometheus 2.42's receiver: never
+ * an error) into the store and out of /api/v1/query_exemplars. */
+static void test_http_exemplars(void **state)
+{
+    struct fixture *f = *state;
+    int64_t t = f->base + 16 * 60000 + 123;
+    struct gw_label sl[2], el[2], empty_l[1];
+    struct gw_sample smp = {t, 1.0};
+    struct gw_rw_exemplar ex[3] = {{el, 2, t, 0.25}, {el, 1, t - 5000, 9}, {empty_l, 1, t + 1000, 3}};
+    struct gw_rw_series s[2];
+    struct gw_rw_request req;
+    struct gw_buf pb, z;
+    struct resp r;
+    lbl(&sl[0], "__name__", "ex_metric");
+    lbl(&sl[1], "job", "e");
+    lbl(&el[0], "trace_id", "t1");
+    lbl(&el[1], "span", "s1");
+    lbl(&empty_l[0], "dropped", "");
+    memset(s, 0, sizeof s);
+    memset(&req, 0, sizeof req);
+    /* Prometheus sends a sample and its exemplar as two TimeSeries */
+    s[0] = (struct gw_rw_series){sl, 2, &smp, 1, 0, 0, NULL};
+    s[1] = (struct gw_rw_series){sl, 2, NULL, 0, 0, 3, ex};
+    req.version = 1;
+    req.series = s;
+    req.n_series = 2;
+    req.n_samples = 1;
+    req.n_exemplars = 3;
+    gw_buf_init(&pb, 0);
+    gw_buf_init(&z, 0);
+    assert_int_equal(gw_rw_encode_v1(&req, &pb), GW_OK);
+    assert_int_equal(gw_snappy_encode(pb.data, pb.len, &z), GW_OK);
+    post_write(f, &z, &r);
+    /* the second exemplar is out of order: dropped and counted, still 204 */
+    if (r.status != 204)
+        fail_msg("status %d: %s", r.status, r.body);
+    resp_free(&r);
+    char target[512];
+    snprintf(target, sizeof target, "/api/v1/query_exemplars?query=rate(ex_metric%%5B5m%%5D)&start=%.3f&end=%.3f",
+             (double)(t - 60000) / 1000.0, (double)(t + 60000) / 1000.0);
+    get(f, target, &r);
+    assert_int_equal(r.status, 200);
+    char want[512];
+    snprintf(want, sizeof want,
+             "{\"status\":\"success\",\"data\":[{\"seriesLabels\":{\"__name__\":\"ex_metric\",\"job\":\"e\"},"
+             "\"exemplars\":[{\"labels\":{\"span\":\"s1\",\"trace_id\":\"t1\"},\"value\":\"0.25\",\"timestamp\":%.3f},"
+             "{\"labels\":{},\"value\":\"3\",\"timestamp\":%.3f}]}]}",
+             (double)t / 1000.0, (double)(t + 1000) / 1000.0);
+    assert_string_equal(r.body, want);
+    resp_free(&r);
+    /* outside [start, end], a selector that matches nothing, no selector */
+    get(f, "/api/v1/query_exemplars?query=ex_metric&start=1&end=2", &r);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":[]}");
+    resp_free(&r);
+    get(f, "/api/v1/query_exemplars?query=nothing_here", &r);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":[]}");
+    resp_free(&r);
+    get(f, "/api/v1/query_exemplars?query=1%2B1", &r);
+    assert_string_equal(r.body, "{\"status\":\"success\",\"data\":null}");
+    resp_free(&r);
+    get(f, "/api/v1/query_exemplars?query=ex_metric%7B&start=1", &r);
+    assert_int_equal(r.status, 400);
+    resp_free(&r);
+    get(f, "/api/v1/query_exemplars?query=ex_metric&start=5&end=1", &r);
+    assert_int_equal(r.status, 400);
+    resp_free(&r);
+    get(f, "/metrics", &r);
+    assert_non_null(strstr(r.body, "gpuwatch_remote_write_exemplars_total{outcome=\"stored\"} 2\n"));
+    assert_non_null(strstr(r.body, "gpuwatch_remote_write_exemplars_total{outcome=\"out_of_order\"} 1\n"));
+    assert_non_null(strstr(r.body, "gpuwatch_exemplars_in_storage 2\n"));
+    resp_free(&r);
+    gw_buf_free(&pb);
+    gw_buf_free(&z);
+}
+
 /* ---- limits (src/http/limits.c) ---- */
 
 /* Restarts the fixture's server on its database with the given limits. */
@@ -1327,6 +1573,7 @@ static void restart_with(struct fixture *f, const struct gw_http_limits *l, unsi
     hopts.max_body_bytes = BODY_CAP;
     hopts.conn_timeout_s = 5;
     hopts.limits = *l;
+    hopts.exemplars = f->ex;
     gw_error_clear(&err);
     assert_int_equal(gw_http_start(&f->http, f->db, &hopts, &err), GW_OK);
     f->port = gw_http_port(f->http);
@@ -1686,6 +1933,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_http_write_unsupported_media, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_write_bad_bodies, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_write_v2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_write_v2_spec_musts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_exemplars, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_write_too_large, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_write_refused_and_retry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_series_labels_values, setup, teardown),

@@ -459,6 +459,45 @@ static void test_promql_kernels_irate_idelta(void **state)
     assert_int_equal(pq_kernel_window(GW_PQ_F_IRATE, 3, tt, vv, 2, 1000, 0, 1000, NULL, 0, &out, NULL), 0);
 }
 
+/* avg_over_time near the float64 limit: Prometheus 2.42 (compat 2) keeps
+ * a Kahan-compensated incremental mean from the first sample on,
+ * Prometheus 3 sums until the sum would overflow and then switches. The
+ * compat 2 answers are Prometheus 2.42's own (avg_over_time of a subquery
+ * over the same values); the compat 3 ones follow Prometheus 3's
+ * funcAvgOverTime step by step. */
+static void test_promql_kernels_avg_over_time_overflow(void **state)
+{
+    (void)state;
+    int64_t tt[] = {0, 60000, 120000, 180000, 240000};
+    double out;
+    double pp_nn[] = {1.7e308, 1.7e308, -1.7e308, -1.7e308};
+    assert_int_equal(pq_kernel_window(GW_PQ_F_AVG_OVER_TIME, 2, tt, pp_nn, 4, 180000, 0, 180000, NULL, 0, &out,
+                                      NULL), 1);
+    assert_same(out, 0.0);
+    assert_int_equal(pq_kernel_window(GW_PQ_F_AVG_OVER_TIME, 3, tt, pp_nn, 4, 180000, 0, 180000, NULL, 0, &out,
+                                      NULL), 1);
+    assert_same(out, -9.9792015476736e+291);
+    /* alternating signs: both reach 1.7e308 / 5 */
+    double alt[] = {1.7e308, -1.7e308, 1.7e308, -1.7e308, 1.7e308};
+    assert_int_equal(pq_kernel_window(GW_PQ_F_AVG_OVER_TIME, 2, tt, alt, 5, 240000, 0, 240000, NULL, 0, &out,
+                                      NULL), 1);
+    assert_same(out, 3.4e307);
+    /* an infinite mean is kept while finite values follow; -Inf after +Inf is NaN */
+    double inf1[] = {1, INFINITY, 1};
+    assert_int_equal(pq_kernel_window(GW_PQ_F_AVG_OVER_TIME, 2, tt, inf1, 3, 120000, 0, 120000, NULL, 0, &out,
+                                      NULL), 1);
+    assert_same(out, INFINITY);
+    double inf2[] = {INFINITY, -INFINITY};
+    assert_int_equal(pq_kernel_window(GW_PQ_F_AVG_OVER_TIME, 2, tt, inf2, 2, 60000, 0, 60000, NULL, 0, &out,
+                                      NULL), 1);
+    assert_true(isnan(out));
+    /* ordinary values: both ways agree */
+    double small[] = {1, 2, 3, 4.1};
+    assert_int_equal(pq_kernel_window(GW_PQ_F_AVG_OVER_TIME, 2, tt, small, 4, 180000, 0, 180000, NULL, 0, &out,
+                                      NULL), 1);
+    assert_true(fabs(out - 2.525) < 1e-15);
+}
+
 /* Prometheus 2.42 (compat 2) limits the start extrapolation by the
  * counter's zero point before the 1.1x threshold test, Prometheus 3 after
  * it. Window [0 s, 60 s], samples 15 s apart from 30 s: the first sample is
@@ -1101,6 +1140,7 @@ int main(void)
         cmocka_unit_test(test_promql_kernels_increase),
         cmocka_unit_test(test_promql_kernels_rate),
         cmocka_unit_test(test_promql_kernels_rate_compat2_order),
+        cmocka_unit_test(test_promql_kernels_avg_over_time_overflow),
         cmocka_unit_test(test_promql_kernels_stddev_over_time_overflow),
         cmocka_unit_test(test_promql_kernels_irate_idelta),
         cmocka_unit_test(test_promql_kernels_deriv_predict),

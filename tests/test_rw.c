@@ -139,8 +139,8 @@ static void v1_model_build(struct v1_model *m, size_t n_series, size_t n_md, int
                 e->n_labels = 1;
                 e->labels = malloc(sizeof *e->labels);
                 e->labels[0] = l;
-                e->value = 1.5;
-                e->timestamp = 1234;
+                e->value = rnd_value();
+                e->timestamp = rnd_ts();
                 t->exemplars[j] = e;
             }
         }
@@ -260,6 +260,17 @@ static void assert_v1_equal(const struct v1_model *m, const struct gw_rw_request
             assert_int_equal(double_bits(s->samples[j].v), double_bits(t->samples[j]->value));
         }
         assert_int_equal(s->n_exemplars, t->n_exemplars);
+        for (size_t j = 0; j < t->n_exemplars; j++) {
+            const Prometheus__Exemplar *x = t->exemplars[j];
+            const struct gw_rw_exemplar *e = &s->exemplars[j];
+            assert_int_equal(e->t, x->timestamp);
+            assert_int_equal(double_bits(e->v), double_bits(x->value));
+            assert_int_equal(e->n_labels, x->n_labels);
+            for (size_t q = 0; q < x->n_labels; q++) {
+                assert_span(e->labels[q].name, e->labels[q].name_len, x->labels[q]->name);
+                assert_span(e->labels[q].value, e->labels[q].value_len, x->labels[q]->value);
+            }
+        }
         assert_int_equal(s->n_histograms, t->n_histograms);
         total += t->n_samples;
         hist += t->n_histograms;
@@ -400,7 +411,7 @@ static void test_rw_v1_negative_zero_survives(void **state)
 {
     struct gw_label l = { "__name__", 8, "x", 1 };
     struct gw_sample s = { -5, -0.0 };
-    struct gw_rw_series ser = { &l, 1, &s, 1, 0, 0 };
+    struct gw_rw_series ser = { &l, 1, &s, 1, 0, 0, NULL };
     struct gw_rw_request req = { 1, &ser, 1, NULL, 0, 1, 0, 0 };
     struct gw_rw_request r;
     struct gw_arena a;
@@ -641,8 +652,10 @@ static void v2_model_free(struct v2_model *m)
             free(t->samples[j]);
         free(t->samples);
         free(t->labels_refs);
-        for (size_t j = 0; j < t->n_exemplars; j++)
+        for (size_t j = 0; j < t->n_exemplars; j++) {
+            free(t->exemplars[j]->labels_refs);
             free(t->exemplars[j]);
+        }
         free(t->exemplars);
         for (size_t j = 0; j < t->n_histograms; j++)
             free(t->histograms[j]);
@@ -696,8 +709,13 @@ static void v2_model_build(struct v2_model *m, size_t n_series)
             for (int j = 0; j < 2; j++) {
                 t->exemplars[j] = malloc(sizeof **t->exemplars);
                 io__prometheus__write__v2__exemplar__init(t->exemplars[j]);
-                t->exemplars[j]->value = 0.5;
-                t->exemplars[j]->timestamp = 5;
+                t->exemplars[j]->value = rnd_value();
+                t->exemplars[j]->timestamp = rnd_ts();
+                size_t nel = rnd() % 3;   /* 0..2 labels, any symbols */
+                t->exemplars[j]->n_labels_refs = 2 * nel;
+                t->exemplars[j]->labels_refs = calloc(2 * nel + 1, sizeof(uint32_t));
+                for (size_t q = 0; q < 2 * nel; q++)
+                    t->exemplars[j]->labels_refs[q] = (uint32_t)(rnd() % n_syms);
             }
         }
         if (rnd() % 3 == 0) {
@@ -752,6 +770,17 @@ static void assert_v2_equal(const struct v2_model *m, const struct gw_rw_request
             assert_int_equal(double_bits(s->samples[j].v), double_bits(t->samples[j]->value));
         }
         assert_int_equal(s->n_exemplars, t->n_exemplars);
+        for (size_t j = 0; j < t->n_exemplars; j++) {
+            const Io__Prometheus__Write__V2__Exemplar *x = t->exemplars[j];
+            const struct gw_rw_exemplar *e = &s->exemplars[j];
+            assert_int_equal(e->t, x->timestamp);
+            assert_int_equal(double_bits(e->v), double_bits(x->value));
+            assert_int_equal(e->n_labels, x->n_labels_refs / 2);
+            for (size_t q = 0; q < e->n_labels; q++) {
+                assert_span(e->labels[q].name, e->labels[q].name_len, m->syms[x->labels_refs[2 * q]]);
+                assert_span(e->labels[q].value, e->labels[q].value_len, m->syms[x->labels_refs[2 * q + 1]]);
+            }
+        }
         assert_int_equal(s->n_histograms, t->n_histograms);
         if (t->metadata != NULL) {
             const struct gw_rw_metadata *g = &r->metadata[md++];
@@ -897,6 +926,37 @@ static void test_rw_v2_rules(void **state)
     wb_str(&req, 4, "");
     wb_msg(&req, 5, &ts);
     expect_parse_error(&req, 2, "labels_refs");
+
+    /* exemplar label refs: odd count, out of range, wrong wire type of value */
+    {
+        struct wb ex = { .n = 0 };
+        memset(&ts, 0, sizeof ts);
+        memset(&req, 0, sizeof req);
+        wb_key(&ex, 1, 0); wb_varint(&ex, 1);
+        wb_msg(&ts, 4, &ex);
+        wb_str(&req, 4, "");
+        wb_str(&req, 4, "a");
+        wb_msg(&req, 5, &ts);
+        expect_parse_error(&req, 2, "exemplar labels_refs has odd length 1");
+        memset(&ex, 0, sizeof ex);
+        memset(&ts, 0, sizeof ts);
+        memset(&req, 0, sizeof req);
+        wb_key(&ex, 1, 0); wb_varint(&ex, 1);
+        wb_key(&ex, 1, 0); wb_varint(&ex, 7);
+        wb_msg(&ts, 4, &ex);
+        wb_str(&req, 4, "");
+        wb_str(&req, 4, "a");
+        wb_msg(&req, 5, &ts);
+        expect_parse_error(&req, 2, "label ref 7 out of range (2 symbols)");
+        memset(&ex, 0, sizeof ex);
+        memset(&ts, 0, sizeof ts);
+        memset(&req, 0, sizeof req);
+        wb_key(&ex, 2, 0); wb_varint(&ex, 1);
+        wb_msg(&ts, 4, &ex);
+        wb_str(&req, 4, "");
+        wb_msg(&req, 5, &ts);
+        expect_parse_error(&req, 2, "wrong wire type 0 for field 2 (value) of Exemplar");
+    }
 }
 
 /* A body of one version read with the other schema is empty, not an error. */

@@ -18,6 +18,7 @@ struct gw_alerts;
 struct gw_led_events;
 struct gw_det;
 struct gw_det_config;
+struct gw_exemplars;
 
 struct gw_http_opts {
     const char *listen;          /* "host:port", "[v6]:port" or ":port"; default 127.0.0.1:9201 */
@@ -60,6 +61,10 @@ struct gw_http_opts {
     /* WAL replay progress (db.h; borrowed): /-/ready, /api/v1/status/walreplay
      * and the 503 answers while the server has no database yet. NULL: none. */
     struct gw_db_replay_state *replay;
+    /* Where remote-write exemplars go and /api/v1/query_exemplars reads
+     * (exemplars.h; borrowed, must outlive the server). NULL: exemplars are
+     * counted, not stored, and the query answers an empty list. */
+    struct gw_exemplars *exemplars;
 };
 void gw_http_opts_default(struct gw_http_opts *o);
 

@@ -34,13 +34,23 @@ struct gw_sample {
     double v;        /* bit-exact as sent */
 };
 
+/* Exemplar (1.0: labels = 1 as Label messages; 2.0: labels_refs = 1;
+ * both: double value = 2, int64 timestamp = 3). */
+struct gw_rw_exemplar {
+    struct gw_label *labels;     /* arena; strings borrow from the body (v2: from symbols) */
+    uint32_t n_labels;
+    int64_t t;                   /* ms; 0 when absent */
+    double v;                    /* bit-exact as sent */
+};
+
 struct gw_rw_series {
     struct gw_label *labels;     /* arena; strings borrow from the body */
     uint32_t n_labels;
     struct gw_sample *samples;   /* arena */
     uint32_t n_samples;
     uint32_t n_histograms;       /* native histograms seen (not stored) */
-    uint32_t n_exemplars;        /* exemplars seen (not stored) */
+    uint32_t n_exemplars;
+    struct gw_rw_exemplar *exemplars;   /* arena; n_exemplars of them */
 };
 
 struct gw_rw_metadata {
@@ -70,7 +80,9 @@ int gw_rw_version_from_content_type(const char *content_type);
  * offset and field in err), GW_ENOMEM (arena ceiling), GW_EINVAL (version
  * not 1 or 2), GW_ETOOLARGE (len > UINT32_MAX). Everything in *out lives in
  * the arena and borrows strings from pb: keep both until done. Empty
- * strings point at a static "". v2: one gw_rw_metadata per series whose
+ * strings point at a static "". Exemplars are decoded with their labels
+ * (v2: labels_refs resolved like the series', an odd count or a ref out of
+ * range is GW_EPARSE). v2: one gw_rw_metadata per series whose
  * Metadata is not all-default, name = the series' __name__ value ("" if
  * none); samples' start_timestamp and the series created_timestamp are
  * parsed and dropped. out->series / out->metadata are NULL when empty. */
@@ -79,7 +91,7 @@ int gw_rw_decode(const uint8_t *pb, size_t len, int version, struct gw_arena *a,
 
 /* Encodes a v1 WriteRequest (protobuf, not compressed), appending to out -
  * for tests, bench and the simulator. Labels must be given sorted. Encodes
- * labels, samples and metadata (exemplars/histograms are not kept by the
+ * labels, samples, exemplars and metadata (histograms are not kept by the
  * decoder, so not encoded). Doubles are written unless all bits are zero
  * (-0.0 survives). GW_OK, GW_EINVAL, GW_ETOOLARGE/GW_ENOMEM from out. */
 int gw_rw_encode_v1(const struct gw_rw_request *req, struct gw_buf *out);

@@ -30,6 +30,7 @@
 #include "gpuwatch/codec.h"
 #include "gpuwatch/db.h"
 #include "gpuwatch/detect.h"
+#include "gpuwatch/exemplars.h"
 #include "gpuwatch/http.h"
 #include "gpuwatch/ledger.h"
 #include "gpuwatch/httpc.h"
@@ -71,6 +72,8 @@ struct serve {
     struct gw_kv *ckv;             /* DIR/checkpoints/: D7's checkpoint events */
     struct gw_led_events *events;  /* DIR/events/: scheduler events (POST /api/v1/events) */
     int addr_written;              /* DIR/serve.addr exists */
+    uint64_t max_exemplars;        /* --storage.exemplars.max-exemplars */
+    struct gw_exemplars *ex;       /* the exemplar store (in memory) */
     struct gw_cli_ds ds;           /* downsampling options (cmd_downsample.c) */
     struct gw_cli_ds_thread *dst;  /* and its thread */
     struct gw_error err;
@@ -170,6 +173,11 @@ static const struct gw_cli_opt serve_opts[] = {
              "batch:  write before answering, fsync every 100 ms (default;\n"
              "        survives a crash of gpuwatch)\n"
              "off:    write before answering, never fsync explicitly"},
+    {.name = "--storage.exemplars.max-exemplars", .arg = "N", .type = GW_CLI_UINT,
+     GW_CLI_AT(struct serve, max_exemplars), .min = 0, .max = GW_EXEMPLARS_MAX_CAP,
+     .help = "exemplars kept in memory from remote write, served by\n"
+             "/api/v1/query_exemplars (default 100000; 0: keep none;\n"
+             "lost at restart, like Prometheus')"},
     {.name = "--web.threads", .alias = "--threads", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct serve, ho.threads), .min = 1,
      .max = 256, .help = "HTTP worker threads (default 4)"},
     {.name = "--web.max-body-bytes", .alias = "--max-body-bytes", .arg = "N", .type = GW_CLI_UINT, GW_CLI_AT(struct serve, ho.max_body_bytes),
@@ -269,6 +277,7 @@ static int serve_parse(struct serve *s, int argc, char **argv)
     s->dbo.background = 1;
     gw_compact_sched_parse(GW_COMPACT_SCHED_DEFAULT, &s->csched);
     gw_http_opts_default(&s->ho);   /* fields it leaves alone stay 0 (default) */
+    s->max_exemplars = GW_EXEMPLARS_DEFAULT_CAP;
     gw_cli_ds_default(&s->ds);
     int rc = gw_cli_parse(&serve_cmd, argc, argv, s);
     if (rc >= 0)
@@ -465,6 +474,11 @@ static int serve_http(struct serve *s)
     s->ho.checkpoints = s->ckv;
     s->ho.events = s->events;
     s->ho.replay = &s->replay;
+    if (!(s->ex = gw_exemplars_new(s->max_exemplars))) {
+        fprintf(stderr, "gpuwatch serve: out of memory for the exemplar store\n");
+        return 1;
+    }
+    s->ho.exemplars = s->ex;
     if (gw_http_start(&s->h, NULL, &s->ho, &s->err) != GW_OK) {
         s->h = NULL;
         fprintf(stderr, "gpuwatch serve: cannot listen on %s: %s\n", s->ho.listen ? s->ho.listen : "default",
@@ -546,6 +560,7 @@ static void serve_stop(struct serve *s)
     if (s->addr_written)
         gw_http_set_ready(s->h, 0);
     gw_http_stop(s->h);
+    gw_exemplars_free(s->ex);
     gw_cli_ds_stop(s->dst);
     gw_serve_compact_stop(s->sc);  /* ends a running compaction between days */
     gw_serve_alerts_stop(s->sa);   /* last ALERTS samples, checkpoints, detector state, alert log */

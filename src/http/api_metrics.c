@@ -26,6 +26,7 @@
 #include "gpuwatch/alert.h"
 #include "gpuwatch/codec.h"
 #include "gpuwatch/detect.h"
+#include "gpuwatch/exemplars.h"
 #include "http/http_int.h"
 
 /* "# HELP name help\n# TYPE name type\n" */
@@ -139,6 +140,32 @@ static int w_process(struct gw_buf *b)
 
 /* ---- HTTP and remote write ---- */
 
+/* Remote-write exemplars by outcome and the exemplar store's state (like
+ * Prometheus' prometheus_tsdb_exemplar_* family). */
+static int w_exemplars(struct gw_buf *b, struct gw_http *h)
+{
+    static const char *const outcome[GW_EXO_COUNT] = {"stored", "duplicate", "out_of_order", "too_long",
+                                                      "invalid_series", "not_stored"};
+    struct gw_exemplars_stats st;
+    int rc = family(b, "gpuwatch_remote_write_exemplars_total", "counter",
+                    "Remote-write exemplars by outcome (not_stored: the exemplar store has 0 capacity).");
+    for (int i = 0; rc == GW_OK && i < GW_EXO_COUNT; i++)
+        rc = gw_buf_printf(b, "gpuwatch_remote_write_exemplars_total{outcome=\"%s\"} %llu\n", outcome[i],
+                           (unsigned long long)atomic_load(&h->c.exemplars[i]));
+    gw_exemplars_stats(h->opts.exemplars, &st);
+    struct { const char *name, *help; double v; } g[] = {
+        {"gpuwatch_exemplars_max", "Exemplars the store can hold (--storage.exemplars.max-exemplars).",
+         (double)st.cap},
+        {"gpuwatch_exemplars_in_storage", "Exemplars held in memory.", (double)st.in_storage},
+        {"gpuwatch_exemplars_series", "Series with exemplars held in memory.", (double)st.series},
+        {"gpuwatch_exemplars_oldest_timestamp_seconds", "Timestamp of the oldest exemplar held (0: none).",
+         (double)st.oldest_ms / 1000.0},
+    };
+    for (size_t i = 0; rc == GW_OK && i < sizeof g / sizeof g[0]; i++)
+        rc = one(b, g[i].name, "gauge", g[i].help, g[i].v);
+    return rc;
+}
+
 static int w_http(struct gw_buf *b, struct gw_http *h)
 {
     int rc = family(b, "gpuwatch_http_requests_total", "counter", "HTTP requests by route and status code.");
@@ -195,6 +222,8 @@ static int w_http(struct gw_buf *b, struct gw_http *h)
     for (size_t i = 0; rc == GW_OK && i < sizeof rs_ / sizeof rs_[0]; i++)
         rc = gw_buf_printf(b, "gpuwatch_remote_write_refused_total{reason=\"%s\"} %llu\n", rs_[i].reason,
                            (unsigned long long)atomic_load(rs_[i].v));
+    if (rc == GW_OK)
+        rc = w_exemplars(b, h);
     if (rc == GW_OK)
         rc = one(b, "gpuwatch_remote_write_metadata_total", "counter", "Metadata entries stored.",
                  (double)atomic_load(&h->c.metadata_stored));

@@ -13,18 +13,30 @@
  *   more series than the limit              -> 413 (limits.c)
  *   storage failure                         -> 500 (503 when shutting down),
  *                                              the sender retries
- *   any sample/series/histogram/exemplar refused -> 400 with one line that
+ *   any sample/series/histogram refused     -> 400 with one line that
  *                                              counts each reason; the valid
  *                                              rest is stored
+ *   v2 only: a series with neither samples nor histograms, or with both
+ *   (spec: "MUST"), refused whole; an exemplar not kept (out of order,
+ *   labels over 128 runes, invalid series) -> 400 likewise
  *   otherwise                               -> 204, empty body.
+ * Exemplars go to the exemplar store (gpuwatch/exemplars.h) after the
+ * samples. v1 follows Prometheus 2.42's receiver: an exemplar that is not
+ * kept is counted, never an error. A store with 0 capacity
+ * (--storage.exemplars.max-exemplars=0) keeps none and answers 2xx for
+ * both versions (counted as not stored).
  * v2 requests always get X-Prometheus-Remote-Write-{Samples,Histograms,
  * Exemplars}-Written on 2xx and 4xx (samples = accepted + resent
- * duplicates); v1 requests never do. */
+ * duplicates; exemplars = stored + resent duplicates); v1 requests never
+ * do. */
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include "gpuwatch/arena.h"
 #include "gpuwatch/codec.h"
+#include "gpuwatch/exemplars.h"
 #include "gpuwatch/log.h"
 #include "gpuwatch/rw.h"
 #include "http/http_int.h"
@@ -52,11 +64,127 @@ void gw_api_write_early(struct gw_http_req *rq)
     rq->rw_version = v;
 }
 
-static void written_headers(struct gw_http_resp *rs, uint64_t samples)
+static void written_headers(struct gw_http_resp *rs, uint64_t samples, uint64_t exemplars)
 {
     gw_resp_header(rs, "X-Prometheus-Remote-Write-Samples-Written", "%llu", (unsigned long long)samples);
     gw_resp_header(rs, "X-Prometheus-Remote-Write-Histograms-Written", "0");
-    gw_resp_header(rs, "X-Prometheus-Remote-Write-Exemplars-Written", "0");
+    gw_resp_header(rs, "X-Prometheus-Remote-Write-Exemplars-Written", "%llu", (unsigned long long)exemplars);
+}
+
+/* Remote write 2.0 series that break the spec's shape rules ("At least one
+ * element in samples or in histograms MUST be provided. A TimeSeries MUST
+ * NOT include both"): refused whole, their samples, histograms and
+ * exemplars counted and taken out of the request before it is stored. */
+struct v2_shape {
+    uint64_t empty, both;                      /* series */
+    uint64_t samples, histograms, exemplars;   /* refused with them */
+};
+
+static void v2_refuse_bad_shapes(struct gw_rw_request *req, struct v2_shape *sh)
+{
+    memset(sh, 0, sizeof *sh);
+    for (size_t i = 0; i < req->n_series; i++) {
+        struct gw_rw_series *rs = &req->series[i];
+        int empty = rs->n_samples == 0 && rs->n_histograms == 0;
+        int both = rs->n_samples > 0 && rs->n_histograms > 0;
+        if (!empty && !both)
+            continue;
+        sh->empty += (uint64_t)empty;
+        sh->both += (uint64_t)both;
+        sh->samples += rs->n_samples;
+        sh->histograms += rs->n_histograms;
+        sh->exemplars += rs->n_exemplars;
+        req->n_samples -= rs->n_samples;
+        req->n_histograms -= rs->n_histograms;
+        req->n_exemplars -= rs->n_exemplars;
+        rs->n_samples = rs->n_histograms = rs->n_exemplars = 0;
+    }
+}
+
+/* The remote-write outcome beyond gw_db_append's: the v2 shape rule and
+ * the exemplars. */
+struct write_extra {
+    struct v2_shape shape;
+    struct gw_exemplars_result ex;
+    uint64_t limit_exemplars;     /* of series the write limits refused */
+    int v2;
+};
+
+static uint64_t exemplars_refused(const struct write_extra *x)
+{
+    return x->ex.out_of_order + x->ex.too_long + x->ex.invalid_series + x->shape.exemplars + x->limit_exemplars;
+}
+
+/* The operator's write limits (limits.c); the exemplars of a series they
+ * refuse (its samples zeroed) are refused with it. -1 after answering. */
+static int write_limits(struct gw_http_req *rq, struct gw_http_resp *rs, struct gw_rw_request *req,
+                        struct gw_append_result *over, struct write_extra *x)
+{
+    uint32_t *had = NULL;
+    if (req->n_exemplars > 0 && req->n_series > 0) {
+        had = malloc(req->n_series * sizeof *had);
+        if (had == NULL) {
+            gw_resp_text(rs, 500, "out of memory");
+            return -1;
+        }
+        for (size_t i = 0; i < req->n_series; i++)
+            had[i] = req->series[i].n_samples;
+    }
+    if (gw_http_write_limits(rq, rs, req, over) != 0) {
+        free(had);
+        return -1;
+    }
+    for (size_t i = 0; had != NULL && i < req->n_series; i++) {
+        struct gw_rw_series *s = &req->series[i];
+        if (had[i] > 0 && s->n_samples == 0 && s->n_exemplars > 0) {
+            x->limit_exemplars += s->n_exemplars;
+            req->n_exemplars -= s->n_exemplars;
+            s->n_exemplars = 0;
+        }
+    }
+    free(had);
+    return 0;
+}
+
+static void append_part(char *msg, size_t cap, size_t *n, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void append_part(char *msg, size_t cap, size_t *n, const char *fmt, ...)
+{
+    va_list ap;
+    int w;
+    if (*n >= cap)
+        return;
+    if (*n > 0) {
+        w = snprintf(msg + *n, cap - *n, "; ");
+        if (w > 0)
+            *n += (size_t)w;
+        if (*n >= cap)
+            return;
+    }
+    va_start(ap, fmt);
+    w = vsnprintf(msg + *n, cap - *n, fmt, ap);
+    va_end(ap);
+    if (w > 0)
+        *n += (size_t)w;
+}
+
+/* The v2 parts of a 400's message (after the samples' part, n bytes in). */
+static void v2_message(const struct write_extra *x, char *msg, size_t cap, size_t n)
+{
+    if (x->shape.empty)
+        append_part(msg, cap, &n, "%llu series with neither samples nor histograms (remote write 2.0 requires one)",
+                    (unsigned long long)x->shape.empty);
+    if (x->shape.both)
+        append_part(msg, cap, &n,
+                    "%llu series with both samples and histograms (remote write 2.0 requires separate series; "
+                    "%llu samples refused with them)",
+                    (unsigned long long)x->shape.both, (unsigned long long)x->shape.samples);
+    uint64_t ex = x->ex.out_of_order + x->ex.too_long + x->ex.invalid_series;
+    if (ex)
+        append_part(msg, cap, &n, "%llu exemplars not stored: %llu out of order, %llu with labels over %d runes, "
+                    "%llu of invalid series (first: %s)", (unsigned long long)ex,
+                    (unsigned long long)x->ex.out_of_order, (unsigned long long)x->ex.too_long,
+                    GW_EXEMPLAR_MAX_LABEL_RUNES, (unsigned long long)x->ex.invalid_series, x->ex.first_problem);
 }
 
 /* Appends ", " before every item but the first of a list. */
@@ -112,15 +240,9 @@ static void refused_message(const struct gw_append_result *r, uint64_t total, ch
         if (w > 0)
             n += (size_t)w;
     }
-    if (r->exemplars && n < cap) {
-        w = snprintf(msg + n, cap - n, "%sexemplars are not stored (%llu refused)", n ? "; " : "",
-                     (unsigned long long)r->exemplars);
-        if (w > 0)
-            n += (size_t)w;
-    }
 }
 
-static void count_result(struct gw_http *h, const struct gw_append_result *r)
+static void count_result(struct gw_http *h, const struct gw_append_result *r, const struct write_extra *x)
 {
     atomic_fetch_add(&h->c.samples_accepted, r->accepted);
     atomic_fetch_add(&h->c.samples_duplicate, r->duplicates);
@@ -131,8 +253,70 @@ static void count_result(struct gw_http *h, const struct gw_append_result *r)
     atomic_fetch_add(&h->c.refused_invalid_series, r->invalid_series);
     atomic_fetch_add(&h->c.refused_invalid_samples, r->invalid_samples);
     atomic_fetch_add(&h->c.refused_histograms, r->histograms);
-    atomic_fetch_add(&h->c.refused_exemplars, r->exemplars);
+    atomic_fetch_add(&h->c.refused_exemplars, exemplars_refused(x) + x->ex.disabled);
+    atomic_fetch_add(&h->c.refused_histograms, x->shape.histograms);
+    atomic_fetch_add(&h->c.refused_invalid_series, x->shape.empty + x->shape.both);
+    atomic_fetch_add(&h->c.refused_invalid_samples, x->shape.samples);
+    atomic_fetch_add(&h->c.exemplars[GW_EXO_STORED], x->ex.stored);
+    atomic_fetch_add(&h->c.exemplars[GW_EXO_DUPLICATE], x->ex.duplicate);
+    atomic_fetch_add(&h->c.exemplars[GW_EXO_OUT_OF_ORDER], x->ex.out_of_order);
+    atomic_fetch_add(&h->c.exemplars[GW_EXO_TOO_LONG], x->ex.too_long);
+    atomic_fetch_add(&h->c.exemplars[GW_EXO_INVALID_SERIES],
+                     x->ex.invalid_series + x->shape.exemplars + x->limit_exemplars);
+    atomic_fetch_add(&h->c.exemplars[GW_EXO_NOT_STORED], x->ex.disabled);
     atomic_fetch_add(&h->c.metadata_stored, r->metadata);
+}
+
+/* Stores a decoded request: the v2 shape rule, the samples (gw_db_append),
+ * then the exemplars; answers rs unless the storage failed. */
+static void store_request(struct gw_http_req *rq, struct gw_http_resp *rs, struct gw_rw_request *req, int v2)
+{
+    struct gw_append_result res, over;
+    struct write_extra x;
+    struct gw_error err;
+    uint64_t total = req->n_samples;
+    int rc;
+
+    memset(&x, 0, sizeof x);
+    memset(&res, 0, sizeof res);
+    gw_error_clear(&err);
+    x.v2 = v2;
+    if (v2)
+        v2_refuse_bad_shapes(req, &x.shape);
+    if (write_limits(rq, rs, req, &over, &x) != 0) {
+        if (v2)
+            written_headers(rs, 0, 0);
+        return;
+    }
+    rc = gw_db_append(rq->h->db, req, gw_now_ms(), &res, &err);
+    if (rc == GW_OK && gw_exemplars_append(rq->h->opts.exemplars, req, &x.ex) != GW_OK)
+        rc = gw_error_set(&err, GW_ENOMEM, "out of memory storing exemplars");
+    if (rc != GW_OK) {
+        unsigned st = rc == GW_ESHUTDOWN ? 503 : 500;
+        gw_log(GW_LOG_WARN, "http", "msg=\"remote write storage error\" err=\"%s\"",
+               err.msg[0] ? err.msg : gw_strerror(rc));
+        gw_resp_text(rs, st, "storage error: %s", err.msg[0] ? err.msg : gw_strerror(rc));
+        if (v2)   /* nothing is known to be durable: written 0 */
+            written_headers(rs, 0, 0);
+        return;
+    }
+    gw_http_write_limits_merge(&res, &over);
+    count_result(rq->h, &res, &x);
+    uint64_t v2_refused = v2 ? x.shape.empty + x.shape.both + exemplars_refused(&x) : 0;
+    if (res.conflicts || res.out_of_order || res.too_old || res.too_new || res.invalid_series ||
+        res.invalid_samples || res.histograms || x.shape.histograms || v2_refused) {
+        char msg[1024];
+        refused_message(&res, total, msg, sizeof msg);
+        if (v2)
+            v2_message(&x, msg, sizeof msg, strlen(msg));
+        gw_resp_text(rs, 400, "%s", msg);
+    } else {
+        gw_buf_reset(&rs->body);
+        rs->status = 204;
+        rs->content_type = NULL;
+    }
+    if (v2)
+        written_headers(rs, res.accepted + res.duplicates, x.ex.stored + x.ex.duplicate);
 }
 
 void gw_api_write(struct gw_http_req *rq, struct gw_http_resp *rs)
@@ -140,7 +324,6 @@ void gw_api_write(struct gw_http_req *rq, struct gw_http_resp *rs)
     struct gw_buf pb;
     struct gw_arena arena;
     struct gw_rw_request req;
-    struct gw_append_result res, over;
     struct gw_error err;
     size_t decoded_max = rq->h->opts.limits.max_decoded_bytes;
     int v2 = rq->rw_version == 2, rc;
@@ -157,8 +340,8 @@ void gw_api_write(struct gw_http_req *rq, struct gw_http_resp *rs)
             gw_resp_text(rs, 400, "snappy decode error: %s (--limits.write.max-decoded-bytes)", err.msg);
         else
             gw_resp_text(rs, 400, "snappy decode error: %s", err.msg[0] ? err.msg : gw_strerror(rc));
-        if (v2 && rs->status < 500)
-            written_headers(rs, 0);
+        if (v2)
+            written_headers(rs, 0, 0);
         goto out;
     }
     memset(&req, 0, sizeof req);
@@ -171,37 +354,10 @@ void gw_api_write(struct gw_http_req *rq, struct gw_http_resp *rs)
         else
             gw_resp_text(rs, 400, "cannot decode request: %s", err.msg[0] ? err.msg : gw_strerror(rc));
         if (v2)
-            written_headers(rs, 0);
+            written_headers(rs, 0, 0);
         goto out;
     }
-    if (gw_http_write_limits(rq, rs, &req, &over) != 0) {
-        if (v2)
-            written_headers(rs, 0);
-        goto out;
-    }
-    memset(&res, 0, sizeof res);
-    rc = gw_db_append(rq->h->db, &req, gw_now_ms(), &res, &err);
-    if (rc != GW_OK) {
-        unsigned st = rc == GW_ESHUTDOWN ? 503 : 500;
-        gw_log(GW_LOG_WARN, "http", "msg=\"remote write storage error\" err=\"%s\"",
-               err.msg[0] ? err.msg : gw_strerror(rc));
-        gw_resp_text(rs, st, "storage error: %s", err.msg[0] ? err.msg : gw_strerror(rc));
-        goto out;
-    }
-    gw_http_write_limits_merge(&res, &over);
-    count_result(rq->h, &res);
-    if (res.conflicts || res.out_of_order || res.too_old || res.too_new || res.invalid_series ||
-        res.invalid_samples || res.histograms || res.exemplars) {
-        char msg[768];
-        refused_message(&res, req.n_samples, msg, sizeof msg);
-        gw_resp_text(rs, 400, "%s", msg);
-    } else {
-        gw_buf_reset(&rs->body);
-        rs->status = 204;
-        rs->content_type = NULL;
-    }
-    if (v2)
-        written_headers(rs, res.accepted + res.duplicates);
+    store_request(rq, rs, &req, v2);
 out:
     gw_arena_free(&arena);
     gw_buf_free(&pb);

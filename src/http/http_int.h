@@ -73,6 +73,12 @@ enum gw_route_id {
 #define GW_HTTP_N_CODES 14
 extern const int gw_http_counted_codes[GW_HTTP_N_CODES];
 
+/* What became of remote-write exemplars (api_write.c; /metrics labels in api_metrics.c). */
+enum gw_exemplar_outcome_counter {
+    GW_EXO_STORED, GW_EXO_DUPLICATE, GW_EXO_OUT_OF_ORDER, GW_EXO_TOO_LONG, GW_EXO_INVALID_SERIES,
+    GW_EXO_NOT_STORED, GW_EXO_COUNT
+};
+
 struct gw_http_counters {
     _Atomic uint64_t requests[GW_R_COUNT][GW_HTTP_N_CODES];
     _Atomic uint64_t body_bytes;
@@ -86,6 +92,7 @@ struct gw_http_counters {
     _Atomic uint64_t refused_invalid_samples;
     _Atomic uint64_t refused_histograms;
     _Atomic uint64_t refused_exemplars;
+    _Atomic uint64_t exemplars[GW_EXO_COUNT];   /* remote-write exemplars by outcome */
     _Atomic uint64_t metadata_stored;
     struct gw_hist duration[GW_R_COUNT];   /* request durations by route (api_metrics.c) */
 };

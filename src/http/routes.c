@@ -1,6 +1,7 @@
 /* src/http/routes.c - the route table, response helpers, the mapping from
  * error codes and Prometheus errorTypes to HTTP status, request counters,
- * and the small endpoints (health, readiness, build info, exemplars,
+ * and the small endpoints (health, readiness, build info, exemplars from
+ * the exemplar store,
  * /metrics).
  *
  * Routes (methods; anything else on a known path is 405 with Allow):
@@ -26,7 +27,10 @@
 #include <string.h>
 #include <strings.h>
 #include "gpuwatch/alert.h"
+#include "gpuwatch/exemplars.h"
+#include "gpuwatch/json.h"
 #include "gpuwatch/log.h"
+#include "gpuwatch/promql.h"
 #include "http/http_int.h"
 
 const int gw_http_counted_codes[GW_HTTP_N_CODES] = {200, 204, 400, 404, 405, 406, 413, 415,
@@ -137,10 +141,119 @@ static void json_ok(struct gw_http_resp *rs, const char *data)
         gw_resp_api_error(rs, "internal", "out of memory");
 }
 
+/* ---- /api/v1/query_exemplars (Prometheus' queryExemplars): the
+ * selectors of `query` (every vector and matrix selector in it), exemplars
+ * in [start, end] (default: all time) from the exemplar store:
+ *   [{"seriesLabels":{...},"exemplars":[{"labels":{...},"value":"1","timestamp":1.5}]}]
+ * An expression without selectors answers data null, like Prometheus. */
+
+#define EX_MAX_SETS 256
+
+struct ex_sets {
+    const struct gw_matcher *set[EX_MAX_SETS];
+    size_t len[EX_MAX_SETS];
+    size_t n;
+};
+
+/* Collects the matcher sets of every selector under n, depth first. */
+static int ex_collect(const struct gw_pq_node *n, struct ex_sets *s)
+{
+    if (n == NULL)
+        return GW_OK;
+    switch (n->kind) {
+    case GW_PQ_VECTOR_SEL:
+    case GW_PQ_MATRIX_SEL:
+        if (s->n == EX_MAX_SETS)
+            return GW_ELIMIT;
+        s->set[s->n] = n->u.sel.matchers;
+        s->len[s->n++] = n->u.sel.n_matchers;
+        return GW_OK;
+    case GW_PQ_SUBQUERY: return ex_collect(n->u.sub.expr, s);
+    case GW_PQ_AGGREGATE: {
+        int rc = ex_collect(n->u.agg.param, s);
+        return rc ? rc : ex_collect(n->u.agg.expr, s);
+    }
+    case GW_PQ_CALL:
+        for (size_t i = 0; i < n->u.call.n_args; i++) {
+            int rc = ex_collect(n->u.call.args[i], s);
+            if (rc)
+                return rc;
+        }
+        return GW_OK;
+    case GW_PQ_BINARY: {
+        int rc = ex_collect(n->u.bin.lhs, s);
+        return rc ? rc : ex_collect(n->u.bin.rhs, s);
+    }
+    case GW_PQ_UNARY: return ex_collect(n->u.unary.expr, s);
+    case GW_PQ_PAREN: return ex_collect(n->u.paren, s);
+    default: return GW_OK;
+    }
+}
+
+static int ex_series_json(void *ud, const uint8_t *series, size_t len, const struct gw_exemplar *e, size_t n)
+{
+    struct gw_buf *b = ud;
+    int rc = gw_buf_printf(b, "%s{\"seriesLabels\":", b->data[b->len - 1] == '[' ? "" : ",");
+    if (rc == GW_OK) rc = gw_json_labels(b, series, len);
+    if (rc == GW_OK) rc = gw_buf_printf(b, ",\"exemplars\":[");
+    for (size_t i = 0; rc == GW_OK && i < n; i++) {
+        rc = gw_buf_printf(b, "%s{\"labels\":", i ? "," : "");
+        if (rc == GW_OK) rc = gw_json_labels(b, e[i].labels, e[i].labels_len);
+        if (rc == GW_OK) rc = gw_buf_printf(b, ",\"value\":");
+        if (rc == GW_OK) rc = gw_json_value(b, e[i].v);
+        if (rc == GW_OK) rc = gw_buf_printf(b, ",\"timestamp\":");
+        if (rc == GW_OK) rc = gw_json_ts(b, e[i].t);
+        if (rc == GW_OK) rc = gw_buf_putc(b, '}');
+    }
+    return rc == GW_OK ? gw_buf_printf(b, "]}") : rc;
+}
+
 static void h_exemplars(struct gw_http_req *rq, struct gw_http_resp *rs)
 {
-    (void)rq;
-    json_ok(rs, "[]");
+    const struct gw_param *q = gw_params_get(&rq->params, "query");
+    struct gw_pq_parse_opts po = { .compat = rq->h->opts.promql_compat == 2 ? 2 : 3 };
+    struct gw_pq_expr *e = NULL;
+    struct ex_sets *sets = NULL;
+    struct gw_error err;
+    int64_t start, end;
+    int rc;
+
+    if (gw_http_time_param(rq, rs, "start", INT64_MIN, &start) || gw_http_time_param(rq, rs, "end", INT64_MAX, &end))
+        return;
+    if (end < start) {
+        gw_resp_api_error(rs, "bad_data", "end timestamp must not be before start timestamp");
+        return;
+    }
+    gw_error_clear(&err);
+    rc = gw_pq_parse(q ? q->val : "", q ? q->val_len : 0, &po, &e, &err);
+    if (rc != GW_OK) {
+        if (rc == GW_ENOMEM)
+            gw_resp_api_error(rs, "internal", "out of memory");
+        else
+            gw_resp_api_error(rs, "bad_data", "%s", err.msg[0] ? err.msg : gw_strerror(rc));
+        return;
+    }
+    if (!(sets = calloc(1, sizeof *sets)) || (rc = ex_collect(e->root, sets)) == GW_ENOMEM) {
+        gw_resp_api_error(rs, "internal", "out of memory");
+    } else if (rc == GW_ELIMIT) {
+        gw_resp_api_error(rs, "bad_data", "query has more than %d selectors", EX_MAX_SETS);
+    } else if (sets->n == 0) {
+        json_ok(rs, "null");
+    } else {
+        gw_buf_reset(&rs->body);
+        rs->status = 200;
+        rs->content_type = "application/json";
+        rc = gw_buf_printf(&rs->body, "{\"status\":\"success\",\"data\":[");
+        if (rc == GW_OK)
+            rc = gw_exemplars_select(rq->h->opts.exemplars, sets->set, sets->len, sets->n, start, end,
+                                     ex_series_json, &rs->body);
+        if (rc == GW_OK)
+            rc = gw_buf_printf(&rs->body, "]}");
+        if (rc != GW_OK)
+            gw_resp_api_error(rs, "internal", "cannot build the response: %s", gw_strerror(rc));
+    }
+    free(sets);
+    gw_pq_expr_free(e);
 }
 
 static void h_not_found(struct gw_http_req *rq, struct gw_http_resp *rs)

@@ -195,7 +195,7 @@ static void early_response(struct gw_http_req *rq, struct gw_http_resp *rs)
         gw_resp_header(rs, "Retry-After", "%d", rq->retry_after_s);
     if (rq->early_status == 405 && rq->route != NULL)
         gw_resp_header(rs, "Allow", "%s", rq->route->allow);
-    if (rq->rw_version == 2 && rq->early_status >= 400 && rq->early_status < 500) {
+    if (rq->rw_version == 2 && rq->early_status >= 400) {   /* 2.0: on every 4xx and 5xx */
         gw_resp_header(rs, "X-Prometheus-Remote-Write-Samples-Written", "0");
         gw_resp_header(rs, "X-Prometheus-Remote-Write-Histograms-Written", "0");
         gw_resp_header(rs, "X-Prometheus-Remote-Write-Exemplars-Written", "0");
@@ -421,6 +421,7 @@ int gw_http_start(struct gw_http **out, struct gw_db *db, const struct gw_http_o
         h->opts.checkpoints = o->checkpoints;
         h->opts.events = o->events;
         h->opts.replay = o->replay;
+        h->opts.exemplars = o->exemplars;
     }
     gw_http_limits_setup(h, o ? &o->limits : NULL);
     pthread_mutex_init(&h->info_mu, NULL);

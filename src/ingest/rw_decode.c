@@ -17,7 +17,8 @@
  *
  * Decoding runs in two passes over the same bytes:
  *   1. count: walks the outer structure (series, label/sample/exemplar/
- *      histogram entries, v2 symbols and label refs, metadata) so that every
+ *      histogram entries, exemplar labels, v2 symbols and label refs,
+ *      metadata) so that every
  *      array is allocated from the arena exactly once, with its exact size;
  *   2. fill: parses every field, validates wire types and bounds, and writes
  *      labels (pointing into the body or into v2 symbols, which point into
@@ -25,8 +26,9 @@
  * Nothing is allocated per sample and nothing is copied but (t, v) pairs.
  * Unknown fields of wire types 0, 1, 2 and 5 are skipped; a known field with
  * the wrong wire type is an error, except repeated scalars (v2 labels_refs)
- * which are accepted packed or unpacked. Exemplars and histograms are
- * structurally checked (one level) and counted, not stored.
+ * which are accepted packed or unpacked. Exemplars are decoded (labels,
+ * value, timestamp; v2 label refs resolved and checked like the series');
+ * histograms are structurally checked (one level) and counted, not stored.
  *
  * v2 rules enforced here: symbols[0] is "" when symbols exist, labels_refs
  * has even length, every label/metadata ref indexes inside symbols. */
@@ -326,7 +328,7 @@ static int arena_array(struct gw_arena *a, size_t n, size_t size, void **out, co
 }
 
 struct counts {
-    size_t n_series, n_labels, n_samples, n_metadata, n_symbols;
+    size_t n_series, n_labels, n_samples, n_metadata, n_symbols, n_exlabels;
     uint64_t n_hist, n_ex;
 };
 
@@ -342,6 +344,8 @@ struct fill {
     struct gw_label *lab, *lab_end;
     struct gw_sample *smp, *smp_end;
     struct gw_rw_metadata *md, *md_end;
+    struct gw_rw_exemplar *ex, *ex_end;
+    struct gw_label *exlab, *exlab_end;
     uint64_t n_hist, n_ex;
 };
 
@@ -353,12 +357,14 @@ static int overflow(const struct pctx *c, const uint8_t *at)
     return fail(c, at, "internal count mismatch");
 }
 
-/* Fill mode (ser != NULL): ser's labels and samples start at f's cursors. */
+/* Fill mode (ser != NULL): ser's labels, samples and exemplars start at
+ * f's cursors. */
 static void series_begin(const struct fill *f, struct gw_rw_series *ser)
 {
     if (ser != NULL) {
         ser->labels = f->lab;
         ser->samples = f->smp;
+        ser->exemplars = f->ex;
     }
 }
 
@@ -397,6 +403,11 @@ static int series_walked(const struct pctx *c, const uint8_t **pp, const uint8_t
     return f != NULL ? walk_message(c, s, s + n, msg) : GW_OK;
 }
 
+struct sym;
+static int series_exemplar(const struct pctx *c, const uint8_t **pp, const uint8_t *end, const uint8_t *at,
+                           struct fill *f, struct counts *k, const struct sym *syms, size_t n_syms, int v2,
+                           uint32_t *count);
+
 /* One v1 TimeSeries. Count mode (f == NULL): accumulates into k. Fill
  * mode: fills ser and advances f. */
 static int v1_series(const struct pctx *c, const uint8_t *p, const uint8_t *end, struct counts *k,
@@ -428,7 +439,7 @@ static int v1_series(const struct pctx *c, const uint8_t *p, const uint8_t *end,
             rc = series_samples(c, &p, end, at, f, 0, &n_samples);
             break;
         case 0x1A:
-            rc = series_walked(c, &p, end, f, "exemplars", "Exemplar", &n_ex);
+            rc = series_exemplar(c, &p, end, at, f, k, NULL, 0, 0, &n_ex);
             break;
         case 0x22:
             rc = series_walked(c, &p, end, f, "histograms", "Histogram", &n_hist);
@@ -665,6 +676,97 @@ static inline int v2_refs_field(const struct pctx *c, const uint8_t **pp, const 
     }
 }
 
+/* Exemplar { labels = 1 (v1: Label messages; v2: uint32 refs, packed or
+ * not); double value = 2; int64 timestamp = 3; }. Count mode (ex NULL):
+ * adds its labels to *n_labels. Fill mode: fills ex, its labels at lab
+ * (room for cap). */
+static int parse_exemplar(const struct pctx *c, const uint8_t *p, const uint8_t *end, struct gw_rw_exemplar *ex,
+                          struct gw_label *lab, size_t cap, const struct sym *syms, size_t n_syms, int v2,
+                          size_t *n_labels)
+{
+    const uint8_t *start = p;
+    uint64_t vbits = 0, ts = 0;
+    size_t nl = 0;
+    struct refs r = { 0, ex != NULL ? lab : NULL, cap, syms, n_syms };
+    while (p < end) {
+        const uint8_t *at = p, *s = NULL, *q;
+        size_t n = 0;
+        uint64_t key = 0;
+        int rc = get_key(c, &p, end, &key, "Exemplar");
+        if (rc != GW_OK)
+            return rc;
+        if (!v2 && key == 0x0A) {
+            if ((rc = get_sub(c, &p, end, &s, &n, "labels", "Exemplar")) != GW_OK)
+                return rc;
+            if (ex != NULL) {
+                if (nl >= cap)
+                    return overflow(c, at);
+                if ((rc = parse_label(c, s, s + n, &lab[nl])) != GW_OK)
+                    return rc;
+            }
+            nl++;
+        } else if (v2 && (key == 0x0A || key == 0x08)) {
+            if ((rc = v2_refs_field(c, &p, end, key, &r)) != GW_OK)
+                return rc;
+        } else if (key == 0x11) {
+            if (end - p < 8)
+                return fail(c, p, "truncated value in Exemplar");
+            vbits = load_le64(p);
+            p += 8;
+        } else if (key == 0x18) {
+            if ((q = get_varint(p, end, &ts)) == NULL)
+                return fail(c, p, "truncated or overlong timestamp in Exemplar");
+            p = q;
+        } else if ((key >> 3) >= 1 && (key >> 3) <= 3) {
+            return wrong_wt(c, at, key, (key >> 3) == 1 ? "labels" : (key >> 3) == 2 ? "value" : "timestamp",
+                            "Exemplar");
+        } else if ((rc = skip_value(c, &p, end, key, at, "Exemplar")) != GW_OK) {
+            return rc;
+        }
+    }
+    if (v2) {
+        if (r.n & 1)
+            return fail(c, start, "exemplar labels_refs has odd length %zu", r.n);
+        nl = r.n >> 1;
+    }
+    *n_labels = nl;
+    if (ex != NULL) {
+        ex->labels = lab;
+        ex->n_labels = (uint32_t)nl;
+        ex->t = (int64_t)ts;
+        memcpy(&ex->v, &vbits, sizeof ex->v);
+    }
+    return GW_OK;
+}
+
+/* A TimeSeries' exemplars field (key read at at): parsed into f in fill
+ * mode (f != NULL), its labels counted into k in count mode. */
+static int series_exemplar(const struct pctx *c, const uint8_t **pp, const uint8_t *end, const uint8_t *at,
+                           struct fill *f, struct counts *k, const struct sym *syms, size_t n_syms, int v2,
+                           uint32_t *count)
+{
+    const uint8_t *s = NULL;
+    size_t n = 0, nl = 0;
+    int rc;
+    if ((rc = get_sub(c, pp, end, &s, &n, "exemplars", "TimeSeries")) != GW_OK)
+        return rc;
+    if (f != NULL) {
+        if (f->ex == f->ex_end)
+            return overflow(c, at);
+        rc = parse_exemplar(c, s, s + n, f->ex, f->exlab, (size_t)(f->exlab_end - f->exlab), syms, n_syms, v2, &nl);
+        if (rc != GW_OK)
+            return rc;
+        f->ex++;
+        f->exlab += nl;
+    } else {
+        if ((rc = parse_exemplar(c, s, s + n, NULL, NULL, 0, NULL, 0, v2, &nl)) != GW_OK)
+            return rc;
+        k->n_exlabels += nl;
+    }
+    ++*count;
+    return GW_OK;
+}
+
 /* One v2 TimeSeries. Count mode: ser == NULL, accumulates into k.
  * Fill mode: fills ser and advances f. */
 static int v2_series(const struct pctx *c, const uint8_t *p, const uint8_t *end,
@@ -700,7 +802,7 @@ static int v2_series(const struct pctx *c, const uint8_t *p, const uint8_t *end,
             rc = series_walked(c, &p, end, ser != NULL ? f : NULL, "histograms", "Histogram", &n_hist);
             break;
         case 0x22:
-            rc = series_walked(c, &p, end, ser != NULL ? f : NULL, "exemplars", "Exemplar", &n_ex);
+            rc = series_exemplar(c, &p, end, at, ser != NULL ? f : NULL, k, syms, n_syms, 1, &n_ex);
             break;
         case 0x2A:
             if ((rc = get_sub(c, &p, end, &s, &n, "metadata", "TimeSeries")) != GW_OK)
@@ -830,6 +932,8 @@ static struct gw_rw_series no_series;
 static struct gw_label no_label;
 static struct gw_sample no_sample;
 static struct gw_rw_metadata no_md;
+static struct gw_rw_exemplar no_ex;
+static struct gw_label no_exlabel;
 
 int gw_rw_decode(const uint8_t *pb, size_t len, int version, struct gw_arena *a,
                  struct gw_rw_request *out, struct gw_error *err)
@@ -838,7 +942,7 @@ int gw_rw_decode(const uint8_t *pb, size_t len, int version, struct gw_arena *a,
     struct counts k;
     struct fill f;
     struct sym *syms = NULL;
-    void *vs, *vl, *vm, *vsm;
+    void *vs, *vl, *vm, *vsm, *vex, *vexl;
     const uint8_t *end;
     int rc;
 
@@ -858,7 +962,9 @@ int gw_rw_decode(const uint8_t *pb, size_t len, int version, struct gw_arena *a,
     if ((rc = arena_array(a, k.n_series, sizeof(struct gw_rw_series), &vs, "series", err)) != GW_OK ||
         (rc = arena_array(a, k.n_labels, sizeof(struct gw_label), &vl, "labels", err)) != GW_OK ||
         (rc = arena_array(a, k.n_samples, sizeof(struct gw_sample), &vsm, "samples", err)) != GW_OK ||
-        (rc = arena_array(a, k.n_metadata, sizeof(struct gw_rw_metadata), &vm, "metadata", err)) != GW_OK)
+        (rc = arena_array(a, k.n_metadata, sizeof(struct gw_rw_metadata), &vm, "metadata", err)) != GW_OK ||
+        (rc = arena_array(a, (size_t)k.n_ex, sizeof(struct gw_rw_exemplar), &vex, "exemplars", err)) != GW_OK ||
+        (rc = arena_array(a, k.n_exlabels, sizeof(struct gw_label), &vexl, "exemplar labels", err)) != GW_OK)
         return rc;
 
     /* Empty arrays point at a static placeholder so cursor arithmetic never
@@ -871,6 +977,10 @@ int gw_rw_decode(const uint8_t *pb, size_t len, int version, struct gw_arena *a,
     f.smp_end = f.smp + k.n_samples;
     f.md = vm != NULL ? vm : &no_md;
     f.md_end = f.md + k.n_metadata;
+    f.ex = vex != NULL ? vex : &no_ex;
+    f.ex_end = f.ex + k.n_ex;
+    f.exlab = vexl != NULL ? vexl : &no_exlabel;
+    f.exlab_end = f.exlab + k.n_exlabels;
     f.n_hist = f.n_ex = 0;
 
     if (version == 1) {
@@ -886,7 +996,8 @@ int gw_rw_decode(const uint8_t *pb, size_t len, int version, struct gw_arena *a,
     }
     if (rc != GW_OK)
         return rc;
-    if (f.series != f.series_end || f.lab != f.lab_end || f.smp != f.smp_end)
+    if (f.series != f.series_end || f.lab != f.lab_end || f.smp != f.smp_end || f.ex != f.ex_end ||
+        f.exlab != f.exlab_end)
         return overflow(&c, end);
 
     out->version = version;

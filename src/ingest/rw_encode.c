@@ -11,7 +11,9 @@
  *                       (12 len Sample{09 <8 bytes LE> 10 <varint t>})* }
  * followed by the metadata entries
  *   1a len MetricMetadata { 08 type  12 len name  22 len help  2a len unit }
- * Exemplars and histograms are not encoded. */
+ * then the series' exemplars
+ *   1a len Exemplar { (0a len Label)*  11 <8 bytes LE value>  18 <varint t> }
+ * Histograms are not encoded. */
 #include "ingest/ingest_int.h"
 
 size_t gw_pb_series_size(const struct gw_label *ls, size_t n_labels, const struct gw_sample *pairs,
@@ -74,6 +76,44 @@ int gw_rw_append_sample(struct gw_buf *out, const uint8_t *labels_pb, size_t len
     return GW_OK;
 }
 
+/* Exemplar body size (prometheus.Exemplar: labels = 1, value = 2, timestamp = 3). */
+static size_t exemplar_size(const struct gw_rw_exemplar *e)
+{
+    size_t n = (pb_double_bits(e->v) ? 9 : 0) + (e->t ? 1 + gw_uvarint_len((uint64_t)e->t) : 0);
+    for (uint32_t i = 0; i < e->n_labels; i++)
+        n += pb_len_field_size(pb_label_size(&e->labels[i]));
+    return n;
+}
+
+static uint8_t *put_exemplar(uint8_t *p, const struct gw_rw_exemplar *e)
+{
+    *p++ = (uint8_t)PB_KEY(3, PB_WT_LEN);
+    p = pb_put_varint(p, exemplar_size(e));
+    for (uint32_t i = 0; i < e->n_labels; i++) {
+        *p++ = (uint8_t)PB_KEY(1, PB_WT_LEN);
+        p = pb_put_varint(p, pb_label_size(&e->labels[i]));
+        p = pb_put_label(p, &e->labels[i]);
+    }
+    if (pb_double_bits(e->v)) {
+        *p++ = (uint8_t)PB_KEY(2, PB_WT_FIXED64);
+        p = pb_put_fixed64(p, pb_double_bits(e->v));
+    }
+    if (e->t) {
+        *p++ = (uint8_t)PB_KEY(3, PB_WT_VARINT);
+        p = pb_put_varint(p, (uint64_t)e->t);
+    }
+    return p;
+}
+
+/* A TimeSeries' body size: labels, samples, exemplars. */
+static size_t series_size(const struct gw_rw_series *s)
+{
+    size_t n = gw_pb_series_size(s->labels, s->n_labels, s->samples, NULL, NULL, s->n_samples);
+    for (uint32_t i = 0; i < s->n_exemplars; i++)
+        n += pb_len_field_size(exemplar_size(&s->exemplars[i]));
+    return n;
+}
+
 static size_t metadata_size(const struct gw_rw_metadata *m)
 {
     return (m->type ? 1 + gw_uvarint_len(m->type) : 0) +
@@ -93,10 +133,10 @@ int gw_rw_encode_v1(const struct gw_rw_request *req, struct gw_buf *out)
         return GW_EINVAL;
     for (size_t i = 0; i < req->n_series; i++) {
         const struct gw_rw_series *s = &req->series[i];
-        if ((s->n_labels > 0 && s->labels == NULL) || (s->n_samples > 0 && s->samples == NULL))
+        if ((s->n_labels > 0 && s->labels == NULL) || (s->n_samples > 0 && s->samples == NULL) ||
+            (s->n_exemplars > 0 && s->exemplars == NULL))
             return GW_EINVAL;
-        total += pb_len_field_size(gw_pb_series_size(s->labels, s->n_labels, s->samples, NULL, NULL,
-                                                     s->n_samples));
+        total += pb_len_field_size(series_size(s));
     }
     for (size_t i = 0; i < req->n_metadata; i++)
         total += pb_len_field_size(metadata_size(&req->metadata[i]));
@@ -107,9 +147,10 @@ int gw_rw_encode_v1(const struct gw_rw_request *req, struct gw_buf *out)
     for (size_t i = 0; i < req->n_series; i++) {
         const struct gw_rw_series *s = &req->series[i];
         *p++ = (uint8_t)PB_KEY(1, PB_WT_LEN);
-        p = pb_put_varint(p, gw_pb_series_size(s->labels, s->n_labels, s->samples, NULL, NULL,
-                                               s->n_samples));
+        p = pb_put_varint(p, series_size(s));
         p = gw_pb_put_series(p, s->labels, s->n_labels, s->samples, NULL, NULL, s->n_samples);
+        for (uint32_t j = 0; j < s->n_exemplars; j++)
+            p = put_exemplar(p, &s->exemplars[j]);
     }
     for (size_t i = 0; i < req->n_metadata; i++) {
         const struct gw_rw_metadata *m = &req->metadata[i];

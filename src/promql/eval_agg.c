@@ -9,7 +9,8 @@
  * Prometheus' aggregation() does per step:
  *   sum    Kahan-Babuska (pq_kahan);
  *   avg    Kahan sum divided by the count, switching to Prometheus'
- *          incremental Kahan mean once the sum would overflow;
+ *          incremental Kahan mean once the sum would overflow (compat 2:
+ *          2.42's incremental mean throughout, avg_v2_step);
  *   min/max  a NaN is replaced by any later value;
  *   stddev/stdvar  Welford, NaN/Inf first values poison the group;
  *   quantile  pq_quantile over the group's values;
@@ -374,6 +375,23 @@ static inline void agg_kahan_add(struct pq_kahan *k, double inc)
     k->sum = t;
 }
 
+/* One step of avg as Prometheus 2.42 aggregates (engine.go, case AVG):
+ * an incremental mean from the first member on, without compensation; an
+ * infinite mean stays as it is while finite values or an infinity of its
+ * own sign follow. Near the float64 limit this differs from Prometheus 3's
+ * sum-then-incremental mean: {1.7e308, 1.7e308, -1.7e308, -1.7e308}
+ * averages to 0 here. */
+static inline void avg_v2_step(double *mean, double f, double cnt)
+{
+    if (isinf(*mean)) {
+        if (isinf(f) && (*mean > 0) == (f > 0))
+            return;
+        if (!isinf(f) && !isnan(f))
+            return;
+    }
+    *mean += f / cnt - *mean / cnt;
+}
+
 /* The groups of an aggregation, in order of first appearance: group gi has
  * the labels glab[gi] (gll[gi] bytes) and the members mem[gstart[gi] ..
  * gstart[gi + 1]) (indexes into the input, in input order). */
@@ -474,6 +492,10 @@ static int agg_step(struct pq_ctx *ctx, enum gw_pq_agg op, const struct pq_val *
         }
         case GW_PQ_AGG_AVG: {
             cnt++;
+            if (ctx->o.compat == 2) {
+                avg_v2_step(&mean, f, cnt);
+                break;
+            }
             if (!incr) {
                 struct pq_kahan kh = { fv, c };
                 agg_kahan_add(&kh, f);
@@ -533,7 +555,10 @@ static int agg_step(struct pq_ctx *ctx, enum gw_pq_agg op, const struct pq_val *
         r = fv + c;
         break;
     case GW_PQ_AGG_AVG:
-        r = incr ? mean + c : (fv + c) / cnt;
+        if (ctx->o.compat == 2)
+            r = mean;
+        else
+            r = incr ? mean + c : (fv + c) / cnt;
         break;
     case GW_PQ_AGG_COUNT:
         r = cnt;

@@ -402,9 +402,9 @@ static void linear_regression(const int64_t *t, const double *v, size_t n, int64
     *intercept = sum_y / fn - *slope * sum_x / fn;
 }
 
-/* avg_over_time: Kahan-compensated sum divided by the count while the sum
- * stays finite; once it would overflow, an incremental mean (also
- * compensated) takes over from the mean so far. */
+/* avg_over_time (Prometheus 3): Kahan-compensated sum divided by the
+ * count while the sum stays finite; once it would overflow, an incremental
+ * mean (also compensated) takes over from the mean so far. */
 static double avg_over_time(const double *v, size_t n)
 {
     double sum = v[0], count = 1, mean = 0, kc = 0;
@@ -432,6 +432,28 @@ static double avg_over_time(const double *v, size_t n)
     if (incremental)
         return mean + kc;
     return sum / count + kc / count;
+}
+
+/* avg_over_time as Prometheus 2.42 computes it: an incremental mean from
+ * the first sample on, each step Kahan-compensated with 2.42's step (no
+ * Inf guard); an infinite mean stays as it is while finite values or an
+ * infinity of its own sign follow. Near the float64 limit this differs from
+ * avg_over_time above, e.g. {1.7e308, 1.7e308, -1.7e308, -1.7e308}: 0 here,
+ * -9.98e291 there (Prometheus 3). */
+static double avg_over_time_v2(const double *v, size_t n)
+{
+    double mean = 0, count = 0, c = 0;
+    for (size_t i = 0; i < n; i++) {
+        count++;
+        if (isinf(mean)) {
+            if (isinf(v[i]) && (mean > 0) == (v[i] > 0))
+                continue;
+            if (!isinf(v[i]) && !isnan(v[i]))
+                continue;
+        }
+        kahan_inc_v2(v[i] / count - mean / count, &mean, &c);
+    }
+    return isinf(mean) ? mean : mean + c;
 }
 
 /* Welford's online variance with Kahan-compensated mean and sum of
@@ -602,7 +624,7 @@ int pq_kernel_window(enum gw_pq_func_id f, int compat, const int64_t *t, const d
         return 1;
     }
     case GW_PQ_F_AVG_OVER_TIME:
-        *out = avg_over_time(v, n);
+        *out = compat == 2 ? avg_over_time_v2(v, n) : avg_over_time(v, n);
         return 1;
     case GW_PQ_F_SUM_OVER_TIME: {
         double sum = 0, c = 0;
