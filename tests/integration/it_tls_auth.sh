@@ -22,27 +22,36 @@
 #   3. admin endpoints refuse read credentials and no credentials (401, even
 #      from loopback) and answer admin credentials;
 #   4. a new certificate (cert and key files replaced) is served after
-#      POST /-/reload, by the same process (same PID), and A keeps writing.
+#      POST /-/reload, by the same process (same PID), and A keeps writing;
+#   5. a second gpuwatch (plain, fed 1 simulated hour with failures: seed
+#      2, failure scale 100) sends its alerts to a real Alertmanager over
+#      https with basic auth (Alertmanager's --web.config.file:
+#      tls_server_config and a bcrypt user) while 4 runs: Alertmanager
+#      holds its GpuXidError alerts.
 #
 # Usage: bash it_tls_auth.sh <build_dir>
-# Needs prometheus and openssl (GW_ALLOW_SKIP=1 to skip).
+# Needs prometheus, prometheus-alertmanager and openssl (GW_ALLOW_SKIP=1 to skip).
 source "$(dirname "$0")/lib.sh" "$@"
 [[ -x "$GW_BIN" ]] || gw_fail "$GW_BIN not built"
 gw_require_bin prometheus
 gw_require_bin openssl
+AM_BIN=${GW_AM_BIN:-/usr/bin/prometheus-alertmanager}
+gw_require_bin "$AM_BIN"
 
 T=$GW_TMP
-gw_port=$(gw_free_port)
+gw_port=$(gw_free_port); gw2_port=$(gw_free_port); am_port=$(gw_free_port)
 pa_port=$(gw_free_port); pb_port=$(gw_free_port); pc_port=$(gw_free_port)
 gw="https://127.0.0.1:$gw_port"
+am="https://127.0.0.1:$am_port"
 
-# --- certificates: CA, gpuwatch (two, for the reload)
+# --- certificates: CA, gpuwatch (two, for the reload), Alertmanager
 cd "$T"
+gw_log "making a CA and certificates"
 ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
 openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.pem -days 1 -subj /CN=gw-it-ca >/dev/null 2>&1 \
     || gw_fail "openssl cannot make a CA"
 printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >san.ext
-for n in srv1 srv2; do
+for n in srv1 srv2 am; do
     openssl req "${ec[@]}" -keyout $n.key -out $n.csr -subj "/CN=$n" >/dev/null 2>&1
     openssl x509 -req -in $n.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out $n.pem -days 1 \
         -extfile san.ext >/dev/null 2>&1 || gw_fail "openssl cannot sign $n"
@@ -59,6 +68,8 @@ echo "reader:sha256:$(sha rpass)" >read.basic
 echo "admin:sha256:$(sha apass)" >admin.basic
 echo wpass >wpass.txt
 echo rpass >rpass.txt
+echo ampass >ampass.txt
+
 
 # wait_code NAME URL CODE [curl args]: poll until URL answers CODE
 wait_code() {
@@ -72,6 +83,17 @@ wait_code() {
     done
     gw_fail "$url did not answer $want within 30s (last $code)"
 }
+# --- Alertmanager over https with a bcrypt user, and a plain gpuwatch alerting it
+am_hash=$(python3 -W ignore -c 'import crypt; print(crypt.crypt("ampass", crypt.mksalt(crypt.METHOD_BLOWFISH, rounds=16)))')
+[[ "$am_hash" == '$2'* ]] || gw_fail "cannot make a bcrypt hash for Alertmanager ($am_hash)"
+printf 'tls_server_config:\n  cert_file: %s\n  key_file: %s\nbasic_auth_users:\n  gw: %s\n' \
+    "$T/am.pem" "$T/am.key" "'$am_hash'" >am-web.yml
+printf 'route:\n  receiver: none\nreceivers:\n  - name: none\n' >am.yml
+gw_start am "$T/am.log" "$AM_BIN" --config.file="$T/am.yml" --storage.path="$T/amdata" \
+    --web.listen-address="127.0.0.1:$am_port" --web.config.file="$T/am-web.yml" --cluster.listen-address=
+gw_start gw2 "$T/gw2.log" "$GW_BIN" serve --listen "127.0.0.1:$gw2_port" --data-dir "$T/gw2data" \
+    --alertmanager.url "$am" --alertmanager.tls.ca-file ca.pem \
+    --alertmanager.basic-auth.username gw --alertmanager.basic-auth.password-file ampass.txt
 
 # --- gpuwatch over https
 gw_start gw "$T/gw.log" "$GW_BIN" serve --listen "127.0.0.1:$gw_port" --data-dir "$T/gwdata" \
@@ -80,6 +102,7 @@ gw_start gw "$T/gw.log" "$GW_BIN" serve --listen "127.0.0.1:$gw_port" --data-dir
     --web.auth.read.bearer-token-file read.tok --web.auth.read.basic-auth-file read.basic \
     --web.auth.admin.basic-auth-file admin.basic
 wait_code gw "$gw/-/ready" 200
+gw_log "gpuwatch ready on $gw"
 gw_pid0=$(gw_pid gw)
 
 # --- three Prometheus
@@ -137,6 +160,12 @@ for p in pa pb pc; do
     port_var=${p}_port
     wait_code "$p" "http://127.0.0.1:${!port_var}/-/ready" 200
 done
+gw_log "Prometheus A, B and C ready"
+wait_code am "$am/-/ready" 200 -u gw:ampass
+[[ $(curl -s -o /dev/null -w '%{http_code}' -u gw:wrong "$am/api/v2/alerts") == 401 ]] ||
+    gw_fail "Alertmanager accepts a wrong password: the check below would prove nothing"
+wait_code gw2 "http://127.0.0.1:$gw2_port/-/ready" 200
+gw_log "Alertmanager (https, basic auth) and the second gpuwatch ready"
 
 # count_of URL QUERY [curl args]: number of series in a query's answer
 count_of() {
@@ -157,7 +186,8 @@ done
 gw_log "OK 1: A (bearer) and B (basic) wrote over https and read each other's samples back"
 
 # 2. no credentials, wrong ones: 401, nothing stored
-grep -q '401' pc.log || { sleep 2; grep -q '401' pc.log; } || gw_fail "Prometheus C's log shows no 401: $(tail -5 pc.log)"
+for _ in $(seq 1 20); do grep -q '401' pc.log && break; sleep 0.5; done
+grep -q '401' pc.log || gw_fail "Prometheus C's log shows no 401: $(tail -5 pc.log)"
 n=$(count_of "$gw" '{job="pc"}' -u reader:rpass)
 [[ "$n" == 0 ]] || gw_fail "gpuwatch stored $n series of job pc, written without valid credentials"
 n=$(count_of "$gw" '{job="pa"}' -H 'Authorization: Bearer rtok')
@@ -181,6 +211,11 @@ gw_log "OK 2: no, wrong or other-class credentials get 401 with WWW-Authenticate
 [[ $(code -X POST -u admin:apass "$gw/api/v1/admin/flush") == 200 ]] || gw_fail "admin credentials cannot flush"
 gw_log "OK 3: admin endpoints need the admin credentials"
 
+# gw2's failures, for 5 (simulated in the background of 4)
+sim_start=$(( ($(date +%s) - 3600 - 60) * 1000 ))
+gw_start sim "$T/sim.log" "$GW_BIN" simulate --profile smoke --seed 2 --failure-scale 100 --start "$sim_start" \
+    --duration 1h --url "http://127.0.0.1:$gw2_port/api/v1/write"
+
 # 4. certificate reload without a restart
 serial() { openssl s_client -connect "127.0.0.1:$gw_port" -CAfile ca.pem </dev/null 2>/dev/null | openssl x509 -noout -serial; }
 s1=$(serial)
@@ -193,12 +228,28 @@ s2=$(serial)
 [[ $(gw_pid gw) == "$gw_pid0" ]] && gw_alive gw || gw_fail "gpuwatch restarted"
 c1=$(curl -s -u reader:rpass --data-urlencode 'query=count_over_time(up{job="pa"}[1h])' "$gw/api/v1/query" |
      python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["result"][0]["value"][1])')
-sleep 3
-c2=$(curl -s -u reader:rpass --data-urlencode 'query=count_over_time(up{job="pa"}[1h])' "$gw/api/v1/query" |
-     python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["result"][0]["value"][1])')
+for _ in $(seq 1 20); do
+    sleep 0.5
+    c2=$(curl -s -u reader:rpass --data-urlencode 'query=count_over_time(up{job="pa"}[1h])' "$gw/api/v1/query" |
+         python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["result"][0]["value"][1])')
+    ((c2 > c1)) && break
+done
 ((c2 > c1)) || gw_fail "A stopped writing after the certificate reload ($c1 -> $c2 samples)"
 gw_log "OK 4: new certificate ($s1 -> $s2) served by the same process; A kept writing ($c1 -> $c2)"
 
+# 5. gw2's alerts at Alertmanager, over https with basic auth
+gw_wait sim 60 || gw_fail "simulate failed: $(tail -3 sim.log)"
+ok=0
+for _ in $(seq 1 40); do
+    n=$(curl -s -u gw:ampass "$am/api/v2/alerts" |
+        python3 -c 'import json,sys; print(sum(1 for x in json.load(sys.stdin) if x["labels"].get("alertname") == "GpuXidError"))')
+    ((n > 0)) && { ok=1; break; }
+    sleep 0.5
+done
+((ok)) || gw_fail "Alertmanager holds no GpuXidError; gpuwatch has $(curl -s "http://127.0.0.1:$gw2_port/api/v1/alerts" | head -c 300); its log: $(grep notify gw2.log | tail -2)"
+gw_log "OK 5: $n GpuXidError alerts delivered to Alertmanager over https with basic auth"
+
 for p in pc pb pa; do gw_stop "$p" 30 || true; done
+gw_stop gw2 30 || gw_fail "the second gpuwatch exited non-zero on SIGTERM"
 gw_stop gw 60 || gw_fail "gpuwatch exited non-zero on SIGTERM"
 gw_log "PASS"
