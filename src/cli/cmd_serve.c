@@ -488,8 +488,8 @@ static int serve_http(struct serve *s)
     s->ho.replay = &s->replay;
     if (gw_http_start(&s->h, NULL, &s->ho, &s->err) != GW_OK) {
         s->h = NULL;
-        fprintf(stderr, "gpuwatch serve: cannot listen on %s: %s\n", s->ho.listen ? s->ho.listen : "default",
-                s->err.msg);
+        fprintf(stderr, "gpuwatch serve: cannot start the HTTP server on %s: %s\n",
+                s->ho.listen ? s->ho.listen : "default", s->err.msg);
         return 1;
     }
     gw_http_set_alerts(s->h, s->alerts);
