@@ -39,8 +39,11 @@ AM_BIN=${GW_AM_BIN:-/usr/bin/prometheus-alertmanager}
 gw_require_bin "$AM_BIN"
 
 T=$GW_TMP
-gw_port=$(gw_free_port); gw2_port=$(gw_free_port); am_port=$(gw_free_port)
-pa_port=$(gw_free_port); pb_port=$(gw_free_port); pc_port=$(gw_free_port)
+# six distinct free ports from one python3 (each start costs on a loaded machine)
+read -r gw_port gw2_port am_port pa_port pb_port pc_port < <(python3 -c 'import socket
+ss = [socket.socket() for _ in range(6)]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))')
 gw="https://127.0.0.1:$gw_port"
 am="https://127.0.0.1:$am_port"
 
