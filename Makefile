@@ -26,7 +26,7 @@ build: $(BUILD)/CMakeCache.txt
 # Release build with its unit tests, then the unit tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer and under ThreadSanitizer.
 test: deps check-includes long-functions build
-	cd $(BUILD) && GW_ALLOW_SKIP=0 ctest --output-on-failure
+	cd $(BUILD) && GW_ALLOW_SKIP=0 ctest --output-on-failure -j $(JOBS)
 	$(MAKE) build-clang-release
 	$(MAKE) test-asan
 	$(MAKE) test-tsan
@@ -73,13 +73,13 @@ test-tsan:
 	cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=Debug -DGW_BUILD_BENCH=OFF \
 		-DCMAKE_C_FLAGS="-fsanitize=thread -O1" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread"
 	cmake --build $(BUILD_TSAN) -j $(JOBS)
-	cd $(BUILD_TSAN) && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L unit
+	cd $(BUILD_TSAN) && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L unit -j $(JOBS)
 
 # The same simulated week sent through serve five times in different random
 # shardings must give byte-identical ALERTS samples (the default test run
-# does one day).
+# does one day three times).
 test-replay-week: build
-	GW_IT_REPLAY_DAYS=7 bash tests/integration/it_alerts_replay.sh $(BUILD)
+	GW_IT_REPLAY_DAYS=7 GW_IT_REPLAY_RUNS=5 bash tests/integration/it_alerts_replay.sh $(BUILD)
 
 # The main job: gpuwatch serving a local data dir, fed by a simulated
 # 16-node GPU cluster with failures (and by a local Prometheus that scrapes

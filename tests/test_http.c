@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1312,6 +1313,372 @@ static void test_http_events(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* ---- limits (src/http/limits.c) ---- */
+
+/* Restarts the fixture's server on its database with the given limits. */
+static void restart_with(struct fixture *f, const struct gw_http_limits *l, unsigned threads)
+{
+    struct gw_http_opts hopts;
+    struct gw_error err;
+    gw_http_stop(f->http);
+    gw_http_opts_default(&hopts);
+    hopts.listen = "127.0.0.1:0";
+    hopts.threads = threads;
+    hopts.max_body_bytes = BODY_CAP;
+    hopts.conn_timeout_s = 5;
+    hopts.limits = *l;
+    gw_error_clear(&err);
+    assert_int_equal(gw_http_start(&f->http, f->db, &hopts, &err), GW_OK);
+    f->port = gw_http_port(f->http);
+}
+
+static void default_limits(struct gw_http_limits *l)
+{
+    struct gw_http_opts o;
+    gw_http_opts_default(&o);
+    *l = o.limits;
+}
+
+/* Reads a response for at most ms; its status (0 when none came). */
+static int status_within(int fd, int ms, char *buf, size_t cap)
+{
+    size_t len = 0;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    uint64_t end = now_ms_mono() + (uint64_t)ms;
+    while (len + 1 < cap && now_ms_mono() < end) {
+        if (poll(&p, 1, (int)(end - now_ms_mono())) <= 0)
+            break;
+        ssize_t n = recv(fd, buf + len, cap - len - 1, 0);
+        if (n <= 0)
+            break;
+        len += (size_t)n;
+        buf[len] = '\0';
+        if (strstr(buf, "\r\n\r\n") != NULL && strncmp(buf, "HTTP/1.1 100", 12) != 0)
+            break;
+    }
+    buf[len] = '\0';
+    return len > 12 && strncmp(buf, "HTTP/1.", 7) == 0 ? (int)strtol(buf + 9, NULL, 10) : 0;
+}
+
+/* A Content-Length over the body limit is answered 413 before any of the
+ * body is sent, with and without Expect: 100-continue. */
+static void test_http_declared_too_large_at_once(void **state)
+{
+    struct fixture *f = *state;
+    static const char *const expect[] = {"", "Expect: 100-continue\r\n"};
+    for (int i = 0; i < 2; i++) {
+        char hdr[512], buf[2048];
+        int fd = connect_port(f->port);
+        uint64_t t0 = now_ms_mono();
+        int n = snprintf(hdr, sizeof hdr, "POST /api/v1/write HTTP/1.1\r\nHost: x\r\n" RW_HEADERS
+                         "%sContent-Length: %u\r\n\r\n", expect[i], BODY_CAP * 64);
+        send_all(fd, hdr, (size_t)n);
+        assert_int_equal(status_within(fd, 1000, buf, sizeof buf), 413);
+        assert_true(now_ms_mono() - t0 < 1000);
+        assert_non_null(strstr(buf, "limit 262144"));
+        close(fd);
+    }
+}
+
+/* snappy(v1) of one sample per series at t; each set is "name=value,...". */
+static void build_sets(const char *const *sets, size_t n, int64_t t, struct gw_buf *out)
+{
+    struct gw_rw_series s[8];
+    struct gw_label l[8][40];
+    struct gw_sample smp = {.t = t, .v = 1};
+    struct gw_rw_request req = {.version = 1, .series = s, .n_series = n, .n_samples = n};
+    char copy[8][4096];
+    struct gw_buf pb;
+    assert_true(n <= 8);
+    memset(s, 0, sizeof s);
+    for (size_t i = 0; i < n; i++) {
+        char *save = NULL, *kv;
+        snprintf(copy[i], sizeof copy[i], "%s", sets[i]);
+        for (kv = strtok_r(copy[i], ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+            char *eq = strchr(kv, '=');
+            assert_non_null(eq);
+            *eq = '\0';
+            assert_true(s[i].n_labels < 40);
+            lbl(&l[i][s[i].n_labels++], kv, eq + 1);
+        }
+        s[i].labels = l[i];
+        s[i].samples = &smp;
+        s[i].n_samples = 1;
+    }
+    gw_buf_init(&pb, 0);
+    assert_int_equal(gw_rw_encode_v1(&req, &pb), GW_OK);
+    gw_buf_init(out, 0);
+    assert_int_equal(gw_snappy_encode(pb.data, pb.len, out), GW_OK);
+    gw_buf_free(&pb);
+}
+
+static void count_series(struct fixture *f, const char *name, size_t want)
+{
+    char m[64], t[256];
+    struct resp r;
+    size_t n = 0;
+    qenc(name, m, sizeof m);
+    snprintf(t, sizeof t, "/api/v1/series?match[]=%s", m);
+    get(f, t, &r);
+    assert_int_equal(r.status, 200);
+    for (const char *p = r.body; (p = strstr(p, "\"__name__\"")) != NULL; p++)
+        n++;
+    assert_int_equal(n, want);
+    resp_free(&r);
+}
+
+/* A series over a label limit is refused and named in the 400, the valid
+ * series of the request stored; too many series is a 413. */
+static void test_http_write_label_limits(void **state)
+{
+    struct fixture *f = *state;
+    struct gw_http_limits l;
+    struct gw_buf w;
+    struct resp r;
+    char long_name[64], long_value[64], big[512];
+    int64_t t = gw_now_ms() - 1000;
+    default_limits(&l);
+    l.max_labels = 4;
+    l.max_label_name_len = 20;
+    l.max_label_value_len = 30;
+    l.max_series_per_request = 3;
+    restart_with(f, &l, 2);
+    memset(long_name, 'n', 40);
+    long_name[40] = '\0';
+    memset(long_value, 'v', 40);
+    long_value[40] = '\0';
+    {
+        const char *const sets[] = {"__name__=lim_ok,job=a", "__name__=lim_many,a=1,b=2,c=3,d=4"};
+        build_sets(sets, 2, t, &w);
+        post_write(f, &w, &r);
+        assert_int_equal(r.status, 400);
+        assert_non_null(strstr(r.body, "series \"lim_many\" has 5 labels, limit 4 (--limits.series.max-labels)"));
+        resp_free(&r);
+        gw_buf_free(&w);
+    }
+    snprintf(big, sizeof big, "__name__=lim_name,%s=x", long_name);
+    {
+        const char *const sets[] = {big};
+        build_sets(sets, 1, t, &w);
+        post_write(f, &w, &r);
+        assert_int_equal(r.status, 400);
+        assert_non_null(strstr(r.body, "is 40 bytes, limit 20 (--limits.label.max-name-length)"));
+        resp_free(&r);
+        gw_buf_free(&w);
+    }
+    snprintf(big, sizeof big, "__name__=lim_value,job=%s", long_value);
+    {
+        const char *const sets[] = {"__name__=lim_ok,job=b", big};
+        build_sets(sets, 2, t, &w);
+        post_write(f, &w, &r);
+        assert_int_equal(r.status, 400);
+        assert_non_null(strstr(r.body, "series \"lim_value\": label \"job\" value is 40 bytes, limit 30"));
+        resp_free(&r);
+        gw_buf_free(&w);
+    }
+    {
+        const char *const sets[] = {"__name__=lim_n,i=1", "__name__=lim_n,i=2", "__name__=lim_n,i=3",
+                                    "__name__=lim_n,i=4"};
+        build_sets(sets, 4, t, &w);
+        post_write(f, &w, &r);
+        assert_int_equal(r.status, 413);
+        assert_non_null(strstr(r.body, "request has 4 series, limit 3 (--limits.write.max-series-per-request)"));
+        resp_free(&r);
+        gw_buf_free(&w);
+    }
+    count_series(f, "lim_ok", 2);
+    count_series(f, "lim_many", 0);
+    count_series(f, "lim_name", 0);
+    count_series(f, "lim_value", 0);
+    count_series(f, "lim_n", 0);
+}
+
+struct bg_req {
+    uint16_t port;
+    const char *method, *target, *headers;
+    const void *body;
+    size_t len;
+    struct resp r;
+};
+
+static void *bg_main(void *p)
+{
+    struct bg_req *b = p;
+    http_do(b->port, b->method, b->target, b->headers, b->body, b->len, &b->r);
+    return NULL;
+}
+
+/* Two requests at once for one slot: the first is served, the second
+ * waits for the queue wait and gets 503 with Retry-After; with the load
+ * gone the next one is served. */
+static void two_at_once(struct fixture *f, const char *method, const char *target, const char *headers,
+                        const void *body, size_t len, unsigned ok, const char *busy_msg)
+{
+    struct bg_req b[2];
+    pthread_t th[2];
+    char ra[16];
+    int n_ok = 0, n_busy = 0;
+    for (int i = 0; i < 2; i++) {
+        b[i] = (struct bg_req){f->port, method, target, headers, body, len, {0}};
+        assert_int_equal(pthread_create(&th[i], NULL, bg_main, &b[i]), 0);
+        /* the first holds its slot (and its worker) when the second comes,
+         * so another worker takes the second */
+        usleep(250 * 1000);
+    }
+    for (int i = 0; i < 2; i++) {
+        pthread_join(th[i], NULL);
+        if (b[i].r.status == (int)ok)
+            n_ok++;
+        if (b[i].r.status == 503) {
+            assert_int_equal(i, 1);
+            n_busy++;
+            assert_non_null(header_value(&b[i].r, "Retry-After", ra, sizeof ra));
+            assert_string_equal(ra, "1");
+            assert_non_null(strstr(b[i].r.body, busy_msg));
+        }
+        resp_free(&b[i].r);
+    }
+    assert_int_equal(n_ok, 1);
+    assert_int_equal(n_busy, 1);
+    b[0] = (struct bg_req){f->port, method, target, headers, body, len, {0}};
+    bg_main(&b[0]);
+    assert_int_equal(b[0].r.status, (int)ok);
+    resp_free(&b[0].r);
+}
+
+static void test_http_concurrency_limits(void **state)
+{
+    struct fixture *f = *state;
+    struct gw_http_limits l;
+    struct gw_buf w;
+    char m[64], t[256];
+    default_limits(&l);
+    l.max_concurrent_writes = 1;
+    l.max_concurrent_queries = 1;
+    l.queue_wait_ms = 100;
+    l.debug_handler_delay_ms = 500;
+    restart_with(f, &l, 4);
+    build_write(f->base, 0, N_SAMPLES, 0.0, &w);   /* resent: duplicates, 204 */
+    two_at_once(f, "POST", "/api/v1/write", RW_HEADERS, w.data, w.len, 204,
+                "too many concurrent remote writes (limit 1, --limits.http.max-concurrent-writes)");
+    gw_buf_free(&w);
+    qenc("test_metric", m, sizeof m);
+    snprintf(t, sizeof t, "/api/v1/query?query=%s", m);
+    two_at_once(f, "GET", t, NULL, NULL, 0, 200, "\"errorType\":\"unavailable\"");
+    {
+        struct resp r;
+        get(f, "/metrics", &r);
+        assert_int_equal(r.status, 200);
+        assert_non_null(strstr(r.body, "\ngpuwatch_http_limit_refusals_total 2\n"));
+        assert_non_null(strstr(r.body, "\ngpuwatch_http_inflight_body_bytes 0\n"));
+        resp_free(&r);
+    }
+}
+
+/* A query whose working memory passes --limits.query.max-memory-bytes gets
+ * a 422 naming the memory limit; the same query fits without the cap. */
+static void test_http_query_memory_limit(void **state)
+{
+    struct fixture *f = *state;
+    struct gw_http_limits l;
+    struct gw_rw_series s[200];
+    struct gw_label lb[200][2];
+    char inst[200][8];
+    struct gw_sample smp = {.t = f->base, .v = 1};
+    struct gw_rw_request req = {.version = 1, .series = s, .n_series = 200, .n_samples = 200};
+    struct gw_buf pb, w;
+    struct resp r;
+    char t[256];
+    memset(s, 0, sizeof s);
+    for (int i = 0; i < 200; i++) {
+        snprintf(inst[i], sizeof inst[i], "i%d", i);
+        lbl(&lb[i][0], "__name__", "mem_metric");
+        lbl(&lb[i][1], "instance", inst[i]);
+        s[i] = (struct gw_rw_series){.labels = lb[i], .n_labels = 2, .samples = &smp, .n_samples = 1};
+    }
+    gw_buf_init(&pb, 0);
+    assert_int_equal(gw_rw_encode_v1(&req, &pb), GW_OK);
+    gw_buf_init(&w, 0);
+    assert_int_equal(gw_snappy_encode(pb.data, pb.len, &w), GW_OK);
+    post_write(f, &w, &r);
+    assert_int_equal(r.status, 204);
+    resp_free(&r);
+    /* 200 series x 10,001 steps of step matrices: well over 4 MiB */
+    snprintf(t, sizeof t, "/api/v1/query_range?query=mem_metric%%2B1&start=%lld&end=%lld&step=0.03",
+             (long long)(f->base / 1000), (long long)(f->base / 1000 + 300));
+    get(f, t, &r);
+    assert_int_equal(r.status, 200);
+    resp_free(&r);
+    default_limits(&l);
+    l.query_max_memory_bytes = (size_t)4 << 20;
+    restart_with(f, &l, 2);
+    get(f, t, &r);
+    assert_int_equal(r.status, 422);
+    assert_non_null(strstr(r.body, "\"errorType\":\"execution\""));
+    assert_non_null(strstr(r.body, "query processing would use more than 4194304 bytes of memory"));
+    resp_free(&r);
+    gw_buf_free(&pb);
+    gw_buf_free(&w);
+}
+
+/* Bodies held in memory past the budget: the next declared body that
+ * does not fit gets 503 + Retry-After at once; when the held body goes,
+ * writes work again. */
+static void test_http_inflight_body_budget(void **state)
+{
+    struct fixture *f = *state;
+    struct gw_http_limits l;
+    struct gw_buf w;
+    struct resp r;
+    char hdr[512], buf[2048];
+    int held, fd, n;
+    default_limits(&l);
+    l.max_inflight_body_bytes = 300 * 1024;
+    restart_with(f, &l, 2);
+    /* a stalled upload that declared much and sent little holds little */
+    held = connect_port(f->port);
+    n = snprintf(hdr, sizeof hdr, "POST /api/v1/write HTTP/1.1\r\nHost: x\r\n" RW_HEADERS
+                 "Content-Length: %u\r\n\r\n", 250u * 1024u);
+    send_all(held, hdr, (size_t)n);
+    send_all(held, "0123456789", 10);
+    usleep(100 * 1000);
+    build_write(f->base, 0, N_SAMPLES, 0.0, &w);
+    {
+        char *body = calloc(1, 200u * 1024u);
+        assert_non_null(body);
+        http_do(f->port, "POST", "/api/v1/write", RW_HEADERS, body, 200u * 1024u, &r);
+        assert_int_equal(r.status, 400);   /* read and decoded: not snappy */
+        resp_free(&r);
+        /* now it holds 200 KiB of its 250 */
+        send_all(held, body, 200u * 1024u);
+        free(body);
+    }
+    usleep(200 * 1000);
+    fd = connect_port(f->port);
+    n = snprintf(hdr, sizeof hdr, "POST /api/v1/write HTTP/1.1\r\nHost: x\r\n" RW_HEADERS
+                 "Content-Length: %u\r\n\r\n", 200u * 1024u);
+    send_all(fd, hdr, (size_t)n);
+    assert_int_equal(status_within(fd, 1000, buf, sizeof buf), 503);
+    assert_non_null(strstr(buf, "--limits.http.max-inflight-body-bytes"));
+    assert_non_null(strstr(buf, "Retry-After: 1"));
+    close(fd);
+    /* small bodies still fit next to the held one */
+    post_write(f, &w, &r);
+    assert_int_equal(r.status, 204);
+    resp_free(&r);
+    close(held);
+    usleep(200 * 1000);
+    {
+        char *body = calloc(1, 200u * 1024u);
+        assert_non_null(body);
+        http_do(f->port, "POST", "/api/v1/write", RW_HEADERS, body, 200u * 1024u, &r);
+        assert_int_equal(r.status, 400);   /* read and decoded: not snappy */
+        resp_free(&r);
+        free(body);
+    }
+    gw_buf_free(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1331,6 +1698,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_http_misc_endpoints, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_remote_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_http_stalled_upload_does_not_block, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_declared_too_large_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_write_label_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_concurrency_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_inflight_body_budget, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_http_query_memory_limit, setup, teardown),
         cmocka_unit_test(test_http_listen_addresses),
         cmocka_unit_test(test_http_checkpoints),
         cmocka_unit_test(test_http_events),

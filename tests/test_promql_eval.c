@@ -785,6 +785,17 @@ static void test_promql_eval_sample_limit(void **state)
     /* lookback 5 min: the last sample at 9 s is seen until 309 s */
     assert_int_equal(res.series[0].n, 309);
     gw_pq_result_free(&res);
+    /* the same query under an explicit memory cap: 100 series x 11,001
+     * steps of step matrices do not fit in 4 MiB, they do in 64 MiB */
+    o.max_memory_bytes = (size_t)4 << 20;
+    gw_error_clear(&err);
+    assert_int_equal(gw_pq_eval_range(&src, e, 0, 11000 * 1000LL, 1000, &o, &res, &err), GW_ELIMIT);
+    assert_string_equal(err.msg, "query processing would use more than 4194304 bytes of memory "
+                                 "(the query memory limit)");
+    o.max_memory_bytes = (size_t)64 << 20;
+    assert_int_equal(gw_pq_eval_range(&src, e, 0, 11000 * 1000LL, 1000, &o, &res, &err), GW_OK);
+    assert_int_equal(res.n_series, 100);
+    gw_pq_result_free(&res);
     gw_pq_expr_free(e);
     free_src(m);
 }

@@ -50,6 +50,21 @@ struct gw_http_opts {
     int64_t lookback_ms;         /* --query.lookback-delta; default 5 min; lookback_delta overrides */
     int64_t query_timeout_ms;    /* --query.timeout; default 2 min; a smaller timeout= wins */
     uint64_t query_max_samples;  /* --query.max-samples; default 50,000,000 */
+    /* Limits (docs/limits.md; 0 = default). A declared Content-Length over
+     * max_body_bytes is answered 413 at once, without reading the body. */
+    struct gw_http_limits {
+        size_t max_decoded_bytes;        /* remote write after snappy; default and cap 32 MiB */
+        unsigned max_labels;             /* labels per series; default and cap GW_LABELS_MAX */
+        unsigned max_label_name_len;     /* bytes; default and cap GW_LABEL_NAME_MAX */
+        unsigned max_label_value_len;    /* bytes; default and cap GW_LABEL_VALUE_MAX */
+        uint64_t max_series_per_request; /* default 0: no limit (413 past it) */
+        unsigned max_concurrent_writes;  /* remote writes handled at once; default 0: threads */
+        unsigned max_concurrent_queries; /* queries and remote reads at once; default 0: threads */
+        int64_t queue_wait_ms;           /* wait for a slot before 503; default 500 ms, < 0: none */
+        size_t max_inflight_body_bytes;  /* request bodies held at once; default 256 MiB */
+        size_t query_max_memory_bytes;   /* a query's working memory; default 32 B x max samples */
+        unsigned debug_handler_delay_ms; /* tests only: a write or query holds its slot this long */
+    } limits;
     /* Source of /api/v1/alerts and /api/v1/rules and of the gpuwatch_alerts_*
      * lines of /metrics (borrowed, must outlive the server); NULL: empty
      * alert and rule lists. The server reads it from its own copy of the

@@ -282,6 +282,8 @@ struct gw_pq_opts {
     uint64_t max_samples;      /* samples held at once; default 50,000,000; 0 = default */
     int64_t timeout_ms;        /* default 120,000; 0 = default */
     int64_t max_points;        /* points per series of a range query; default 11,000 */
+    size_t max_memory_bytes;   /* scratch memory of the evaluation (at least 4 MiB); 0 = 32 bytes
+                                  x max_samples; past it GW_ELIMIT naming the memory limit */
     int experimental;          /* as gw_pq_parse_opts */
     int64_t max_source_resolution_ms; /* 0: aggregates only where they equal raw (and on
                                          days without raw data); GW_PQ_RES_RAW: raw only;

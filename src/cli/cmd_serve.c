@@ -220,6 +220,43 @@ static const struct gw_cli_opt serve_opts[] = {
     SERVE_FILE("--web.tls.client-ca-file", ho.sec.tls_client_ca_file,
                "require a client certificate signed by these PEM CAs\n"
                "(403 otherwise, except /-/healthy and /-/ready)"),
+    {.help = "\nlimits, each with its answer (docs/limits.md):"},
+    {.name = "--limits.write.max-decoded-bytes", .arg = "N", .type = GW_CLI_UINT,
+     GW_CLI_AT(struct serve, ho.limits.max_decoded_bytes), .min = 1024, .max = 32u << 20,
+     .help = "largest remote-write body after snappy (default and most\n33554432; 400 past it)"},
+    {.name = "--limits.write.max-series-per-request", .arg = "N", .type = GW_CLI_UINT,
+     GW_CLI_AT(struct serve, ho.limits.max_series_per_request), .max = UINT64_C(1) << 32,
+     .help = "series in one remote write (default 0: no limit; 413 past it)"},
+    {.name = "--limits.series.max-labels", .arg = "N", .type = GW_CLI_UINT,
+     GW_CLI_AT(struct serve, ho.limits.max_labels), .min = 1, .max = 128,
+     .help = "labels per series, like Prometheus' label_limit (default and\n"
+             "most 128; the series is refused and named in a 400, the\n"
+             "valid series of the request are stored)"},
+    {.name = "--limits.label.max-name-length", .arg = "N", .type = GW_CLI_UINT,
+     GW_CLI_AT(struct serve, ho.limits.max_label_name_len), .min = 1, .max = 256,
+     .help = "bytes per label name (default and most 256; answered like\n--limits.series.max-labels)"},
+    {.name = "--limits.label.max-value-length", .arg = "N", .type = GW_CLI_UINT,
+     GW_CLI_AT(struct serve, ho.limits.max_label_value_len), .min = 1, .max = 65536,
+     .help = "bytes per label value (default and most 65536; answered like\n--limits.series.max-labels)"},
+    {.name = "--limits.http.max-concurrent-writes", .arg = "N", .type = GW_CLI_UINT,
+     GW_CLI_AT(struct serve, ho.limits.max_concurrent_writes), .max = 4096,
+     .help = "remote writes handled at once (default 0: up to --web.threads);\n"
+             "more wait up to --limits.http.queue-wait, then 503 + Retry-After"},
+    {.name = "--limits.query.max-concurrent", .arg = "N", .type = GW_CLI_UINT,
+     GW_CLI_AT(struct serve, ho.limits.max_concurrent_queries), .max = 4096,
+     .help = "queries and remote reads evaluated at once (default 0: up to\n"
+             "--web.threads); more wait, then 503 + Retry-After"},
+    {.name = "--limits.http.queue-wait", .arg = "DUR", .type = GW_CLI_DUR,
+     GW_CLI_AT(struct serve, ho.limits.queue_wait_ms), .min = 1, .max = 60000,
+     .help = "how long a write or query waits for a free slot (default 500ms)"},
+    {.name = "--limits.http.max-inflight-body-bytes", .arg = "N", .type = GW_CLI_UINT,
+     GW_CLI_AT(struct serve, ho.limits.max_inflight_body_bytes), .min = 1u << 20, .max = UINT64_C(1) << 40,
+     .help = "request bodies held in memory at once, over all connections\n"
+             "(default 268435456); past it 503 + Retry-After, at once when\n"
+             "the Content-Length says so"},
+    {.name = "--limits.query.max-memory-bytes", .arg = "N", .type = GW_CLI_UINT,
+     GW_CLI_AT(struct serve, ho.limits.query_max_memory_bytes), .min = 4u << 20, .max = UINT64_C(1) << 40,
+     .help = "working memory of one query (default 32 bytes x\n--query.max-samples; 422 past it)"},
     {.help = "\ndownsampling (docs/downsampling.md):"},
     {.type = GW_CLI_TABLE, .sub = gw_cli_ds_serve_opts, GW_CLI_AT(struct serve, ds)},
     {.help = "\nfailure detection and alerts (docs/alerts.md):"},

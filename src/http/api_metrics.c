@@ -167,6 +167,14 @@ static int w_http(struct gw_buf *b, struct gw_http *h)
         rc = one(b, "gpuwatch_http_request_body_bytes_total", "counter", "Request body bytes received.",
                  (double)atomic_load(&h->c.body_bytes));
     if (rc == GW_OK)
+        rc = one(b, "gpuwatch_http_inflight_body_bytes", "gauge",
+                 "Request body bytes held in memory now (--limits.http.max-inflight-body-bytes).",
+                 (double)atomic_load(&h->inflight_body_bytes));
+    if (rc == GW_OK)
+        rc = one(b, "gpuwatch_http_limit_refusals_total", "counter",
+                 "Requests answered 503 + Retry-After by a concurrency or in-flight body limit.",
+                 (double)atomic_load(&h->limit_refusals));
+    if (rc == GW_OK)
         rc = one(b, "gpuwatch_remote_write_samples_accepted_total", "counter", "Samples stored from remote write.",
                  (double)atomic_load(&h->c.samples_accepted));
     if (rc == GW_OK)

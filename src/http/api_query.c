@@ -702,6 +702,7 @@ static int query_opts(const struct qreq *q, struct gw_http_resp *rs, struct gw_p
     po->timeout_ms = q->o && q->o->query_timeout_ms > 0 ? q->o->query_timeout_ms : GW_QUERY_TIMEOUT_MS;
     po->max_samples = q->o && q->o->query_max_samples > 0 ? q->o->query_max_samples : GW_QUERY_MAX_SAMPLES;
     po->max_points = GW_QUERY_MAX_POINTS;
+    po->max_memory_bytes = q->o ? q->o->limits.query_max_memory_bytes : 0;
     if (qparam_ms(q, rs, "timeout", 0, 0, gw_parse_step_ms, "duration", &timeout) ||
         qparam_ms(q, rs, "lookback_delta", 0, 0, gw_parse_step_ms, "duration", &lookback))
         return -1;
@@ -743,8 +744,11 @@ static void eval_error(struct gw_http_resp *rs, int rc, const struct gw_error *e
         gw_resp_api_error(rs, "execution", "%s", msg);
         break;
     case GW_ELIMIT:
-        gw_resp_api_error(rs, "execution",
-                          "query processing would load too many samples into memory in query execution");
+        if (strncmp(msg, "query processing would", 22) == 0)   /* samples or memory */
+            gw_resp_api_error(rs, "execution", "%s", msg);
+        else
+            gw_resp_api_error(rs, "execution",
+                              "query processing would load too many samples into memory in query execution");
         break;
     case GW_ETOOLARGE:
         gw_resp_api_error(rs, "bad_data", "%s", msg);

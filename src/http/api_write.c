@@ -7,8 +7,10 @@
  *                                              Prometheus 3's receiver)
  *   Content-Type not a remote-write type    -> 415
  *   body over the server's body cap         -> 413
- *   snappy: declared size over 32 MiB       -> 400; corrupt -> 400
+ *   snappy: declared size over the decoded limit (32 MiB) -> 400;
+ *                                              corrupt -> 400
  *   protobuf malformed                      -> 400
+ *   more series than the limit              -> 413 (limits.c)
  *   storage failure                         -> 500 (503 when shutting down),
  *                                              the sender retries
  *   any sample/series/histogram/exemplar refused -> 400 with one line that
@@ -138,18 +140,21 @@ void gw_api_write(struct gw_http_req *rq, struct gw_http_resp *rs)
     struct gw_buf pb;
     struct gw_arena arena;
     struct gw_rw_request req;
-    struct gw_append_result res;
+    struct gw_append_result res, over;
     struct gw_error err;
+    size_t decoded_max = rq->h->opts.limits.max_decoded_bytes;
     int v2 = rq->rw_version == 2, rc;
 
-    gw_buf_init(&pb, GW_RW_MAX_BODY);
+    gw_buf_init(&pb, decoded_max);
     gw_arena_init(&arena, WRITE_ARENA_BLOCK, WRITE_ARENA_MAX);
     gw_error_clear(&err);
 
-    rc = gw_snappy_decode(rq->body.data, rq->body.len, GW_RW_MAX_BODY, &pb, &err);
+    rc = gw_snappy_decode(rq->body.data, rq->body.len, decoded_max, &pb, &err);
     if (rc != GW_OK) {
         if (rc == GW_ENOMEM)
             gw_resp_text(rs, 500, "out of memory decompressing the body");
+        else if (rc == GW_ETOOLARGE)
+            gw_resp_text(rs, 400, "snappy decode error: %s (--limits.write.max-decoded-bytes)", err.msg);
         else
             gw_resp_text(rs, 400, "snappy decode error: %s", err.msg[0] ? err.msg : gw_strerror(rc));
         if (v2 && rs->status < 500)
@@ -169,6 +174,11 @@ void gw_api_write(struct gw_http_req *rq, struct gw_http_resp *rs)
             written_headers(rs, 0);
         goto out;
     }
+    if (gw_http_write_limits(rq, rs, &req, &over) != 0) {
+        if (v2)
+            written_headers(rs, 0);
+        goto out;
+    }
     memset(&res, 0, sizeof res);
     rc = gw_db_append(rq->h->db, &req, gw_now_ms(), &res, &err);
     if (rc != GW_OK) {
@@ -178,6 +188,7 @@ void gw_api_write(struct gw_http_req *rq, struct gw_http_resp *rs)
         gw_resp_text(rs, st, "storage error: %s", err.msg[0] ? err.msg : gw_strerror(rc));
         goto out;
     }
+    gw_http_write_limits_merge(&res, &over);
     count_result(rq->h, &res);
     if (res.conflicts || res.out_of_order || res.too_old || res.too_new || res.invalid_series ||
         res.invalid_samples || res.histograms || res.exemplars) {

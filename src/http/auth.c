@@ -16,7 +16,7 @@
  * about how much of a secret matched or which user exists.
  *
  * A refused request gets 401 with WWW-Authenticate (Basic and/or Bearer,
- * realm "gpuwatch") and its body is drained, never stored. With client CAs
+ * realm "gpuwatch") answered at once: its body is never read. With client CAs
  * configured (tls.c) a request without a verified client certificate gets
  * 403 before any credential is looked at. */
 #include <errno.h>

@@ -90,6 +90,19 @@ struct gw_http_counters {
     struct gw_hist duration[GW_R_COUNT];   /* request durations by route (api_metrics.c) */
 };
 
+/* ---- limits (limits.c, docs/limits.md) ---- */
+/* A counting semaphore whose waiters give up after a deadline. */
+struct gw_http_slots {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    unsigned used, max;
+};
+void gw_http_slots_init(struct gw_http_slots *s, unsigned max);
+void gw_http_slots_destroy(struct gw_http_slots *s);
+/* 1 with a slot taken (waiting up to wait_ms for one), 0 when all stayed busy. */
+int gw_http_slots_acquire(struct gw_http_slots *s, int64_t wait_ms);
+void gw_http_slots_release(struct gw_http_slots *s);
+
 struct MHD_Daemon;
 struct MHD_Connection;
 struct gw_auth;
@@ -124,6 +137,10 @@ struct gw_http {
     /* authentication and TLS (auth.c, tls.c); NULL: none */
     struct gw_auth *auth;
     struct gw_tls *tls;
+    /* limits (limits.c): concurrency slots and the bodies held in memory */
+    struct gw_http_slots write_slots, query_slots;
+    _Atomic uint64_t inflight_body_bytes;
+    _Atomic uint64_t limit_refusals;      /* requests answered 503 by a limit */
 };
 
 enum gw_method { GW_M_GET = 1, GW_M_POST = 2, GW_M_HEAD = 4, GW_M_OTHER = 8 };
@@ -148,6 +165,9 @@ struct gw_http_req {
     int rw_version;               /* remote write: 1 or 2 once the Content-Type is known */
     int admin_authed;             /* admin credentials were required and given */
     struct gw_params params;      /* filled before the route handler runs */
+    uint64_t body_reserved;       /* body bytes counted in h->inflight_body_bytes */
+    int answered_early;           /* the answer was queued before the body */
+    int retry_after_s;            /* > 0: the early answer carries Retry-After */
 };
 
 /* What a route answers; the server turns it into an MHD response. */
@@ -203,6 +223,37 @@ const struct gw_route *gw_route_find(const char *path);
  * is complete. */
 void gw_route_dispatch(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_http_count(struct gw_http *h, enum gw_route_id id, unsigned status);
+
+/* limits.c: defaults (limits.h fields), and the server's copy of the
+ * given limits (0 = default, values past a hard cap clamped to it) with
+ * its slots; teardown frees them. */
+#define GW_HTTP_QUEUE_WAIT_MS 500
+#define GW_HTTP_MAX_INFLIGHT_BODY ((size_t)256 << 20)
+void gw_http_limits_default(struct gw_http_limits *l);
+void gw_http_limits_setup(struct gw_http *h, const struct gw_http_limits *given);
+void gw_http_limits_teardown(struct gw_http *h);
+/* limits.c: the limit checks of one request. At the first call (headers
+ * known): a declared Content-Length over the body limit (413) or too big
+ * to fit next to the bodies held now (503); 1 when that answer must be
+ * sent at once instead of after the body. */
+int gw_http_limits_headers(struct gw_http_req *rq, unsigned long long declared, int have_declared);
+/* Counts the body bytes that arrived (rq->body_bytes_seen) against the
+ * in-flight budget: 0, or -1 with early_status set (503). */
+int gw_http_limits_body(struct gw_http_req *rq);
+/* Gives back the request's body budget (when it is freed). */
+void gw_http_limits_release(struct gw_http_req *rq);
+/* Runs the route under its concurrency slot (writes, queries) or answers
+ * 503 with Retry-After when the slots stayed full. */
+void gw_http_limits_dispatch(struct gw_http_req *rq, struct gw_http_resp *rs);
+/* Remote write: refuses the series of req over the label limits (their
+ * samples are dropped from req and counted in res, the first one named in
+ * res->first_invalid) and answers 413 when req has more series than the
+ * limit: 0, or -1 after answering. */
+struct gw_rw_request;
+int gw_http_write_limits(struct gw_http_req *rq, struct gw_http_resp *rs, struct gw_rw_request *req,
+                         struct gw_append_result *res);
+/* Adds the series refused by the limits (over) to the store's result. */
+void gw_http_write_limits_merge(struct gw_append_result *res, const struct gw_append_result *over);
 
 /* Route handlers. */
 void gw_api_write_early(struct gw_http_req *rq);

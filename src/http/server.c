@@ -12,12 +12,18 @@
  *     decoded by params.c with form semantics ('+' = space, repeated keys in
  *     order). It becomes the request's context pointer.
  *  2. The first access-handler call (headers known) finds the route, asks
- *     auth.c whether the client may (401/403 otherwise), checks the method and Content-Length and runs the route's early checks. An
- *     answer decided here is remembered; the body is still drained (every
- *     upload chunk consumed) and the answer is sent on the final call.
+ *     auth.c whether the client may (401/403 otherwise), checks the method
+ *     and runs the route's early checks. An answer decided here
+ *     is remembered; the body is still drained (every upload chunk
+ *     consumed) and the answer is sent on the final call. Except a declared
+ *     Content-Length over the limits (limits.c: 413, or 503 for the
+ *     in-flight body budget): that answer is queued at once, so MHD sends
+ *     no 100 Continue, reads none of the body and closes the connection;
+ *     so are 401 and 403.
  *     Body chunks go to a gw_buf whose ceiling is opts.max_body_bytes;
- *     passing it turns into 413.
- *  3. The final call (no upload data) runs the route and queues the answer.
+ *     passing it (chunked uploads) turns into 413.
+ *  3. The final call (no upload data) runs the route under its concurrency
+ *     slot (limits.c) and queues the answer.
  * MHD's completion callback frees the request state, aborted or not.
  * https: MHD's GnuTLS support with the certificate from tls.c's callback
  * (reloaded without a restart, gw_http_reload_security). */
@@ -49,6 +55,7 @@ void gw_http_opts_default(struct gw_http_opts *o)
     o->lookback_ms = GW_QUERY_LOOKBACK_MS;
     o->query_timeout_ms = GW_QUERY_TIMEOUT_MS;
     o->query_max_samples = GW_QUERY_MAX_SAMPLES;
+    gw_http_limits_default(&o->limits);
 }
 
 const char *gw_http_header(const struct gw_http_req *rq, const char *name)
@@ -81,6 +88,7 @@ static void req_free(struct gw_http_req *rq)
 {
     if (rq == NULL)
         return;
+    gw_http_limits_release(rq);
     gw_buf_free(&rq->body);
     gw_params_free(&rq->params);
     free(rq->uri);
@@ -150,9 +158,8 @@ static int method_of(const char *m)
 /* First call: the headers are known, no body has been read. */
 static void on_headers(struct gw_http_req *rq)
 {
-    const char *cl;
     rq->route = gw_route_find(rq->path);
-    if (gw_http_auth_request(rq))   /* 401/403 (auth.c): the body is drained, never stored */
+    if (gw_http_auth_request(rq))   /* 401/403 (auth.c): answered at once, no body read */
         return;
     if (rq->route != NULL && !(rq->route->methods & rq->method)) {
         rq->early_status = 405;
@@ -164,31 +171,34 @@ static void on_headers(struct gw_http_req *rq)
         gw_http_starting_msg(rq->h, rq->early_msg, sizeof rq->early_msg);
         return;
     }
-    if (rq->route != NULL && rq->route->early != NULL) {
+    if (rq->route != NULL && rq->route->early != NULL)
         rq->route->early(rq);
-        if (rq->early_status)
-            return;
-    }
-    cl = gw_http_header(rq, MHD_HTTP_HEADER_CONTENT_LENGTH);
+}
+
+/* The declared body size against the limits (limits.c): 1 when the answer
+ * must go out now, before any of the body is read. */
+static int declared_size_refused(struct gw_http_req *rq)
+{
+    const char *cl = gw_http_header(rq, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    char *end = NULL;
+    unsigned long long n = 0;
+    int have = 0;
     if (cl != NULL) {
-        char *end = NULL;
-        unsigned long long n = strtoull(cl, &end, 10);
-        if (end != cl && *end == '\0' && n > rq->h->opts.max_body_bytes) {
-            rq->early_status = 413;
-            snprintf(rq->early_msg, sizeof rq->early_msg,
-                     "request body too large: %llu bytes, limit %zu", n, rq->h->opts.max_body_bytes);
-        }
+        n = strtoull(cl, &end, 10);
+        have = end != cl && *end == '\0';
     }
+    return gw_http_limits_headers(rq, n, have);
 }
 
 static void early_response(struct gw_http_req *rq, struct gw_http_resp *rs)
 {
-    if (rq->early_status == 503 && rq->route != NULL && rq->route->api) {
-        /* still starting: the Prometheus API's envelope, errorType unavailable */
+    if (rq->early_status == 503 && rq->route != NULL && rq->route->api)
+        /* still starting or overloaded: the Prometheus API's envelope, errorType unavailable */
         gw_resp_api_error(rs, "unavailable", "%s", rq->early_msg);
-        return;
-    }
-    gw_resp_text(rs, (unsigned)rq->early_status, "%s", rq->early_msg);
+    else
+        gw_resp_text(rs, (unsigned)rq->early_status, "%s", rq->early_msg);
+    if (rq->retry_after_s)
+        gw_resp_header(rs, "Retry-After", "%d", rq->retry_after_s);
     if (rq->early_status == 405 && rq->route != NULL)
         gw_resp_header(rs, "Allow", "%s", rq->route->allow);
     if (rq->early_status == 401)
@@ -200,14 +210,30 @@ static void early_response(struct gw_http_req *rq, struct gw_http_resp *rs)
     }
 }
 
+/* Runs the route (or the early answer) and queues the response. */
+static enum MHD_Result respond(struct gw_http *h, struct gw_http_req *rq)
+{
+    struct gw_http_resp rs;
+    enum MHD_Result ret;
+    memset(&rs, 0, sizeof rs);
+    gw_buf_init(&rs.body, GW_HTTP_MAX_RESPONSE);
+    if (rq->early_status)
+        early_response(rq, &rs);
+    else
+        gw_http_limits_dispatch(rq, &rs);
+    gw_http_count(h, rq->route ? rq->route->id : GW_R_NOT_FOUND, rs.status);
+    ret = queue(rq, &rs);
+    gw_buf_free(&rs.body);
+    gw_hist_observe_ns(&h->c.duration[rq->route ? rq->route->id : GW_R_NOT_FOUND], gw_mono_ns() - rq->t0_ns);
+    return ret;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls)
 {
     struct gw_http *h = cls;
     struct gw_http_req *rq = *req_cls;
-    struct gw_http_resp rs;
-    enum MHD_Result ret;
     (void)version;
     if (rq == NULL)
         return MHD_NO;   /* request state could not be allocated */
@@ -217,18 +243,27 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq->started = 1;
         rq->method = method_of(method);
         on_headers(rq);
+        if (rq->early_status == 401 || rq->early_status == 403 || declared_size_refused(rq)) {
+            /* queued before any body is read: MHD sends no 100 Continue,
+             * answers now and closes the connection (an unauthenticated
+             * client cannot make us read its body either) */
+            rq->answered_early = 1;
+            return respond(h, rq);
+        }
         return MHD_YES;
     }
     if (*upload_data_size != 0) {
         size_t n = *upload_data_size;
         rq->body_bytes_seen += n;
         atomic_fetch_add(&h->c.body_bytes, n);
+        if (!rq->early_status && gw_http_limits_body(rq) != 0)
+            gw_buf_free(&rq->body);
         if (!rq->early_status) {
             int rc = gw_buf_append(&rq->body, upload_data, n);
             if (rc == GW_ETOOLARGE) {
                 rq->early_status = 413;
                 snprintf(rq->early_msg, sizeof rq->early_msg,
-                         "request body too large: limit %zu bytes", h->opts.max_body_bytes);
+                         "request body too large: limit %zu bytes (--web.max-body-bytes)", h->opts.max_body_bytes);
                 gw_buf_free(&rq->body);
             } else if (rc != GW_OK) {
                 rq->early_status = 500;
@@ -239,17 +274,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *upload_data_size = 0;
         return MHD_YES;
     }
-    memset(&rs, 0, sizeof rs);
-    gw_buf_init(&rs.body, GW_HTTP_MAX_RESPONSE);
-    if (rq->early_status)
-        early_response(rq, &rs);
-    else
-        gw_route_dispatch(rq, &rs);
-    gw_http_count(h, rq->route ? rq->route->id : GW_R_NOT_FOUND, rs.status);
-    ret = queue(rq, &rs);
-    gw_buf_free(&rs.body);
-    gw_hist_observe_ns(&h->c.duration[rq->route ? rq->route->id : GW_R_NOT_FOUND], gw_mono_ns() - rq->t0_ns);
-    return ret;
+    if (rq->answered_early)
+        return MHD_YES;
+    return respond(h, rq);
 }
 
 /* ---- listen address ---- */
@@ -463,6 +490,7 @@ int gw_http_start(struct gw_http **out, struct gw_db *db, const struct gw_http_o
         h->opts.replay = o->replay;
         h->opts.sec = o->sec;
     }
+    gw_http_limits_setup(h, o ? &o->limits : NULL);
     pthread_mutex_init(&h->info_mu, NULL);
     h->start_ms = gw_process_start_ms();
     atomic_init(&h->reload_ok, 1);
@@ -476,6 +504,7 @@ int gw_http_start(struct gw_http **out, struct gw_db *db, const struct gw_http_o
     if (rc == GW_OK)
         rc = security_start(h, err);
     if (rc != GW_OK) {
+        gw_http_limits_teardown(h);
         security_stop(h);
         pthread_mutex_destroy(&h->info_mu);
         free(h);
@@ -501,6 +530,7 @@ int gw_http_start(struct gw_http **out, struct gw_db *db, const struct gw_http_o
     (void)sl;
     if (h->daemon == NULL) {
         rc = gw_error_set(err, GW_EIO, "cannot listen on %s (address in use or not available)", h->listen);
+        gw_http_limits_teardown(h);
         security_stop(h);
         pthread_mutex_destroy(&h->info_mu);
         free(h);
@@ -535,6 +565,7 @@ void gw_http_stop(struct gw_http *h)
     MHD_stop_daemon(h->daemon);
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
+    gw_http_limits_teardown(h);
     security_stop(h);
     pthread_mutex_destroy(&h->info_mu);
     free(h->flags_json);

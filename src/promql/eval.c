@@ -23,7 +23,8 @@
  * Limits: points held (selector output, window function output, raw
  * samples kept) count against max_samples, and the scratch arena holding
  * every intermediate step matrix has a ceiling of 32 bytes per allowed
- * sample; both fail with Prometheus' "too many samples" error.
+ * sample (or max_memory_bytes when set, at least 4 MiB); both fail with
+ * Prometheus' "too many samples" error (a set memory cap names itself).
  * The result is copied into the caller's gw_pq_result arena; the scratch
  * arena is freed before returning. */
 #include <math.h>
@@ -93,7 +94,11 @@ static void alloc_failed(struct pq_ctx *ctx, size_t n)
 {
     if (ctx->a.max_bytes && (n > ctx->a.max_bytes || ctx->a.used_total > ctx->a.max_bytes - n)) {
         ctx->over_limit = 1;
-        gw_error_set(ctx->err, GW_ELIMIT, TOO_MANY_SAMPLES);
+        if (ctx->o.max_memory_bytes)
+            gw_error_set(ctx->err, GW_ELIMIT, "query processing would use more than %zu bytes of memory "
+                         "(the query memory limit)", ctx->a.max_bytes);
+        else
+            gw_error_set(ctx->err, GW_ELIMIT, TOO_MANY_SAMPLES);
     }
     else
         pq_nomem(ctx);
@@ -1244,6 +1249,8 @@ static int run(const struct gw_pq_source *src, const struct gw_pq_expr *e, int64
     /* intermediate step matrices are bounded like samples: 32 bytes per
      * allowed sample (a value, its presence bit and bookkeeping, twice) */
     size_t ceiling = ctx.o.max_samples > SIZE_MAX / 32 ? SIZE_MAX : (size_t)ctx.o.max_samples * 32;
+    if (ctx.o.max_memory_bytes)
+        ceiling = ctx.o.max_memory_bytes;   /* the operator's cap instead */
     gw_arena_init(&ctx.a, SCRATCH_BLOCK, ceiling < SCRATCH_BLOCK * 4 ? SCRATCH_BLOCK * 4 : ceiling);
     struct pq_grid g = { start, step, (size_t)(((uint64_t)end - (uint64_t)start) / (uint64_t)step) + 1 };
     struct pq_val v;

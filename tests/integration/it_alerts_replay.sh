@@ -2,13 +2,13 @@
 # it_alerts_replay.sh - alerts depend on the data, never on its arrival.
 #
 # One smoke simulation (failure scale 40, the series the detectors read) is
-# sent to a fresh `gpuwatch serve` five times, each time in another random
+# sent to a fresh `gpuwatch serve` three times (GW_IT_REPLAY_RUNS), each time in another random
 # sharding of the simulator's remote-write output (--shard-seed: series
 # spread over the connections by a seeded hash, random batch sizes,
 # connections up to --max-skew scrapes apart in data time, about 1 % of the
 # requests sent twice). serve runs with a lateness of 150 s, so shards up to
 # three 30 s scrapes apart are waited for. Then
-#   1. the raw ALERTS samples of all five runs are byte-identical (same
+#   1. the raw ALERTS samples of all runs are byte-identical (same
 #      series, labels, timestamps and values, stale markers included);
 #   2. there is a firing alert, and each injected hardware failure of the
 #      truth inside the window has an alert on its node.
@@ -22,7 +22,7 @@ source "$(dirname "$0")/lib.sh" "$@"
 
 seed=${GW_IT_REPLAY_SEED:-2}
 days=${GW_IT_REPLAY_DAYS:-1}
-runs=${GW_IT_REPLAY_RUNS:-5}
+runs=${GW_IT_REPLAY_RUNS:-3}
 interval_ms=30000
 end_ms=$(( ($(date +%s) - 120) * 1000 ))
 end_ms=$(( end_ms - end_ms % interval_ms ))

@@ -10,6 +10,13 @@
 # application/json and Content-Encoding gzip (415); GET (405). Then
 # /-/ready is still 200 and a valid write works, also while 20 stalled
 # clients hold connections open (write and query must answer within 2 s).
+# Limits (docs/limits.md): a Content-Length over the body limit is 413
+# within 1 s with only the headers sent (with and without Expect:
+# 100-continue); a series over --limits.series.max-labels is named in a
+# 400 and its valid neighbour stored; bodies held past
+# --limits.http.max-inflight-body-bytes get 503 + Retry-After at once and
+# writes recover when they go; a second server with one write slot and
+# slow writes answers 503 + Retry-After to the excess and recovers.
 #
 # Usage: bash it_badinput.sh <build_dir>
 source "$(dirname "$0")/lib.sh" "$@"
@@ -17,8 +24,14 @@ gw_require_build
 
 port=$(gw_free_port)
 base="http://127.0.0.1:$port"
-gw_start_gpuwatch gw "$port" "$GW_TMP/data"
+gw_start_gpuwatch gw "$port" "$GW_TMP/data" \
+    --limits.series.max-labels 20 --limits.http.max-inflight-body-bytes 4194304
 pid=$(gw_pid gw)
+# the second server of step 15 (one write slot, writes held by the test
+# knob) starts meanwhile
+port2=$(gw_free_port)
+GW_DEBUG_HANDLER_DELAY_MS=800 gw_start gw2 "$GW_TMP/gw2.log" "$GW_BIN" serve --listen "127.0.0.1:$port2" \
+    --data-dir "$GW_TMP/data2" --limits.http.max-concurrent-writes 1 --limits.http.queue-wait 100ms
 
 now_ms=$(($(date +%s) * 1000))
 rw_hdr=(-H 'Content-Type: application/x-protobuf' -H 'Content-Encoding: snappy'
@@ -137,5 +150,86 @@ gw_wait slow 30 || gw_fail "slow client helper failed"
 cat "$GW_TMP/slow.log" >&2
 expect "/-/ready after slow clients" 200 "$(gw_http_code GET "$base/-/ready")"
 
+# 12. declared size over the limit: 413 at once, only the headers sent
+# (a raw connection: the status line must come within 1 s)
+for exp in "" "Expect: 100-continue"; do
+    exec 3<>"/dev/tcp/127.0.0.1/$port"
+    t0=$(date +%s%N)
+    printf 'POST /api/v1/write HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n%sContent-Length: 104857600\r\n\r\n' \
+        "${exp:+$exp$'\r\n'}" >&3
+    line=none
+    IFS= read -r -t 1 line <&3 || true
+    t1=$(date +%s%N)
+    exec 3<&-
+    [[ "$line" == "HTTP/1.1 413"* ]] || gw_fail "declared 100 MiB ${exp:+($exp) }answered \"$line\", not 413 within 1 s"
+    gw_log "ok: declared 100 MiB ${exp:+($exp) }-> ${line%$'\r'} in $(((t1 - t0) / 1000000)) ms"
+done
+
+# 13. a series over --limits.series.max-labels next to a valid series
+many="__name__=badinput_many,job=it"
+for i in $(seq 1 25); do many+=",l$i=v"; done
+"$GW_LOAD" body --snappy --ts "$now_ms" --value 1 --out "$GW_TMP/many.sn" \
+    --series "__name__=badinput_ok,case=labels,job=it" --series "$many"
+expect "series with 27 labels, limit 20" 400 "$(post "$GW_TMP/many.sn")"
+grep -q 'series "badinput_many" has 27 labels, limit 20 (--limits.series.max-labels)' "$GW_TMP/last_body" ||
+    gw_fail "the 400 does not name the series and the limit: $(cat "$GW_TMP/last_body")"
+curl -s --max-time 5 "$base/api/v1/query" --data-urlencode 'query=badinput_ok{case="labels"}' \
+    --data-urlencode "time=$((now_ms / 1000 + 1))" >"$GW_TMP/labels.json"
+grep -q '"case":"labels".*"value":\[[0-9.]*,"1"\]' "$GW_TMP/labels.json" ||
+    gw_fail "valid series next to one over the label limit not stored: $(cat "$GW_TMP/labels.json")"
+
+# 14. bodies held in memory past the in-flight budget (4 MiB): a raw
+# connection sends 3 MiB of a 3.5 MiB upload and stalls; a second 3 MiB
+# declaration gets 503 + Retry-After at once, small writes still go
+# through; once the holder leaves, the big one is read again (400: not
+# snappy)
+exec 4<>"/dev/tcp/127.0.0.1/$port"
+printf 'POST /api/v1/write HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\nContent-Length: 3670016\r\n\r\n' >&4
+head -c $((3 * 1024 * 1024)) /dev/zero >"$GW_TMP/3m"
+cat "$GW_TMP/3m" >&4
+sleep 0.5
+t0=$(date +%s%N)
+code=$(gw_http_code POST "$base/api/v1/write" "${rw_hdr[@]}" --data-binary "@$GW_TMP/3m" -D "$GW_TMP/hdrs")
+t1=$(date +%s%N)
+expect "3 MiB body while 3 MiB are held (budget 4 MiB)" 503 "$code"
+grep -qi '^Retry-After: 1' "$GW_TMP/hdrs" || gw_fail "503 without Retry-After: $(cat "$GW_TMP/hdrs")"
+(((t1 - t0) / 1000000 < 1000)) || gw_fail "over-budget body took $(((t1 - t0) / 1000000)) ms to refuse"
+ok_body ok14.sn budget
+expect "small write while 3 MiB are held" 204 "$(post "$GW_TMP/ok14.sn")"
+exec 4>&-
+sleep 0.3
+expect "3 MiB body once the holder left" 400 "$(post "$GW_TMP/3m")"
+gw_log "ok: budget refusal in $(((t1 - t0) / 1000000)) ms"
+
 gw_stop gw 60 || gw_fail "gpuwatch exited non-zero on SIGTERM"
+
+# 15. one write slot, writes held 0.8 s each (test knob), queue wait 100 ms:
+# three writes coming while a first one holds the slot get 503 +
+# Retry-After; when it is done, a write is stored again
+base="http://127.0.0.1:$port2"
+gw_wait_http gw2 "$base/-/ready" "${GW_READY_SECS:-60}"
+ok_body par.sn par
+par_pids=()
+for i in 1 2 3 4; do
+    curl -s -o "$GW_TMP/par$i.body" -D "$GW_TMP/par$i.hdrs" -w '%{http_code}' --max-time 10 -X POST \
+        "${rw_hdr[@]}" --data-binary "@$GW_TMP/par.sn" "$base/api/v1/write" >"$GW_TMP/par$i.code" &
+    par_pids+=($!)
+    # the first holds the slot (and its worker thread) when the others come
+    if [[ $i == 1 ]]; then sleep 0.3; fi
+done
+wait "${par_pids[@]}"
+n204=0 n503=0
+for i in 1 2 3 4; do
+    c=$(cat "$GW_TMP/par$i.code")
+    if [[ "$c" == 204 ]]; then n204=$((n204 + 1)); fi
+    if [[ "$c" == 503 ]]; then
+        n503=$((n503 + 1))
+        grep -qi '^Retry-After: 1' "$GW_TMP/par$i.hdrs" || gw_fail "503 without Retry-After"
+        grep -q 'limits.http.max-concurrent-writes' "$GW_TMP/par$i.body" || gw_fail "503 does not name the limit"
+    fi
+done
+((n204 >= 1 && n503 >= 1 && n204 + n503 == 4)) || gw_fail "4 writes on one slot: $n204 x 204, $n503 x 503"
+gw_log "ok: one write slot: $n204 x 204, $n503 x 503 + Retry-After"
+expect "write after the overload" 204 "$(post "$GW_TMP/par.sn")"
+gw_stop gw2 60 || gw_fail "second gpuwatch exited non-zero on SIGTERM"
 gw_log "PASS"

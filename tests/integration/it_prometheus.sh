@@ -6,8 +6,8 @@
 #   node_exporter (own collectors + textfile: dcgm-exporter shaped series
 #   for 2 nodes x 8 GPUs, half `hostname`, half `Hostname`, rewritten every
 #   2 s) <- Prometheus A (scrape 1 s, remote_write batch_send_deadline 1 s)
-#   -> gpuwatch.  After ~75 s, for T a few seconds in the past:
-#   1. A and gpuwatch give the same raw samples for {__name__=~".+"}[50s]
+#   -> gpuwatch.  After ~45 s, for T a few seconds in the past:
+#   1. A and gpuwatch give the same raw samples for {__name__=~".+"}[30s]
 #      at T (label sets, timestamps, value strings);
 #   2. gpuwatch's series/labels/label values over the range are
 #      consistent with that;
@@ -20,7 +20,7 @@
 #
 # Usage: bash it_prometheus.sh <build_dir>
 # Needs prometheus and prometheus-node-exporter (GW_ALLOW_SKIP=1 to skip).
-# Env: GW_IT_SCRAPE_SECS (default 75); GW_IT_RECEIVER=prometheus checks the
+# Env: GW_IT_SCRAPE_SECS (default 45); GW_IT_RECEIVER=prometheus checks the
 # harness itself with a Prometheus receiver in gpuwatch's place.
 source "$(dirname "$0")/lib.sh" "$@"
 [[ "${GW_IT_RECEIVER:-gpuwatch}" == prometheus ]] || gw_require_build
@@ -29,8 +29,8 @@ NODE_EXPORTER=prometheus-node-exporter
 command -v "$NODE_EXPORTER" >/dev/null 2>&1 || NODE_EXPORTER=node_exporter
 gw_require_bin "$NODE_EXPORTER"
 
-run_secs=${GW_IT_SCRAPE_SECS:-75}
-range=50
+run_secs=${GW_IT_SCRAPE_SECS:-45}
+range=30
 gw_port=$(gw_free_port)
 ne_port=$(gw_free_port)
 pa_port=$(gw_free_port)

@@ -22,13 +22,13 @@
 #
 # Usage: bash it_simulate.sh <build_dir>
 # Needs prometheus (GW_ALLOW_SKIP=1 to skip when missing).
-# Env: GW_IT_SIM_HOURS (default 24), GW_IT_SIM_SEED (default 9),
+# Env: GW_IT_SIM_HOURS (default 12), GW_IT_SIM_SEED (default 9),
 #      GW_IT_SIM_FAILURE_SCALE (default 40).
 source "$(dirname "$0")/lib.sh" "$@"
 [[ -x "$GW_BIN" ]] || gw_fail "$GW_BIN not built"
 gw_require_bin prometheus
 
-hours=${GW_IT_SIM_HOURS:-24}
+hours=${GW_IT_SIM_HOURS:-12}
 seed=${GW_IT_SIM_SEED:-9}
 scale=${GW_IT_SIM_FAILURE_SCALE:-40}
 interval_ms=30000
