@@ -51,6 +51,7 @@ declare -A OWNER=(
 declare -A LIBOWNER=(
     [lmdb.h]=store
     [microhttpd.h]=http
+    [gnutls/gnutls.h]=http [gnutls/x509.h]=http [gnutls/abstract.h]=http [gnutls/crypto.h]=http
     [protobuf-c/protobuf-c.h]=ingest [pb-c.h]=ingest
     [snappy-c.h]=ingest
     [zstd.h]=chunk

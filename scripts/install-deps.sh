@@ -23,7 +23,7 @@ case "${1:-}" in
   *) echo "usage: $0 [--dry-run]" >&2; exit 2 ;;
 esac
 pkgs=(build-essential clang cmake pkg-config
-      libprotobuf-c-dev protobuf-c-compiler libsnappy-dev libmicrohttpd-dev
+      libprotobuf-c-dev protobuf-c-compiler libsnappy-dev libmicrohttpd-dev libgnutls28-dev
       liblmdb-dev lmdb-utils libcmocka-dev libxxhash-dev libzstd-dev libpcre2-dev libcurl4-openssl-dev
       libjansson-dev chromium firefox-esr
       prometheus prometheus-node-exporter victoria-metrics curl python3

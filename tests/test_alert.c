@@ -541,6 +541,7 @@ struct am_server {
     char *bodies[64];
     int64_t when[64];
     char paths[64][128];
+    char auth[64][128];   /* Authorization header values ("" when absent) */
     int n;
     int status;   /* answer */
 };
@@ -573,6 +574,9 @@ static void *am_main(void *arg)
                 s->bodies[s->n] = strndup(buf + hl, blen);
                 s->when[s->n] = gw_now_ms();
                 sscanf(buf, "POST %127s", s->paths[s->n]);
+                char *au = strcasestr(buf, "\r\nAuthorization: ");
+                if (au && au < end)
+                    snprintf(s->auth[s->n], sizeof s->auth[0], "%.*s", (int)strcspn(au + 17, "\r"), au + 17);
                 s->n++;
             }
             int st = s->status;
@@ -667,10 +671,11 @@ static void test_alert_notifier(void **state)
     char url[64];
     snprintf(url, sizeof url, "http://127.0.0.1:%u/am/", am.port);
     const char *urls[] = {url};
-    struct gw_notifier_opts no = {urls, 1, "http://gw.example:9201/", 200, 2000};
+    struct gw_notifier_opts no = {.urls = urls, .n_urls = 1, .external_url = "http://gw.example:9201/",
+                                  .resend_ms = 200, .timeout_ms = 2000};
     struct gw_error err = {0};
     const char *bad[] = {"ftp://x"};
-    struct gw_notifier_opts nb = {bad, 1, NULL, 200, 2000};
+    struct gw_notifier_opts nb = {.urls = bad, .n_urls = 1, .resend_ms = 200, .timeout_ms = 2000};
     assert_int_equal(gw_alerts_notifier_start(a, &nb, &err), GW_EINVAL);
     assert_non_null(strstr(err.msg, "ftp://x"));
     assert_int_equal(gw_alerts_notifier_start(a, &no, &err), GW_OK);
@@ -747,7 +752,7 @@ static void test_alert_notifier_down(void **state)
     struct gw_alert_spec s = spec("GpuXidError", "node-a", 3, 0, 60 * S);
     gw_alerts_raise(a, &s, gw_now_ms());
     const char *urls[] = {url};
-    struct gw_notifier_opts no = {urls, 1, NULL, 200, 500};
+    struct gw_notifier_opts no = {.urls = urls, .n_urls = 1, .resend_ms = 200, .timeout_ms = 500};
     struct gw_error err = {0};
     assert_int_equal(gw_alerts_notifier_start(a, &no, &err), GW_OK);
     struct gw_notifier_stats st;
@@ -759,6 +764,73 @@ static void test_alert_notifier_down(void **state)
     assert_true(st.errors > 0);
     assert_int_equal(st.sent, 0);
     gw_alerts_close(a);
+}
+
+/* Credentials from the options reach Alertmanager: basic from a password
+ * file, then a bearer token file that is re-read at every request. */
+static void test_alert_notifier_auth(void **state)
+{
+    (void)state;
+    struct am_server am;
+    char url[64], pw[64], tok[64];
+    am_start(&am);
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/", am.port);
+    snprintf(pw, sizeof pw, "/tmp/gw-am-pw.%d", (int)getpid());
+    snprintf(tok, sizeof tok, "/tmp/gw-am-tok.%d", (int)getpid());
+    FILE *f = fopen(pw, "w");
+    assert_non_null(f);
+    fputs("pw\n", f);   /* the newline is not part of the password */
+    fclose(f);
+    f = fopen(tok, "w");
+    assert_non_null(f);
+    fputs("t1\n", f);
+    fclose(f);
+    struct gw_alert_spec s = spec("GpuXidError", "node-a", 3, 0, 60 * S);
+    const char *urls[] = {url};
+    struct gw_notifier_opts no = {.urls = urls, .n_urls = 1, .resend_ms = 200, .timeout_ms = 2000};
+    struct gw_error err = {0};
+    no.auth.username = "am";
+    no.auth.password_file = pw;
+    struct gw_alerts *a = open_alerts(NULL, 30 * S);
+    gw_alerts_raise(a, &s, gw_now_ms());
+    assert_int_equal(gw_alerts_notifier_start(a, &no, &err), GW_OK);
+    assert_true(am_wait(&am, 1, 5000));
+    gw_alerts_close(a);
+    pthread_mutex_lock(&am.mu);
+    assert_string_equal(am.auth[0], "Basic YW06cHc=");   /* base64("am:pw") */
+    int n0 = am.n;
+    pthread_mutex_unlock(&am.mu);
+
+    memset(&no.auth, 0, sizeof no.auth);
+    no.auth.bearer_token_file = tok;
+    a = open_alerts(NULL, 30 * S);
+    gw_alerts_raise(a, &s, gw_now_ms());
+    assert_int_equal(gw_alerts_notifier_start(a, &no, &err), GW_OK);
+    assert_true(am_wait(&am, n0 + 1, 5000));
+    f = fopen(tok, "w");   /* rotated: the next resend carries the new token */
+    assert_non_null(f);
+    fputs("t2", f);
+    fclose(f);
+    assert_true(am_wait(&am, n0 + 3, 5000));   /* resent every 200 ms */
+    gw_alerts_close(a);
+    pthread_mutex_lock(&am.mu);
+    assert_string_equal(am.auth[n0], "Bearer t1");
+    assert_string_equal(am.auth[am.n - 1], "Bearer t2");
+    pthread_mutex_unlock(&am.mu);
+
+    /* contradicting options and unreadable files are refused at the start */
+    a = open_alerts(NULL, 30 * S);
+    no.auth.username = "am";
+    assert_int_equal(gw_alerts_notifier_start(a, &no, &err), GW_EINVAL);
+    assert_non_null(strstr(err.msg, "at most one of bearer and basic"));
+    memset(&no.auth, 0, sizeof no.auth);
+    no.tls.ca_file = "/nonexistent/ca.pem";
+    assert_int_equal(gw_alerts_notifier_start(a, &no, &err), GW_EINVAL);
+    assert_non_null(strstr(err.msg, "/nonexistent/ca.pem"));
+    gw_alerts_close(a);
+    am_stop(&am);
+    unlink(pw);
+    unlink(tok);
 }
 
 static void test_alert_format(void **state)
@@ -800,6 +872,7 @@ int main(void)
         cmocka_unit_test(test_alert_json),
         cmocka_unit_test(test_alert_notifier),
         cmocka_unit_test(test_alert_notifier_down),
+        cmocka_unit_test(test_alert_notifier_auth),
         cmocka_unit_test(test_alert_format),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

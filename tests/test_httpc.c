@@ -459,7 +459,7 @@ static int port_open(int port)
 
 /* https against `openssl s_server -www` with a self-signed certificate for
  * 127.0.0.1: verified with the certificate as CA file, refused without it,
- * accepted with tls_insecure; https to a plain HTTP server fails cleanly. */
+ * accepted with tls.insecure_skip_verify; https to a plain HTTP server fails cleanly. */
 static void test_httpc_tls(void **state)
 {
     (void)state;
@@ -496,7 +496,7 @@ static void test_httpc_tls(void **state)
     gw_httpc_response_init(&r);
 
     gw_httpc_opts_default(&o);
-    o.ca_file = crt;
+    o.tls.ca_file = crt;
     assert_int_equal(gw_httpc_open(&c, url, &o, &err), GW_OK);
     assert_int_equal(gw_httpc_request(c, "GET", NULL, NULL, 0, NULL, 0, &r, &err), GW_OK);
     assert_int_equal(r.status, 200);
@@ -509,7 +509,7 @@ static void test_httpc_tls(void **state)
     gw_httpc_close(c);
 
     gw_httpc_opts_default(&o);
-    o.tls_insecure = 1;
+    o.tls.insecure_skip_verify = 1;
     assert_int_equal(gw_httpc_open(&c, url, &o, &err), GW_OK);
     assert_int_equal(gw_httpc_request(c, "GET", NULL, NULL, 0, NULL, 0, &r, &err), GW_OK);
     assert_int_equal(r.status, 200);

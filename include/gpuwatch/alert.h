@@ -49,6 +49,7 @@
 #include <stdint.h>
 #include "gpuwatch/buf.h"
 #include "gpuwatch/err.h"
+#include "gpuwatch/httpc.h"
 
 enum gw_severity { GW_SEV_INFO = 0, GW_SEV_WARNING = 1, GW_SEV_CRITICAL = 2 };
 const char *gw_severity_name(enum gw_severity s);      /* "info", "warning", "critical" */
@@ -186,6 +187,8 @@ struct gw_notifier_opts {
     const char *external_url;
     int64_t resend_ms;
     int timeout_ms;                 /* per POST, default 10 s */
+    struct gw_httpc_tls tls;        /* https options for every URL (httpc.h) */
+    struct gw_httpc_auth auth;      /* credentials sent to every URL (httpc.h) */
 };
 int gw_alerts_notifier_start(struct gw_alerts *a, const struct gw_notifier_opts *o, struct gw_error *err);
 /* Counters for /metrics. */

@@ -20,6 +20,26 @@ struct gw_det;
 struct gw_det_config;
 struct gw_exemplars;
 
+/* Authentication of one class of routes (docs/security.md): each file
+ * given is read at the start and again on gw_http_reload_security. No
+ * file: the class is open (admin routes then answer loopback clients
+ * only). Both: either credential is accepted. */
+struct gw_http_auth_files {
+    const char *bearer_token_file;   /* one token a line; '#' comments, blank lines skipped */
+    const char *basic_auth_file;     /* "user:password" or "user:sha256:<64 hex>" lines */
+};
+/* Authentication and TLS of the server (auth.c, tls.c). Paths are borrowed
+ * (they must outlive the server). */
+struct gw_http_security {
+    struct gw_http_auth_files write;  /* remote write, POST /api/v1/events */
+    struct gw_http_auth_files read;   /* queries, remote read, status, the status page, /metrics */
+    struct gw_http_auth_files admin;  /* /api/v1/admin/..., /-/reload */
+    int metrics_open;                 /* 1: /metrics needs no credentials */
+    const char *tls_cert_file;        /* PEM certificate chain; with tls_key_file: https */
+    const char *tls_key_file;         /* PEM private key */
+    const char *tls_client_ca_file;   /* PEM CAs: a client certificate they sign is required */
+};
+
 struct gw_http_opts {
     const char *listen;          /* "host:port", "[v6]:port" or ":port"; default 127.0.0.1:9201 */
     unsigned threads;            /* worker threads; default 4 */
@@ -65,6 +85,8 @@ struct gw_http_opts {
      * (exemplars.h; borrowed, must outlive the server). NULL: exemplars are
      * counted, not stored, and the query answers an empty list. */
     struct gw_exemplars *exemplars;
+    /* Authentication and TLS; all NULL: plain http, every route open. */
+    struct gw_http_security sec;
 };
 void gw_http_opts_default(struct gw_http_opts *o);
 
@@ -85,12 +107,22 @@ void gw_http_set_ready(struct gw_http *h, int ready);
 void gw_http_set_db(struct gw_http *h, struct gw_db *db);
 
 /* ---- the operator's view: status API, reload ---- */
-/* POST /-/reload (loopback clients only) calls fn, which reloads the
+/* POST /-/reload (admin credentials when configured, else loopback
+ * clients only) calls fn, which reloads the
  * configuration and returns GW_OK, or an error with err set (the old
  * configuration stays); fn also runs for SIGHUP, so it must serialize
  * itself. NULL: /-/reload answers that there is nothing to reload. */
 typedef int (*gw_http_reload_fn)(void *ud, struct gw_error *err);
 void gw_http_set_reload(struct gw_http *h, gw_http_reload_fn fn, void *ud);
+/* Reads the authentication files and the TLS certificate, key and client
+ * CA of o->sec again (POST /-/reload does it too, before fn): new
+ * connections get the new certificate, requests from then on are checked
+ * against the new credentials; in-flight requests and open connections
+ * are not interrupted. On an error (with detail) everything stays as it
+ * was. GW_OK when there is nothing to reload. */
+int gw_http_reload_security(struct gw_http *h, struct gw_error *err);
+/* 1 when the server speaks https. */
+int gw_http_tls(const struct gw_http *h);
 /* Records the outcome of a (re)load of the configuration now, for
  * runtimeinfo (reloadConfigSuccess, lastConfigTime) and the
  * gpuwatch_config_last_reload_* metrics. */

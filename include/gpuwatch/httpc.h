@@ -7,7 +7,9 @@
  * - URLs: http[s]://host[:port][/path[?query]]; host may be a name, an
  *   IPv4 address or a bracketed IPv6 address
  *   ("http://[::1]:9201/api/v1/write"). https verifies the server against
- *   the system CA store, or ca_file; tls_insecure skips the check.
+ *   the system CA store, or tls.ca_file; tls.insecure_skip_verify skips
+ *   the check; a client certificate and bearer or basic credentials are
+ *   optional (struct gw_httpc_tls, struct gw_httpc_auth).
  * - Every request has one deadline (timeout_ms from its start, connecting
  *   included), so a stalled server costs at most that long.
  * - A request on a reused keep-alive connection that the server closed
@@ -45,20 +47,48 @@ struct gw_url {
  * schemes; GW_EINVAL naming what is wrong (empty host, bad port, too long). */
 int gw_url_parse(const char *url, struct gw_url *u, struct gw_error *err);
 
+/* TLS of https requests, as Prometheus' tls_config (ca_file, cert_file,
+ * key_file, server_name, insecure_skip_verify). Every field may be NULL/0;
+ * strings are copied by gw_httpc_open, which checks that the files can be
+ * read (GW_EINVAL naming the file otherwise). */
+struct gw_httpc_tls {
+    const char *ca_file;       /* PEM CA bundle instead of the system's */
+    const char *cert_file;     /* client certificate (PEM), with key_file: mutual TLS */
+    const char *key_file;      /* its private key (PEM, unencrypted) */
+    const char *server_name;   /* the name the server's certificate must carry (and SNI),
+                                * instead of the URL's host; the connection still goes
+                                * to the URL's host and port, Host stays the URL's */
+    int insecure_skip_verify;  /* do not verify the server's certificate (tests only) */
+};
+/* Authentication of every request, as Prometheus' authorization
+ * (credentials, credentials_file) and basic_auth (username, password,
+ * password_file): at most one of bearer and basic. Files are read at every
+ * request (a rotated secret is used without a restart), surrounding blanks
+ * and newlines dropped; a file that cannot be read fails the request with
+ * GW_EIO. Strings copied by gw_httpc_open. */
+struct gw_httpc_auth {
+    const char *bearer_token;       /* "Authorization: Bearer <token>" */
+    const char *bearer_token_file;
+    const char *username;           /* basic: user name ... */
+    const char *password;           /* ... and password, or */
+    const char *password_file;      /* the file holding it */
+};
+
 struct gw_httpc_opts {
     int connect_timeout_ms;    /* per connection attempt (default 5000) */
     int timeout_ms;            /* whole request: send + response (default 30000) */
     size_t max_body_bytes;     /* response body cap (default 16 MiB) */
     const char *user_agent;    /* default "gpuwatch"; copied */
-    const char *ca_file;       /* https: PEM CA bundle instead of the system's; copied; NULL */
-    int tls_insecure;          /* https: do not verify the server's certificate (tests only) */
+    struct gw_httpc_tls tls;   /* https options (ignored for http://) */
+    struct gw_httpc_auth auth; /* credentials sent with every request */
 };
 void gw_httpc_opts_default(struct gw_httpc_opts *o);
 
 struct gw_httpc;
 /* Parses url and prepares a connection (connects lazily on the first
  * request). o may be NULL (defaults). Owned: free with gw_httpc_close().
- * Errors as gw_url_parse, or GW_ENOMEM. */
+ * Errors as gw_url_parse, GW_EINVAL for TLS or authentication options that
+ * contradict each other or name a file that cannot be read, or GW_ENOMEM. */
 int gw_httpc_open(struct gw_httpc **out, const char *url, const struct gw_httpc_opts *o,
                   struct gw_error *err);
 void gw_httpc_close(struct gw_httpc *c);          /* NULL is a no-op */

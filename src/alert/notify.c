@@ -8,6 +8,8 @@
  *  - a resolved alert (one that fired) is sent when it resolves and again
  *    every resend_ms for resolved_keep_ms, with endsAt = its resolvedAt;
  *  - pending alerts are never sent; startsAt = firedAt;
+ *  - https and credentials as the options' tls and auth (httpc.h: CA file,
+ *    client certificate, server name, bearer token or basic auth);
  *  - generatorURL = external URL + /graph?g0.expr=ALERTS{alertname="..."}&g0.tab=1;
  *  - a failed POST (connection, timeout, non-2xx) is logged (first failure
  *    and then once a minute per URL), counted, and retried after a backoff
@@ -252,13 +254,15 @@ int gw_alerts_notifier_start(struct gw_alerts *a, const struct gw_notifier_opts 
     if (ho.connect_timeout_ms > ho.timeout_ms) ho.connect_timeout_ms = ho.timeout_ms;
     ho.max_body_bytes = 1 << 20;
     ho.user_agent = "gpuwatch";
+    ho.tls = o->tls;
+    ho.auth = o->auth;
     for (size_t i = 0; i < o->n_urls; i++) {
         const char *url = o->urls[i];
         struct gw_error e2 = {0};
         if (!url || gw_httpc_open(&n->c[i], url, &ho, &e2) != GW_OK) {
             notifier_free(n);
-            return gw_error_set(err, GW_EINVAL, "bad Alertmanager URL \"%s\": %s", url ? url : "(null)",
-                                e2.msg[0] ? e2.msg : "invalid");
+            return gw_error_set(err, GW_EINVAL, "Alertmanager \"%s\": %s", url ? url : "(null)",
+                                e2.msg[0] ? e2.msg : "invalid URL");
         }
         const char *p = gw_httpc_url(n->c[i])->path;
         size_t pl = strcspn(p, "?#");

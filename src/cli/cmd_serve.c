@@ -49,6 +49,8 @@ struct serve {
     struct gw_http_opts ho;
     const char *am_urls[GW_NOTIFY_MAX_URLS];
     int n_am;
+    struct gw_httpc_tls am_tls;    /* --alertmanager.tls.* */
+    struct gw_httpc_auth am_auth;  /* --alertmanager.bearer-token-file, --alertmanager.basic-auth.* */
     const char *external_url, *det_config;
     int print_det_config;
     int no_detectors;
@@ -96,15 +98,15 @@ static void write_serve_file(const char *dir, const char *listen, uint16_t port)
     rename(tmp, path);
 }
 
-/* The default generatorURL base: http://<listen host or 127.0.0.1>:<port>. */
-static void default_external_url(char *out, size_t cap, const char *listen, uint16_t port)
+/* The default generatorURL base: http[s]://<listen host or 127.0.0.1>:<port>. */
+static void default_external_url(char *out, size_t cap, const char *listen, uint16_t port, int https)
 {
     char host[256];
     snprintf(host, sizeof host, "%s", listen ? listen : "127.0.0.1");
     char *colon = strrchr(host, ':');
     if (colon && (host[0] != '[' || (colon > host && colon[-1] == ']'))) *colon = '\0';
     if (!host[0] || !strcmp(host, "0.0.0.0")) snprintf(host, sizeof host, "127.0.0.1");
-    snprintf(out, cap, "http://%s:%u", host, port);
+    snprintf(out, cap, "%s://%s:%u", https ? "https" : "http", host, port);
 }
 
 static const char *serve_listen(const struct serve *s)
@@ -148,6 +150,11 @@ static int serve_compact_schedule(void *p, const char *v)
 
 static const char *const fsync_names[] = {"always", "batch", "off", NULL};
 static const int fsync_modes[] = {GW_FSYNC_ALWAYS, GW_FSYNC_BATCH, GW_FSYNC_OFF};
+
+/* A FILE-valued string option stored at field of struct serve. */
+#define SERVE_FILE(opt, field, text) \
+    {.name = (opt), .arg = "FILE", .type = GW_CLI_STR, GW_CLI_AT(struct serve, field), .flags = GW_CLI_NONEMPTY, \
+     .help = (text)}
 
 static const struct gw_cli_opt serve_opts[] = {
     {.name = "--web.listen-address", .alias = "--listen", .arg = "ADDR", .type = GW_CLI_STR, GW_CLI_AT(struct serve, ho.listen),
@@ -196,6 +203,31 @@ static const struct gw_cli_opt serve_opts[] = {
     {.name = "--query.max-samples", .arg = "N", .type = GW_CLI_UINT,
      GW_CLI_AT(struct serve, ho.query_max_samples), .min = 1, .max = UINT64_C(1) << 40,
      .help = "samples one query may hold in memory (default 50000000)"},
+    {.help = "\nauthentication and TLS (docs/security.md):"},
+    SERVE_FILE("--web.auth.write.bearer-token-file", ho.sec.write.bearer_token_file,
+               "remote write and POST /api/v1/events need one of the tokens\n"
+               "in FILE (one a line) as \"Authorization: Bearer TOKEN\""),
+    SERVE_FILE("--web.auth.write.basic-auth-file", ho.sec.write.basic_auth_file,
+               "... or basic credentials from FILE: \"user:password\" or\n"
+               "\"user:sha256:<hex of SHA-256(password)>\" lines"),
+    SERVE_FILE("--web.auth.read.bearer-token-file", ho.sec.read.bearer_token_file,
+               "the same for queries, remote read, series/labels/metadata,\n"
+               "status, alerts, the status page and /metrics"),
+    SERVE_FILE("--web.auth.read.basic-auth-file", ho.sec.read.basic_auth_file, "basic credentials for the same"),
+    SERVE_FILE("--web.auth.admin.bearer-token-file", ho.sec.admin.bearer_token_file,
+               "the same for /api/v1/admin/* and /-/reload (which then answer\n"
+               "any client with the credentials; without: loopback only)"),
+    SERVE_FILE("--web.auth.admin.basic-auth-file", ho.sec.admin.basic_auth_file, "basic credentials for the same"),
+    {.name = "--web.auth.metrics-open", .type = GW_CLI_FLAG, GW_CLI_AT(struct serve, ho.sec.metrics_open),
+     .help = "/metrics needs no credentials (/-/healthy and /-/ready never do);\n"
+             "credential files are re-read on SIGHUP and POST /-/reload"},
+    SERVE_FILE("--web.tls.cert-file", ho.sec.tls_cert_file,
+               "serve https with this PEM certificate (chain); reloaded\n"
+               "with the key on SIGHUP and POST /-/reload, no restart"),
+    SERVE_FILE("--web.tls.key-file", ho.sec.tls_key_file, "its PEM private key"),
+    SERVE_FILE("--web.tls.client-ca-file", ho.sec.tls_client_ca_file,
+               "require a client certificate signed by these PEM CAs\n"
+               "(403 otherwise, except /-/healthy and /-/ready)"),
     {.help = "\nlimits, each with its answer (docs/limits.md):"},
     {.name = "--limits.write.max-decoded-bytes", .arg = "N", .type = GW_CLI_UINT,
      GW_CLI_AT(struct serve, ho.limits.max_decoded_bytes), .min = 1024, .max = 32u << 20,
@@ -242,7 +274,21 @@ static const struct gw_cli_opt serve_opts[] = {
              "repeatable, up to 8; firing alerts are resent every minute"},
     {.name = "--web.external-url", .arg = "URL", .type = GW_CLI_CALL, .set = serve_external_url,
      .expect = "must start with http:// or https://",
-     .help = "base of the generatorURL of sent alerts\n(default http://<listen address>)"},
+     .help = "base of the generatorURL of sent alerts\n(default http[s]://<listen address>)"},
+    SERVE_FILE("--alertmanager.tls.ca-file", am_tls.ca_file, "verify Alertmanager's https certificate with these CAs"),
+    SERVE_FILE("--alertmanager.tls.cert-file", am_tls.cert_file, "client certificate for Alertmanager (with key)"),
+    SERVE_FILE("--alertmanager.tls.key-file", am_tls.key_file, "its private key"),
+    {.name = "--alertmanager.tls.server-name", .arg = "NAME", .type = GW_CLI_STR, .flags = GW_CLI_NONEMPTY,
+     GW_CLI_AT(struct serve, am_tls.server_name), .help = "name expected in Alertmanager's certificate"},
+    {.name = "--alertmanager.tls.insecure-skip-verify", .type = GW_CLI_FLAG,
+     GW_CLI_AT(struct serve, am_tls.insecure_skip_verify), .help = "do not verify Alertmanager's certificate"},
+    SERVE_FILE("--alertmanager.bearer-token-file", am_auth.bearer_token_file,
+               "send \"Authorization: Bearer <FILE's content>\" (read\n"
+               "at every request)"),
+    {.name = "--alertmanager.basic-auth.username", .arg = "USER", .type = GW_CLI_STR, .flags = GW_CLI_NONEMPTY,
+     GW_CLI_AT(struct serve, am_auth.username), .help = "basic authentication user name ..."},
+    SERVE_FILE("--alertmanager.basic-auth.password-file", am_auth.password_file,
+               "... and the file holding its password (read at every request)"),
     {.name = "--config.file", .alias = "--detector-config", .arg = "FILE", .type = GW_CLI_STR, GW_CLI_AT(struct serve, det_config),
      .help = "detector thresholds (\"key = value\" lines over the defaults,\n"
              "see docs/detectors.md); a bad file exits with status 2;\n"
@@ -288,6 +334,18 @@ static int serve_parse(struct serve *s, int argc, char **argv)
         if (gw_url_parse(s->am_urls[i], &u, &uerr) != GW_OK)
             return gw_cli_usage_error(&serve_cmd, 0, "bad --alertmanager URL \"%s\": %s", s->am_urls[i], uerr.msg);
     }
+    if ((s->ho.sec.tls_cert_file == NULL) != (s->ho.sec.tls_key_file == NULL))
+        return gw_cli_usage_error(&serve_cmd, 0, "--web.tls.cert-file and --web.tls.key-file go together");
+    if (s->ho.sec.tls_client_ca_file && !s->ho.sec.tls_cert_file)
+        return gw_cli_usage_error(&serve_cmd, 0, "--web.tls.client-ca-file needs --web.tls.cert-file and --web.tls.key-file");
+    if ((s->am_tls.cert_file == NULL) != (s->am_tls.key_file == NULL))
+        return gw_cli_usage_error(&serve_cmd, 0, "--alertmanager.tls.cert-file and --alertmanager.tls.key-file go together");
+    if (s->am_auth.bearer_token_file && s->am_auth.username)
+        return gw_cli_usage_error(&serve_cmd, 0, "--alertmanager.bearer-token-file and --alertmanager.basic-auth.* "
+                                  "are mutually exclusive");
+    if (!!s->am_auth.username != !!s->am_auth.password_file)
+        return gw_cli_usage_error(&serve_cmd, 0, "--alertmanager.basic-auth.username and "
+                                  "--alertmanager.basic-auth.password-file go together");
     return -1;
 }
 
@@ -481,8 +539,8 @@ static int serve_http(struct serve *s)
     s->ho.exemplars = s->ex;
     if (gw_http_start(&s->h, NULL, &s->ho, &s->err) != GW_OK) {
         s->h = NULL;
-        fprintf(stderr, "gpuwatch serve: cannot listen on %s: %s\n", s->ho.listen ? s->ho.listen : "default",
-                s->err.msg);
+        fprintf(stderr, "gpuwatch serve: cannot start the HTTP server on %s: %s\n",
+                s->ho.listen ? s->ho.listen : "default", s->err.msg);
         return 1;
     }
     gw_http_set_alerts(s->h, s->alerts);
@@ -499,10 +557,10 @@ static int serve_start(struct serve *s)
 {
     if (s->n_am > 0) {
         if (!s->external_url) {
-            default_external_url(s->ext, sizeof s->ext, serve_listen(s), gw_http_port(s->h));
+            default_external_url(s->ext, sizeof s->ext, serve_listen(s), gw_http_port(s->h), gw_http_tls(s->h));
             s->external_url = s->ext;
         }
-        struct gw_notifier_opts no = {s->am_urls, (size_t)s->n_am, s->external_url, 0, 0};
+        struct gw_notifier_opts no = {s->am_urls, (size_t)s->n_am, s->external_url, 0, 0, s->am_tls, s->am_auth};
         if (gw_alerts_notifier_start(s->alerts, &no, &s->err) != GW_OK) {
             fprintf(stderr, "gpuwatch serve: %s\n", s->err.msg);
             return 2;
@@ -532,7 +590,7 @@ static int serve_start(struct serve *s)
     return 0;
 }
 
-/* SIGHUP reloads the configuration; SIGTERM or SIGINT returns (a clean
+/* SIGHUP reloads the TLS and authentication files and the configuration; SIGTERM or SIGINT returns (a clean
  * shutdown follows). */
 static void serve_wait(struct serve *s)
 {
@@ -542,8 +600,12 @@ static void serve_wait(struct serve *s)
             continue;
         if (sig == SIGHUP) {
             struct gw_error e = {0};
+            if (gw_http_reload_security(s->h, &e) != GW_OK)
+                gw_log(GW_LOG_ERROR, "serve", "msg=\"TLS or authentication files not reloaded; the running ones "
+                       "stay\" err=\"%s\"", e.msg);
+            gw_error_clear(&e);
             if (!s->det_config)
-                gw_log(GW_LOG_INFO, "serve", "msg=\"SIGHUP: nothing to reload (serve has no --config.file)\"");
+                gw_log(GW_LOG_INFO, "serve", "msg=\"SIGHUP: no detector configuration to reload (no --config.file)\"");
             else
                 serve_reload(s, &e);   /* logs its outcome */
             continue;

@@ -12,8 +12,9 @@
  *   POST /api/v1/admin/downsample?raw_retention=14d&res5m_retention=90d
  *                                           gw_db_downsample_run (0: keep forever;
  *                                           absent: the defaults of db.h)
- * Answered only for clients on a loopback address (403 otherwise), since
- * they change or delete data and the API has no authentication. */
+ * They change or delete data: with admin credentials configured
+ * (--web.auth.admin.*, auth.c) they answer any client that gives them,
+ * otherwise only clients on a loopback address (403 for the others). */
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -23,8 +24,10 @@
 #include "gpuwatch/codec.h"
 #include "http/http_int.h"
 
+/* A loopback client, or one that gave the configured admin credentials. */
 static int from_loopback(struct gw_http_req *rq)
 {
+    if (rq->admin_authed) return 1;
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(rq->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (!ci || !ci->client_addr) return 0;
     const struct sockaddr *sa = ci->client_addr;

@@ -11,7 +11,9 @@
  *   GET /api/v1/status/tsdb         headStats and the top-10 cardinality lists
  *   GET /api/v1/status/walreplay    {min, max, current} WAL segment numbers
  *   POST /-/reload                  reloads the detector configuration
- *                                   (loopback clients only)
+ *                                   (loopback clients only, or admin
+ *                                   credentials when configured; the
+ *                                   TLS and authentication files first)
  * Every route here but tsdb answers during the WAL replay. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -200,7 +202,12 @@ void gw_api_reload(struct gw_http_req *rq, struct gw_http_resp *rs)
     gw_http_reload_fn fn;
     void *ud;
     if (!gw_http_is_loopback(rq)) {
-        gw_resp_text(rs, 403, "reload answers loopback clients only");
+        gw_resp_text(rs, 403, "reload answers loopback clients only (or admin credentials, when configured)");
+        return;
+    }
+    gw_error_clear(&err);
+    if (gw_http_reload_security(h, &err) != GW_OK) {
+        gw_resp_text(rs, 500, "failed to reload the TLS or authentication files: %s", err.msg);
         return;
     }
     pthread_mutex_lock(&h->info_mu);
@@ -208,10 +215,12 @@ void gw_api_reload(struct gw_http_req *rq, struct gw_http_resp *rs)
     ud = h->reload_ud;
     pthread_mutex_unlock(&h->info_mu);
     if (!fn) {
-        gw_resp_text(rs, 200, "nothing to reload: serve was started without --config.file");
+        if (h->tls != NULL || h->auth != NULL)
+            gw_resp_text(rs, 200, "TLS and authentication files reloaded (no --config.file)");
+        else
+            gw_resp_text(rs, 200, "nothing to reload: serve was started without --config.file");
         return;
     }
-    gw_error_clear(&err);
     if (fn(ud, &err) != GW_OK) {
         gw_resp_text(rs, 500, "failed to reload config: %s", err.msg);
         return;

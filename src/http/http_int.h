@@ -112,6 +112,8 @@ void gw_http_slots_release(struct gw_http_slots *s);
 
 struct MHD_Daemon;
 struct MHD_Connection;
+struct gw_auth;
+struct gw_tls;
 
 struct gw_http {
     struct MHD_Daemon *daemon;
@@ -139,6 +141,9 @@ struct gw_http {
     _Atomic int reload_ok;                /* last reload (or the start) succeeded */
     _Atomic int64_t reload_success_ms;    /* its time, Unix ms */
     _Atomic uint64_t reloads, reload_failures;
+    /* authentication and TLS (auth.c, tls.c); NULL: none */
+    struct gw_auth *auth;
+    struct gw_tls *tls;
     /* limits (limits.c): concurrency slots and the bodies held in memory */
     struct gw_http_slots write_slots, query_slots;
     _Atomic uint64_t inflight_body_bytes;
@@ -165,6 +170,7 @@ struct gw_http_req {
     uint64_t body_bytes_seen;
     uint64_t t0_ns;               /* request start (gw_mono_ns) */
     int rw_version;               /* remote write: 1 or 2 once the Content-Type is known */
+    int admin_authed;             /* admin credentials were required and given */
     struct gw_params params;      /* filled before the route handler runs */
     uint64_t body_reserved;       /* body bytes counted in h->inflight_body_bytes */
     int answered_early;           /* the answer was queued before the body */
@@ -307,6 +313,54 @@ void gw_api_reload(struct gw_http_req *rq, struct gw_http_resp *rs);
 void gw_http_starting_msg(struct gw_http *h, char *msg, size_t cap);
 /* api_admin.c: 1 when the client is on a loopback address. */
 int gw_http_is_loopback(struct gw_http_req *rq);
+
+/* ---- authentication and TLS (auth.c, tls.c; docs/security.md) ---- */
+/* Which credentials a route needs. */
+enum gw_auth_class { GW_AUTH_OPEN = 0, GW_AUTH_WRITE, GW_AUTH_READ, GW_AUTH_ADMIN };
+/* routes.c: the class of a request to route r (NULL: an unknown path,
+ * read) with method (enum gw_method); metrics_open puts /metrics in
+ * GW_AUTH_OPEN. /-/healthy and /-/ready are always open. */
+enum gw_auth_class gw_route_auth_class(const struct gw_route *r, int method, int metrics_open);
+/* The class' name ("write", "read", "admin", "open"). */
+const char *gw_auth_class_name(enum gw_auth_class c);
+
+/* Constant-time equality of two n-byte strings (time independent of where
+ * they differ). 1 equal, 0 not. */
+int gw_ct_equal(const void *a, const void *b, size_t n);
+/* Credentials of the three classes, read from the files of sec (paths
+ * copied). GW_OK; GW_EINVAL / GW_EIO naming the file and line. */
+int gw_auth_new(struct gw_auth **out, const struct gw_http_security *sec, struct gw_error *err);
+/* Reads every file again; on an error the credentials in use stay. */
+int gw_auth_reload(struct gw_auth *a, struct gw_error *err);
+void gw_auth_free(struct gw_auth *a);   /* NULL ok */
+/* 1 when class c has credentials configured. */
+int gw_auth_configured(struct gw_auth *a, enum gw_auth_class c);
+/* Checks an Authorization header value (NULL: none) for class c: 0 when
+ * accepted (or c is not configured), else 401 with the reason in msg. */
+int gw_auth_check(struct gw_auth *a, enum gw_auth_class c, const char *authorization, char *msg, size_t cap);
+/* The WWW-Authenticate challenges of class c ("Basic ...", "Bearer ...");
+ * returns how many were written (0..2). */
+int gw_auth_challenges(struct gw_auth *a, enum gw_auth_class c, char out[2][96]);
+/* server.c's hook, with the headers known: decides the request's class,
+ * checks the client certificate and the credentials; on a refusal sets
+ * rq->early_status (401 or 403) and early_msg and returns 1. */
+int gw_http_auth_request(struct gw_http_req *rq);
+/* The WWW-Authenticate headers of a 401 to rq. */
+void gw_http_auth_challenge(struct gw_http_req *rq, struct gw_http_resp *rs);
+
+/* tls.c: the server's certificate, key and client CAs, reloadable. */
+int gw_tls_new(struct gw_tls **out, const struct gw_http_security *sec, struct gw_error *err);
+int gw_tls_reload(struct gw_tls *t, struct gw_error *err);
+void gw_tls_free(struct gw_tls *t);   /* NULL ok */
+/* The PEM of the client CAs (for MHD to request a client certificate),
+ * NULL when none; valid until gw_tls_free. */
+const char *gw_tls_client_ca_pem(const struct gw_tls *t);
+/* The certificate callback (gnutls_certificate_retrieve_function2) serving
+ * the current certificate of the one TLS server of the process. */
+void *gw_tls_cert_callback(void);
+/* 0 when the connection's client certificate verifies against the client
+ * CAs (or none are configured), else -1 with the reason in msg. */
+int gw_tls_verify_client(struct gw_tls *t, struct MHD_Connection *conn, char *msg, size_t cap);
 
 /* Output buffers for JSON answers. */
 #define GW_HTTP_MAX_RESPONSE ((size_t)1 << 30)

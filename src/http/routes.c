@@ -320,6 +320,30 @@ int gw_route_no_db(enum gw_route_id id)
     }
 }
 
+/* Authentication classes (docs/security.md): write for what stores data,
+ * admin for maintenance and reload, open for the health probes, read for
+ * the rest (queries, remote read, status, the status page, unknown paths). */
+enum gw_auth_class gw_route_auth_class(const struct gw_route *r, int method, int metrics_open)
+{
+    if (r == NULL)
+        return GW_AUTH_READ;
+    switch (r->id) {
+    case GW_R_READY: case GW_R_HEALTHY:
+        return GW_AUTH_OPEN;
+    case GW_R_METRICS:
+        return metrics_open ? GW_AUTH_OPEN : GW_AUTH_READ;
+    case GW_R_WRITE:
+        return GW_AUTH_WRITE;
+    case GW_R_EVENTS:   /* POST stores scheduler events, GET reads them */
+        return method == GW_M_POST ? GW_AUTH_WRITE : GW_AUTH_READ;
+    case GW_R_ADMIN_RETENTION: case GW_R_ADMIN_FLUSH: case GW_R_ADMIN_DOWNSAMPLE: case GW_R_ADMIN_COMPACT:
+    case GW_R_ADMIN_BACKUP: case GW_R_RELOAD:
+        return GW_AUTH_ADMIN;
+    default:
+        return GW_AUTH_READ;
+    }
+}
+
 const char *gw_route_name(enum gw_route_id id)
 {
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)

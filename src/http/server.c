@@ -11,18 +11,22 @@
  *     request target ("/api/v1/query?query=up"), so query strings are
  *     decoded by params.c with form semantics ('+' = space, repeated keys in
  *     order). It becomes the request's context pointer.
- *  2. The first access-handler call (headers known) finds the route, checks
- *     the method and runs the route's early checks. An answer decided here
+ *  2. The first access-handler call (headers known) finds the route, asks
+ *     auth.c whether the client may (401/403 otherwise), checks the method
+ *     and runs the route's early checks. An answer decided here
  *     is remembered; the body is still drained (every upload chunk
  *     consumed) and the answer is sent on the final call. Except a declared
  *     Content-Length over the limits (limits.c: 413, or 503 for the
  *     in-flight body budget): that answer is queued at once, so MHD sends
- *     no 100 Continue, reads none of the body and closes the connection.
+ *     no 100 Continue, reads none of the body and closes the connection;
+ *     so are 401 and 403.
  *     Body chunks go to a gw_buf whose ceiling is opts.max_body_bytes;
  *     passing it (chunked uploads) turns into 413.
  *  3. The final call (no upload data) runs the route under its concurrency
  *     slot (limits.c) and queues the answer.
- * MHD's completion callback frees the request state, aborted or not. */
+ * MHD's completion callback frees the request state, aborted or not.
+ * https: MHD's GnuTLS support with the certificate from tls.c's callback
+ * (reloaded without a restart, gw_http_reload_security). */
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -155,6 +159,8 @@ static int method_of(const char *m)
 static void on_headers(struct gw_http_req *rq)
 {
     rq->route = gw_route_find(rq->path);
+    if (gw_http_auth_request(rq))   /* 401/403 (auth.c): answered at once, no body read */
+        return;
     if (rq->route != NULL && !(rq->route->methods & rq->method)) {
         rq->early_status = 405;
         snprintf(rq->early_msg, sizeof rq->early_msg, "method not allowed");
@@ -195,6 +201,8 @@ static void early_response(struct gw_http_req *rq, struct gw_http_resp *rs)
         gw_resp_header(rs, "Retry-After", "%d", rq->retry_after_s);
     if (rq->early_status == 405 && rq->route != NULL)
         gw_resp_header(rs, "Allow", "%s", rq->route->allow);
+    if (rq->early_status == 401)
+        gw_http_auth_challenge(rq, rs);
     if (rq->rw_version == 2 && rq->early_status >= 400) {   /* 2.0: on every 4xx and 5xx */
         gw_resp_header(rs, "X-Prometheus-Remote-Write-Samples-Written", "0");
         gw_resp_header(rs, "X-Prometheus-Remote-Write-Histograms-Written", "0");
@@ -235,9 +243,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         rq->started = 1;
         rq->method = method_of(method);
         on_headers(rq);
-        if (declared_size_refused(rq)) {
+        if (rq->early_status == 401 || rq->early_status == 403 || declared_size_refused(rq)) {
             /* queued before any body is read: MHD sends no 100 Continue,
-             * answers now and closes the connection */
+             * answers now and closes the connection (an unauthenticated
+             * client cannot make us read its body either) */
             rq->answered_early = 1;
             return respond(h, rq);
         }
@@ -371,6 +380,21 @@ static int parse_listen(const char *listen, struct sockaddr_storage *ss, socklen
 static struct MHD_Daemon *start_daemon(struct gw_http *h, unsigned flags, const struct sockaddr *sa)
 {
     unsigned threads = h->opts.threads ? h->opts.threads : 1;
+    /* https (tls.c): the certificate comes from a callback, so a reload
+     * swaps it without a new daemon; client CAs make MHD ask for a client
+     * certificate, which auth.c then verifies. */
+    struct MHD_OptionItem tls_opts[] = {
+        {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, gw_tls_cert_callback()},
+        {MHD_OPTION_HTTPS_MEM_TRUST, 0, (void *)gw_tls_client_ca_pem(h->tls)},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    if (h->tls != NULL) {
+        flags |= MHD_USE_TLS;
+        if (gw_tls_client_ca_pem(h->tls) == NULL)
+            tls_opts[1].option = MHD_OPTION_END;
+    } else {
+        tls_opts[0].option = MHD_OPTION_END;
+    }
     return MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, h,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h,
@@ -381,7 +405,50 @@ static struct MHD_Daemon *start_daemon(struct gw_http *h, unsigned flags, const 
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024),
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, h,
+        MHD_OPTION_ARRAY, tls_opts,
         MHD_OPTION_END);
+}
+
+/* ---- authentication and TLS (auth.c, tls.c) ---- */
+
+static int security_start(struct gw_http *h, struct gw_error *err)
+{
+    const struct gw_http_security *sec = &h->opts.sec;
+    const struct gw_http_auth_files *f[] = {&sec->write, &sec->read, &sec->admin};
+    int rc = GW_OK;
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        if (rc == GW_OK && h->auth == NULL && (f[i]->bearer_token_file || f[i]->basic_auth_file))
+            rc = gw_auth_new(&h->auth, sec, err);
+    if (rc == GW_OK && (sec->tls_cert_file || sec->tls_key_file || sec->tls_client_ca_file))
+        rc = gw_tls_new(&h->tls, sec, err);
+    return rc;
+}
+
+static void security_stop(struct gw_http *h)
+{
+    gw_auth_free(h->auth);
+    h->auth = NULL;
+    gw_tls_free(h->tls);
+    h->tls = NULL;
+}
+
+int gw_http_reload_security(struct gw_http *h, struct gw_error *err)
+{
+    int rc = GW_OK;
+    if (h == NULL)
+        return GW_OK;
+    if (h->tls != NULL)
+        rc = gw_tls_reload(h->tls, err);
+    if (rc == GW_OK && h->auth != NULL)
+        rc = gw_auth_reload(h->auth, err);
+    if (rc == GW_OK && (h->tls || h->auth))
+        gw_log(GW_LOG_INFO, "http", "msg=\"TLS and authentication files reloaded\"");
+    return rc;
+}
+
+int gw_http_tls(const struct gw_http *h)
+{
+    return h != NULL && h->tls != NULL;
 }
 
 int gw_http_start(struct gw_http **out, struct gw_db *db, const struct gw_http_opts *o,
@@ -422,6 +489,7 @@ int gw_http_start(struct gw_http **out, struct gw_db *db, const struct gw_http_o
         h->opts.events = o->events;
         h->opts.replay = o->replay;
         h->opts.exemplars = o->exemplars;
+        h->opts.sec = o->sec;
     }
     gw_http_limits_setup(h, o ? &o->limits : NULL);
     pthread_mutex_init(&h->info_mu, NULL);
@@ -434,8 +502,11 @@ int gw_http_start(struct gw_http **out, struct gw_db *db, const struct gw_http_o
     atomic_init(&h->ready, 0);
 
     rc = parse_listen(h->listen, &ss, &sl, &any, err);
+    if (rc == GW_OK)
+        rc = security_start(h, err);
     if (rc != GW_OK) {
         gw_http_limits_teardown(h);
+        security_stop(h);
         pthread_mutex_destroy(&h->info_mu);
         free(h);
         return rc;
@@ -461,14 +532,15 @@ int gw_http_start(struct gw_http **out, struct gw_db *db, const struct gw_http_o
     if (h->daemon == NULL) {
         rc = gw_error_set(err, GW_EIO, "cannot listen on %s (address in use or not available)", h->listen);
         gw_http_limits_teardown(h);
+        security_stop(h);
         pthread_mutex_destroy(&h->info_mu);
         free(h);
         return rc;
     }
     di = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
     h->port = di ? di->port : 0;
-    gw_log(GW_LOG_INFO, "http", "msg=\"listening\" addr=%s port=%u threads=%u", h->listen,
-           (unsigned)h->port, h->opts.threads);
+    gw_log(GW_LOG_INFO, "http", "msg=\"listening\" addr=%s port=%u threads=%u scheme=%s", h->listen,
+           (unsigned)h->port, h->opts.threads, h->tls ? "https" : "http");
     *out = h;
     return GW_OK;
 }
@@ -495,6 +567,7 @@ void gw_http_stop(struct gw_http *h)
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
     gw_http_limits_teardown(h);
+    security_stop(h);
     pthread_mutex_destroy(&h->info_mu);
     free(h->flags_json);
     free(h->config_yaml);

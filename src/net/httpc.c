@@ -9,21 +9,31 @@
  * 100-continue" is never sent (a remote-write body must not wait a second
  * for a server that does not answer 100). */
 #include <curl/curl.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "gpuwatch/httpc.h"
+
+#define N_OWNED 9              /* copied option strings: the tls and auth fields */
+#define SECRET_FILE_MAX (8u << 10)   /* a token or password file */
 
 struct gw_httpc {
     struct gw_url url;
     struct gw_httpc_opts o;
     char ua[128];
-    char ca_file[1024];
+    char *owned[N_OWNED];      /* copies of o.tls and o.auth strings */
     char base[2400];           /* scheme://host:port */
+    char tls_base[2400];       /* https://server_name:port (tls.server_name) */
+    char connect_to[600];      /* server_name:port:host:port */
+    char host_hdr[300];        /* Host: host:port (tls.server_name) */
+    struct curl_slist *connect_list;   /* CURLOPT_CONNECT_TO: connect_to */
     char full[4500];           /* base + path of the current request */
+    char curl_url[4500];       /* what curl is given (tls_base + path with tls.server_name) */
     CURL *h;
     /* the current request */
     struct gw_httpc_response *resp;
@@ -134,6 +144,81 @@ static void curl_init_once(void)
     curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
+/* Contradictory TLS or authentication options, or files that cannot be
+ * read: GW_EINVAL naming them. */
+static int check_opts(const struct gw_httpc_opts *o, struct gw_error *err)
+{
+    const struct gw_httpc_tls *t = &o->tls;
+    const struct gw_httpc_auth *a = &o->auth;
+    const char *files[][2] = {{"TLS CA file", t->ca_file}, {"TLS certificate file", t->cert_file},
+                              {"TLS key file", t->key_file}, {"bearer token file", a->bearer_token_file},
+                              {"password file", a->password_file}};
+    if ((t->cert_file == NULL) != (t->key_file == NULL))
+        return gw_error_set(err, GW_EINVAL, "httpc: a client certificate needs both a certificate and a key file");
+    if (t->server_name != NULL && (t->server_name[0] == '\0' || strpbrk(t->server_name, " :/[]\r\n") ||
+                                   strlen(t->server_name) > 253))
+        return gw_error_set(err, GW_EINVAL, "httpc: bad TLS server name \"%.100s\"", t->server_name);
+    if (a->bearer_token != NULL && a->bearer_token_file != NULL)
+        return gw_error_set(err, GW_EINVAL, "httpc: a bearer token and a bearer token file are mutually exclusive");
+    if (a->password != NULL && a->password_file != NULL)
+        return gw_error_set(err, GW_EINVAL, "httpc: a password and a password file are mutually exclusive");
+    if ((a->bearer_token || a->bearer_token_file) && (a->username || a->password || a->password_file))
+        return gw_error_set(err, GW_EINVAL, "httpc: at most one of bearer and basic authentication");
+    if ((a->password || a->password_file) && a->username == NULL)
+        return gw_error_set(err, GW_EINVAL, "httpc: a basic auth password needs a user name");
+    if ((a->bearer_token && strpbrk(a->bearer_token, "\r\n")) || (a->username && strchr(a->username, ':')))
+        return gw_error_set(err, GW_EINVAL, "httpc: bad credentials (newline in a token or ':' in a user name)");
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+        if (files[i][1] != NULL && access(files[i][1], R_OK) != 0) {
+            char eb[128];
+            return gw_error_set(err, GW_EINVAL, "httpc: cannot read the %s %.300s: %s", files[i][0], files[i][1],
+                                strerror_r(errno, eb, sizeof eb));
+        }
+    return GW_OK;
+}
+
+/* Copies the option strings into c->owned. */
+static int own_opts(struct gw_httpc *c, struct gw_error *err)
+{
+    const char **f[N_OWNED] = {&c->o.tls.ca_file, &c->o.tls.cert_file, &c->o.tls.key_file,
+                               &c->o.tls.server_name, &c->o.auth.bearer_token, &c->o.auth.bearer_token_file,
+                               &c->o.auth.username, &c->o.auth.password, &c->o.auth.password_file};
+    for (int i = 0; i < N_OWNED; i++) {
+        if (*f[i] == NULL)
+            continue;
+        if ((c->owned[i] = strdup(*f[i])) == NULL)
+            return gw_error_set(err, GW_ENOMEM, "httpc: out of memory");
+        *f[i] = c->owned[i];
+    }
+    return GW_OK;
+}
+
+/* A secret file's content without surrounding blanks and newlines, into
+ * out (cap bytes). GW_OK or GW_EIO naming the file. */
+static int read_secret(const char *what, const char *path, char *out, size_t cap, struct gw_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    size_t n, b = 0;
+    if (f == NULL) {
+        char eb[128];
+        return gw_error_set(err, GW_EIO, "httpc: cannot read the %s %.300s: %s", what, path,
+                            strerror_r(errno, eb, sizeof eb));
+    }
+    n = fread(out, 1, cap - 1, f);
+    fclose(f);
+    out[n] = '\0';
+    if (n == cap - 1 || strlen(out) != n)
+        return gw_error_set(err, GW_EIO, "httpc: the %s %.300s is too long or holds a NUL byte", what, path);
+    while (n > 0 && strchr(" \t\r\n", out[n - 1]))
+        out[--n] = '\0';
+    while (out[b] && strchr(" \t\r\n", out[b]))
+        b++;
+    memmove(out, out + b, n - b + 1);
+    if (strpbrk(out, "\r\n"))
+        return gw_error_set(err, GW_EIO, "httpc: the %s %.300s holds more than one line", what, path);
+    return GW_OK;
+}
+
 void gw_httpc_opts_default(struct gw_httpc_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -171,20 +256,25 @@ int gw_httpc_open(struct gw_httpc **out, const char *url, const struct gw_httpc_
         c->o.max_body_bytes = 16u << 20;
     snprintf(c->ua, sizeof c->ua, "%s", c->o.user_agent ? c->o.user_agent : "gpuwatch");
     c->o.user_agent = c->ua;
-    if (c->o.ca_file != NULL) {
-        if (strlen(c->o.ca_file) >= sizeof c->ca_file) {
-            free(c);
-            return gw_error_set(err, GW_EINVAL, "httpc: CA file path too long");
-        }
-        snprintf(c->ca_file, sizeof c->ca_file, "%s", c->o.ca_file);
-        c->o.ca_file = c->ca_file;
-    }
     snprintf(c->base, sizeof c->base, c->url.ipv6_literal ? "%s://[%s]:%s" : "%s://%s:%s",
              c->url.tls ? "https" : "http", c->url.host, c->url.port);
-    c->h = curl_easy_init();
-    if (c->h == NULL) {
-        free(c);
-        return gw_error_set(err, GW_ENOMEM, "httpc: out of memory (curl handle)");
+    rc = check_opts(&c->o, err);
+    if (rc == GW_OK)
+        rc = own_opts(c, err);
+    if (rc == GW_OK && c->url.tls && c->o.tls.server_name != NULL) {
+        const char *hb = c->url.ipv6_literal ? "[" : "", *he = c->url.ipv6_literal ? "]" : "";
+        snprintf(c->tls_base, sizeof c->tls_base, "https://%s:%s", c->o.tls.server_name, c->url.port);
+        snprintf(c->connect_to, sizeof c->connect_to, "%s:%s:%s%s%s:%s", c->o.tls.server_name, c->url.port, hb,
+                 c->url.host, he, c->url.port);
+        snprintf(c->host_hdr, sizeof c->host_hdr, "Host: %s%s%s:%s", hb, c->url.host, he, c->url.port);
+        if ((c->connect_list = curl_slist_append(NULL, c->connect_to)) == NULL)
+            rc = gw_error_set(err, GW_ENOMEM, "httpc: out of memory");
+    }
+    if (rc == GW_OK && (c->h = curl_easy_init()) == NULL)
+        rc = gw_error_set(err, GW_ENOMEM, "httpc: out of memory (curl handle)");
+    if (rc != GW_OK) {
+        gw_httpc_close(c);
+        return rc;
     }
     *out = c;
     return GW_OK;
@@ -196,6 +286,9 @@ void gw_httpc_close(struct gw_httpc *c)
         return;
     if (c->h)
         curl_easy_cleanup(c->h);
+    for (int i = 0; i < N_OWNED; i++)
+        free(c->owned[i]);
+    curl_slist_free_all(c->connect_list);
     free(c);
 }
 
@@ -307,6 +400,61 @@ static int map_error(struct gw_httpc *c, CURLcode cc, const char *detail, struct
     }
 }
 
+/* The TLS and authentication options of a request (after curl_easy_reset):
+ * curl options, and the Authorization and Host headers appended to *hl.
+ * GW_OK, or GW_EIO (a secret file cannot be read) / GW_ENOMEM. */
+static int apply_security(struct gw_httpc *c, const char *path, struct curl_slist **hl, struct gw_error *err)
+{
+    const struct gw_httpc_tls *t = &c->o.tls;
+    const struct gw_httpc_auth *a = &c->o.auth;
+    char secret[SECRET_FILE_MAX], line[SECRET_FILE_MAX + 32];
+    struct curl_slist *n;
+    int rc = GW_OK;
+    if (t->ca_file)
+        curl_easy_setopt(c->h, CURLOPT_CAINFO, t->ca_file);
+    if (t->cert_file) {
+        curl_easy_setopt(c->h, CURLOPT_SSLCERT, t->cert_file);
+        curl_easy_setopt(c->h, CURLOPT_SSLKEY, t->key_file);
+    }
+    if (t->insecure_skip_verify) {
+        curl_easy_setopt(c->h, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(c->h, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (c->tls_base[0]) {   /* verify (and SNI) server_name, connect to the URL's host */
+        snprintf(c->curl_url, sizeof c->curl_url, "%s%s", c->tls_base, path);
+        if ((n = curl_slist_append(*hl, c->host_hdr)) == NULL)
+            rc = gw_error_set(err, GW_ENOMEM, "httpc: out of memory");
+        else
+            *hl = n;
+        curl_easy_setopt(c->h, CURLOPT_CONNECT_TO, c->connect_list);
+    }
+    if (rc == GW_OK && (a->bearer_token || a->bearer_token_file)) {
+        if (a->bearer_token_file)
+            rc = read_secret("bearer token file", a->bearer_token_file, secret, sizeof secret, err);
+        else
+            snprintf(secret, sizeof secret, "%s", a->bearer_token);
+        if (rc == GW_OK) {
+            snprintf(line, sizeof line, "Authorization: Bearer %s", secret);
+            if ((n = curl_slist_append(*hl, line)) == NULL)
+                rc = gw_error_set(err, GW_ENOMEM, "httpc: out of memory");
+            else
+                *hl = n;
+        }
+    } else if (rc == GW_OK && a->username) {
+        secret[0] = '\0';
+        if (a->password_file)
+            rc = read_secret("password file", a->password_file, secret, sizeof secret, err);
+        else if (a->password)
+            snprintf(secret, sizeof secret, "%s", a->password);
+        curl_easy_setopt(c->h, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        curl_easy_setopt(c->h, CURLOPT_USERNAME, a->username);
+        curl_easy_setopt(c->h, CURLOPT_PASSWORD, secret);
+    }
+    memset(secret, 0, sizeof secret);
+    memset(line, 0, sizeof line);
+    return rc;
+}
+
 int gw_httpc_request(struct gw_httpc *c, const char *method, const char *path,
                      const struct gw_httpc_header *headers, size_t n_headers,
                      const void *body, size_t body_len, struct gw_httpc_response *resp,
@@ -347,6 +495,11 @@ int gw_httpc_request(struct gw_httpc *c, const char *method, const char *path,
 
     CURL *h = c->h;
     curl_easy_reset(h);   /* options only: the connection cache stays */
+    int src = apply_security(c, p, &hl, err);
+    if (src != GW_OK) {
+        curl_slist_free_all(hl);
+        return src;
+    }
     gw_buf_reset(&resp->headers);
     gw_buf_reset(&resp->body);
     resp->status = 0;
@@ -356,7 +509,7 @@ int gw_httpc_request(struct gw_httpc *c, const char *method, const char *path,
     char detail[CURL_ERROR_SIZE];
     detail[0] = '\0';
     int is_post = body != NULL || strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0;
-    curl_easy_setopt(h, CURLOPT_URL, c->full);
+    curl_easy_setopt(h, CURLOPT_URL, c->tls_base[0] ? c->curl_url : c->full);
     curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
@@ -371,12 +524,6 @@ int gw_httpc_request(struct gw_httpc *c, const char *method, const char *path,
     curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
     curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->o.max_body_bytes);
-    if (c->o.ca_file)
-        curl_easy_setopt(h, CURLOPT_CAINFO, c->o.ca_file);
-    if (c->o.tls_insecure) {
-        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
-    }
     if (is_post) {
         curl_easy_setopt(h, CURLOPT_POST, 1L);
         curl_easy_setopt(h, CURLOPT_POSTFIELDS, body ? (const char *)body : "");
