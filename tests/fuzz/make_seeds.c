@@ -216,6 +216,7 @@ static void seeds_remote_read(void)
     if (gw_read_chunked_frame(&b, 0, lab, ll, &ch, 1) || gw_read_chunked_frame(&b, 1, lab, ll, &ch, 1))
         die("chunked frame");
     put_seed("remote_read", "seed-chunked-response.bin", 2, b.data, b.len);
+    put_seed("remote_read", "seed-chunked-response-fixcrc.bin", 3, b.data, b.len);
     gw_buf_free(&b);
     gw_xor_free(&c);
 }
