@@ -6,8 +6,9 @@
  * (gw_pq_parse_selector). Input: a query string / form body.
  * Checks: decoded pairs are NUL-terminated and no longer than their text;
  * percent-encoding every decoded pair again and parsing gives the same
- * pairs; a time or step that parses, printed back as seconds with three
- * decimals, parses to the same milliseconds; an error answer is valid JSON.
+ * pairs; a time or step that parses (within 2^50 ms), printed back as
+ * seconds with three decimals, parses to the same milliseconds; an error
+ * answer is valid JSON.
  * Build: cmake -B build-fuzz -DCMAKE_C_COMPILER=clang -DGW_FUZZ=ON (docs/fuzzing.md).
  * Seeds: tests/corpus/http_params/. */
 #include <jansson.h>
@@ -68,16 +69,24 @@ static void secs(char *buf, size_t cap, int64_t ms)
     snprintf(buf, cap, "%s%llu.%03u", ms < 0 ? "-" : "", (unsigned long long)(a / 1000), (unsigned)(a % 1000));
 }
 
+/* Printed as seconds, |ms| below 2^50 reads back exactly as a double (like
+ * Prometheus, float seconds are float64: "6666666666666666" is
+ * 6666666666666665984 ms while "6666666666666666s" is exact). */
+static int exact_secs(int64_t ms)
+{
+    return ms > -(INT64_C(1) << 50) && ms < (INT64_C(1) << 50);
+}
+
 static void check_value(struct gw_http_req *rq, const struct gw_param *pm)
 {
     int64_t ms, ms2;
     char buf[64];
-    if (gw_parse_time_ms(pm->val, &ms) == GW_OK) {
+    if (gw_parse_time_ms(pm->val, &ms) == GW_OK && exact_secs(ms)) {
         secs(buf, sizeof buf, ms);
         if (gw_parse_time_ms(buf, &ms2) != GW_OK || ms2 != ms)
             abort();
     }
-    if (gw_parse_step_ms(pm->val, &ms) == GW_OK) {
+    if (gw_parse_step_ms(pm->val, &ms) == GW_OK && exact_secs(ms)) {
         secs(buf, sizeof buf, ms);
         if (gw_parse_step_ms(buf, &ms2) != GW_OK || ms2 != ms)
             abort();
