@@ -3,11 +3,13 @@ BUILD      ?= build
 BUILD_ASAN ?= build-asan
 BUILD_TSAN ?= build-tsan
 BUILD_CLANG ?= build-clang
+BUILD_FUZZ ?= build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc)
 DATA       ?= ./data
 LISTEN     ?= 127.0.0.1:9201
 
-.PHONY: all deps build test test-unit test-asan test-tsan test-replay-week build-clang-release build-matrix check-includes long-functions run bench bench-query evaluate evaluate-variations clean
+.PHONY: all deps build test test-unit test-asan test-tsan test-replay-week build-clang-release build-matrix check-includes long-functions fuzz fuzz-seeds run bench bench-query evaluate evaluate-variations clean
 
 all: build
 
@@ -74,6 +76,23 @@ test-tsan:
 		-DCMAKE_C_FLAGS="-fsanitize=thread -O1" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread"
 	cmake --build $(BUILD_TSAN) -j $(JOBS)
 	cd $(BUILD_TSAN) && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L unit -j $(JOBS)
+
+# Every libFuzzer target of tests/fuzz/ for FUZZ_SECONDS each (default 60),
+# one after another, from its seeds in tests/corpus/<target>/, under
+# AddressSanitizer + UndefinedBehaviorSanitizer (clang; docs/fuzzing.md).
+# New inputs and crashes go to /dev/shm/gpuwatch-fuzz (FUZZ_WORK); fails
+# when a target crashed, hung or leaked. `make test` replays the corpora.
+$(BUILD_FUZZ)/CMakeCache.txt:
+	cmake -S . -B $(BUILD_FUZZ) -DCMAKE_C_COMPILER=clang -DGW_FUZZ=ON -DGW_BUILD_TESTS=OFF -DGW_BUILD_BENCH=OFF
+
+fuzz: $(BUILD_FUZZ)/CMakeCache.txt
+	cmake --build $(BUILD_FUZZ) -j $(JOBS)
+	bash tests/fuzz/run.sh $(BUILD_FUZZ) $(FUZZ_SECONDS)
+
+# Rewrites the binary seeds (tests/corpus/*/seed-*.bin) with the encoders.
+fuzz-seeds: $(BUILD_FUZZ)/CMakeCache.txt
+	cmake --build $(BUILD_FUZZ) -j $(JOBS) --target fuzz_make_seeds
+	$(BUILD_FUZZ)/fuzz_make_seeds tests/corpus
 
 # The same simulated week sent through serve five times in different random
 # shardings must give byte-identical ALERTS samples (the default test run

@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gpuwatch/err.h"
 #include "gpuwatch/promql.h"
@@ -44,6 +45,15 @@
 #define PRETTY_COLUMNS 100
 
 static int put(struct gw_buf *b, const char *s) { return gw_buf_append(b, s, strlen(s)); }
+
+/* A grouping label printed bare must lex as a label again: "inf" and "nan"
+ * (any case) lex as numbers, so they are quoted like other odd names. */
+static int grouping_label_bare(const char *s, size_t l)
+{
+    if (l == 3 && (strncasecmp(s, "inf", 3) == 0 || strncasecmp(s, "nan", 3) == 0))
+        return 0;
+    return pq_is_label_name(s, l);
+}
 
 static int print_labels(struct gw_buf *b, char **ls, size_t n)
 {
@@ -54,7 +64,7 @@ static int print_labels(struct gw_buf *b, char **ls, size_t n)
         if (rc != GW_OK)
             break;
         size_t l = strlen(ls[i]);
-        rc = pq_is_label_name(ls[i], l) ? gw_buf_append(b, ls[i], l) : pq_quote(b, ls[i], l, 0);
+        rc = grouping_label_bare(ls[i], l) ? gw_buf_append(b, ls[i], l) : pq_quote(b, ls[i], l, 0);
     }
     return rc;
 }

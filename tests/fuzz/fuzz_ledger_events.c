@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     render(&a, ev, n);
     if (gw_led_events_parse((const char *)a.data, a.len, 0, &ev2, &n2, &err) != GW_OK || n2 != n) abort();
     render(&b, ev2, n2);
-    if (a.len != b.len || memcmp(a.data, b.data, a.len) != 0) abort();
+    if (a.len != b.len || (a.len && memcmp(a.data, b.data, a.len) != 0)) abort();
     gw_buf_free(&a);
     gw_buf_free(&b);
     gw_led_events_free(ev, n);

@@ -17,6 +17,8 @@
 #include "gpuwatch/buf.h"
 #include "gpuwatch/rw.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 static void check_request(const struct gw_rw_request *r, const uint8_t *b, size_t n)
 {
     uint64_t samples = 0;

@@ -1,16 +1,17 @@
-/* fuzz_selector.c - libFuzzer target for the series selector parser and the
- * matchers it builds. Input: selector text, optionally followed by a NUL
+/* fuzz_selector.c - libFuzzer target for the series selector parser
+ * (gw_pq_parse_selector: match[] parameters, remote read) and the matchers
+ * it builds. Input: selector text, optionally followed by a NUL
  * byte and a label value that every parsed matcher is then tested against
  * (so regex compilation and matching see hostile patterns and subjects).
- * Build: clang -fsanitize=fuzzer,address,undefined -Iinclude -Isrc
- *        tests/fuzz/fuzz_selector.c src/model/labels.c src/model/matcher.c
- *        src/base/err.c src/base/log.c src/base/codec.c -lpcre2-8 -lxxhash */
+ * Build: cmake -B build-fuzz -DCMAKE_C_COMPILER=clang -DGW_FUZZ=ON (docs/fuzzing.md).
+ * Seeds: tests/corpus/selector/. */
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "gpuwatch/labels.h"
 #include "gpuwatch/matcher.h"
+#include "gpuwatch/promql.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -30,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct gw_matcher ms[16];
     size_t n = 0;
     struct gw_error err;
-    if (gw_selector_parse(sel, sel_len, ms, 16, &n, &err) != GW_OK)
+    if (gw_pq_parse_selector(sel, sel_len, ms, 16, &n, &err) != GW_OK)
         return 0;
     for (size_t i = 0; i < n; i++) {
         (void)gw_matcher_matches(&ms[i], val, val_len);
