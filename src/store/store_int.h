@@ -138,6 +138,7 @@ void gw_store_blob_col(const struct gw_store_blob *b, uint32_t c, const uint8_t 
  * GW_ECORRUPT, GW_ENOMEM. */
 int gw_store_blob_resolve(const struct gw_store_blob *b, uint32_t i, struct gw_buf *scratch, const uint8_t **p,
                           size_t *len);
+struct gw_store_txn;
 struct gw_store_blob_col;
 struct gw_store_blob_entry;
 /* gw_store_blob_put_cols writing the format 3 layout ("GWB2", no
