@@ -255,9 +255,10 @@ static void enforce_bound(struct dest *d, struct gw_fwd_reader *r)
             break;
         }
         atomic_fetch_add(&d->dropped_max_pending, n);
-        gw_log(GW_LOG_WARN, "forward", "msg=\"pending data over --forward.max-pending, oldest segment released\" "
-               "url=%s segment=%u samples_dropped=%llu pending_bytes=%llu", d->o.url, d->cur.seg,
-               (unsigned long long)n, (unsigned long long)pending);
+        if (d->cur.seg != 0)   /* 0: the WAL had no segment yet */
+            gw_log(GW_LOG_WARN, "forward", "msg=\"pending data over --forward.max-pending, oldest segment released\" "
+                   "url=%s segment=%u samples_dropped=%llu pending_bytes=%llu", d->o.url, d->cur.seg,
+                   (unsigned long long)n, (unsigned long long)pending);
         d->cur = next;
         save_cursor(d);
         pending = gw_fwd_pending_bytes(d->f->wal_dir, &d->cur, &nseg);
