@@ -35,7 +35,7 @@ def unescape(v):
 
 
 def read_gpuwatch(path):
-    seen = collections.Counter()
+    seen = collections.defaultdict(list)   # series key -> timestamps
     keys = {}   # series text -> key (lines of one series follow each other)
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -58,13 +58,12 @@ def read_gpuwatch(path):
                     keys[series] = False
             if not k:
                 continue
-            ts = int(round(float(rest.split(" ")[1]) * 1000))
-            seen[(k, ts)] += 1
+            seen[k].append(int(round(float(rest.split(" ")[1]) * 1000)))
     return seen
 
 
 def read_vm(path):
-    seen = collections.Counter()
+    seen = {}
     leaked = 0
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -75,20 +74,24 @@ def read_vm(path):
             if internal(labels.get("__name__", "")):
                 leaked += len(o["timestamps"])
                 continue
-            k = key(labels)
-            for ts in o["timestamps"]:
-                seen[(k, ts)] += 1
+            seen.setdefault(key(labels), []).extend(o["timestamps"])
     return seen, leaked
 
 
 def main():
     gw = read_gpuwatch(sys.argv[1])
     vm, leaked = read_vm(sys.argv[2])
-    missing = [k for k in gw if vm.get(k, 0) == 0]
-    dup = [k for k, n in vm.items() if n > 1]
-    extra = [k for k in vm if k not in gw]
-    print("gpuwatch_samples=%d destination_samples=%d missing=%d duplicated=%d extra=%d internal_leaked=%d"
-          % (sum(gw.values()), sum(vm.values()), len(missing), len(dup), len(extra), leaked))
+    missing, dup, extra = [], [], []
+    for k in set(gw) | set(vm):
+        want = collections.Counter(gw.get(k, ()))
+        got = collections.Counter(vm.get(k, ()))
+        missing += [(k, t) for t in want if t not in got]
+        dup += [(k, t) for t, n in got.items() if n > 1]
+        extra += [(k, t) for t in got if t not in want]
+    n_gw = sum(len(v) for v in gw.values())
+    n_vm = sum(len(v) for v in vm.values())
+    print("gpuwatch_samples=%d destination_samples=%d series=%d missing=%d duplicated=%d extra=%d internal_leaked=%d"
+          % (n_gw, n_vm, len(gw), len(missing), len(dup), len(extra), leaked))
     for what, ks in (("missing", missing), ("duplicated", dup), ("extra", extra)):
         for k in ks[:5]:
             print("  %s: %s @ %d" % (what, dict(k[0]), k[1]))

@@ -45,10 +45,10 @@ start_vm() {
     gw_wait_http vm "$vm_url/health" 60
 }
 metric() { # metric NAME: value of NAME{url=...} in gpuwatch's /metrics (empty when down)
-    curl -s --max-time 5 "$gw_url/metrics" | awk -v n="$1" '$1 ~ "^"n"[{]" && $1 !~ /reason/ {print $2; exit}'
+    curl -s --max-time 5 "$gw_url/metrics" | awk -v n="$1" '$1 ~ "^"n"[{]" && v == "" {v = $2} END {print v}' || true
 }
 dropped() {
-    curl -s --max-time 5 "$gw_url/metrics" | awk '/^gpuwatch_forward_samples_dropped_total/ {s += $2} END {print s + 0}'
+    curl -s --max-time 5 "$gw_url/metrics" | awk '/^gpuwatch_forward_samples_dropped_total/ {s += $2} END {print s + 0}' || true
 }
 
 start_vm
