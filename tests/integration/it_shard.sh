@@ -31,11 +31,11 @@ tgt_port=$(gw_free_port)
 mkdir -p "$GW_TMP/target"
 gw_start target "$GW_TMP/target.log" python3 -m http.server "$tgt_port" --bind 127.0.0.1 --directory "$GW_TMP/target"
 
-declare -a gw_ports
+declare -a gw_ports p_ports
 for i in 0 1; do
     gw_ports[$i]=$(gw_free_port)
-    gw_start_gpuwatch "gw$i" "${gw_ports[$i]}" "$GW_TMP/gw$i"
-    p_port=$(gw_free_port)
+    gw_start "gw$i" "$GW_TMP/gw$i.log" "$GW_BIN" serve --listen "127.0.0.1:${gw_ports[$i]}" --data-dir "$GW_TMP/gw$i"
+    p_ports[$i]=$(gw_free_port)
     # The scrape job of docs/sharding.md ("Series-level sharding"), shard $i of 2.
     cat >"$GW_TMP/prom$i.yml" <<EOF
 global:
@@ -67,18 +67,21 @@ remote_write:
       max_backoff: 1s
 EOF
     gw_start "prom$i" "$GW_TMP/prom$i.log" prometheus --config.file="$GW_TMP/prom$i.yml" \
-        --storage.tsdb.path="$GW_TMP/p$i" --web.listen-address="127.0.0.1:$p_port"
-    gw_wait_http "prom$i" "http://127.0.0.1:$p_port/-/ready" 60
+        --storage.tsdb.path="$GW_TMP/p$i" --web.listen-address="127.0.0.1:${p_ports[$i]}"
+done
+for i in 0 1; do
+    gw_wait_http "gw$i" "http://127.0.0.1:${gw_ports[$i]}/-/ready" 60
+    gw_wait_http "prom$i" "http://127.0.0.1:${p_ports[$i]}/-/ready" 60
 done
 # The series start once both shards scrape, so the XIDs come after
 # gpuwatch has seen every GPU healthy (an XID already latched at the first
 # sight of a GPU is a level, not an onset).
 gw_start textfile "$GW_TMP/textfile.log" python3 "$GW_IT_DIR/dcgm_textfile.py" --dir "$GW_TMP/target" \
-    --nodes "$nodes" --period 1 --xid-nodes "$xid_nodes" --xid-from 10
+    --nodes "$nodes" --period 1 --xid-nodes "$xid_nodes" --xid-from 6
 gw_wait_http target "http://127.0.0.1:$tgt_port/dcgm.prom" 30
 gw_log "2 shards (gpuwatch :${gw_ports[0]} :${gw_ports[1]}) scraping $nodes nodes; XID on nodes $xid_nodes"
 
-# Waits until every failing node is alerted somewhere, then 5 s more (a
+# Waits until every failing node is alerted somewhere, then 3 s more (a
 # second alert on the wrong shard would show by then), and checks.
 python3 - "${gw_ports[0]}" "${gw_ports[1]}" "$nodes" "$xid_nodes" "$wait_secs" <<'EOF'
 import hashlib, json, sys, time, urllib.request
@@ -101,13 +104,15 @@ def xid_alerts(port):
 def shard_of(node):   # Prometheus hashmod: md5, low 8 bytes big-endian, mod 2
     return int.from_bytes(hashlib.md5(node.encode()).digest()[8:], "big") % 2
 
-deadline = time.time() + wait
+t0 = time.time()
+deadline = t0 + wait
 while time.time() < deadline:
     alerted = set(xid_alerts(ports[0])) | set(xid_alerts(ports[1]))
     if failing <= alerted:
         break
-    time.sleep(1)
-time.sleep(5)
+    time.sleep(0.5)
+print("alerts after %.1fs" % (time.time() - t0))
+time.sleep(3)
 owned = []
 for p in ports:
     names = set(get(p, "/api/v1/label/hostname/values")) | set(get(p, "/api/v1/label/Hostname/values"))
