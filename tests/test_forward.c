@@ -10,8 +10,13 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -469,6 +474,127 @@ static void test_forwarder_bound(void **state)
     gw_fwd_free(fw);
 }
 
+/* A one-connection-at-a-time HTTP server answering requests with the
+ * statuses of script[] in turn (then 204), closing after each. */
+struct fake {
+    int fd;
+    uint16_t port;
+    const int *script;
+    size_t n_script, served;
+    pthread_t th;
+};
+
+static void *fake_main(void *arg)
+{
+    struct fake *s = arg;
+    for (;;) {
+        int c = accept(s->fd, NULL, NULL);
+        if (c < 0) return NULL;
+        char buf[1 << 16];
+        size_t got = 0;
+        long need = -1;
+        while (got < sizeof buf) {
+            ssize_t k = read(c, buf + got, sizeof buf - got);
+            if (k <= 0) break;
+            got += (size_t)k;
+            char *end = memmem(buf, got, "\r\n\r\n", 4);
+            if (end && need < 0) {
+                char *cl = strcasestr(buf, "Content-Length:");
+                need = (end - buf) + 4 + (cl ? strtol(cl + 15, NULL, 10) : 0);
+            }
+            if (need >= 0 && (long)got >= need) break;
+        }
+        int st = s->served < s->n_script ? s->script[s->served] : 204;
+        s->served++;
+        char resp[256];
+        int n = snprintf(resp, sizeof resp, "HTTP/1.1 %d X\r\n%sContent-Length: 2\r\nConnection: close\r\n\r\nno",
+                         st, st == 429 ? "Retry-After: 0\r\n" : "");
+        if (write(c, resp, (size_t)n) != n) {}
+        close(c);
+    }
+}
+
+static void fake_start(struct fake *s)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    s->fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(s->fd >= 0);
+    assert_int_equal(bind(s->fd, (struct sockaddr *)&a, sizeof a), 0);
+    assert_int_equal(listen(s->fd, 8), 0);
+    assert_int_equal(getsockname(s->fd, (struct sockaddr *)&a, &al), 0);
+    s->port = ntohs(a.sin_port);
+    assert_int_equal(pthread_create(&s->th, NULL, fake_main, s), 0);
+}
+
+static void fake_stop(struct fake *s)
+{
+    shutdown(s->fd, SHUT_RDWR);
+    close(s->fd);
+    pthread_join(s->th, NULL);
+}
+
+/* 503 and 429 are retried, 400 drops its batch, 204 moves on: 30 samples
+ * in batches of 10 end as 20 sent, 10 dropped, the cursor at the end. */
+static void test_forwarder_answers(void **state)
+{
+    struct fx *f = *state;
+    static const int script[] = {503, 429, 204, 400, 204};
+    struct fake srv = {.script = script, .n_script = 5};
+    fake_start(&srv);
+    uint64_t sids[1] = {1};
+    struct gw_wal *w = wal_open(f->wal, 1 << 20, NULL, NULL);
+    put_series(w, 1, "m", "n1");
+    put_samples(w, sids, 1, 1000, 30);
+    struct gw_fwd_opts o;
+    gw_fwd_opts_default(&o);
+    char st[1200], url[64];
+    snprintf(st, sizeof st, "%s/forward", f->dir);
+    snprintf(url, sizeof url, "http://127.0.0.1:%u/api/v1/write", srv.port);
+    o.wal_dir = f->wal;
+    o.state_dir = st;
+    o.n_dests = 1;
+    gw_fwd_dest_opts_default(&o.dests[0]);
+    o.dests[0].url = url;
+    o.dests[0].batch_samples = 10;
+    o.min_backoff_ms = o.max_backoff_ms = 10;
+    o.poll_ms = 10;
+    struct gw_fwd *fw = NULL;
+    struct gw_error e = {0};
+    assert_int_equal(gw_fwd_new(&fw, &o, &e), GW_OK);
+    assert_int_equal(gw_fwd_start(fw, NULL, NULL, &e), GW_OK);
+    struct gw_fwd_stats s;
+    for (int i = 0; i < 500; i++) {
+        assert_int_equal(gw_fwd_stats(fw, 0, &s), GW_OK);
+        if (s.samples_sent + s.dropped_rejected >= 30 && s.lag_seconds == 0) break;
+        usleep(10000);
+    }
+    assert_int_equal(s.samples_sent, 20);
+    assert_int_equal(s.batches_sent, 2);
+    assert_int_equal(s.batches_failed, 1);
+    assert_int_equal(s.dropped_rejected, 10);
+    assert_int_equal(s.batches_retried, 2);
+    assert_int_equal(llround(s.highest_sent_s * 1000), 1029);
+    assert_int_equal(srv.served, 5);
+    gw_fwd_free(fw);
+    /* the cursor file says: everything done */
+    char path[1300];
+    struct gw_fwd_cursor c;
+    gw_fwd_cursor_path(path, sizeof path, st, url);
+    assert_int_equal(gw_fwd_cursor_load(path, url, &c, &e), GW_OK);
+    struct gw_fwd_reader r;
+    struct gw_fwd_batch b;
+    assert_int_equal(gw_fwd_reader_init(&r, f->wal, 0), GW_OK);
+    gw_fwd_batch_init(&b);
+    assert_int_equal(gw_fwd_read_batch(&r, &c, 100, &b, &e), GW_OK);
+    assert_int_equal(b.n, 0);
+    assert_true(b.caught_up);
+    gw_fwd_batch_free(&b);
+    gw_fwd_reader_free(&r);
+    gw_wal_close(w);
+    fake_stop(&srv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -479,6 +605,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_reader_batches, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_and_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_forwarder_bound, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_forwarder_answers, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
