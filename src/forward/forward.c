@@ -354,7 +354,10 @@ static void *dest_main(void *arg)
              gw_httpc_open(&c, d->o.url, &d->o.http, &e) == GW_OK;
     r.labels = f->labels;
     r.labels_ud = f->labels_ud;
-    if (!ok) gw_log(GW_LOG_ERROR, "forward", "msg=\"cannot start\" url=%s err=\"%s\"", d->o.url, e.msg);
+    if (!ok) {   /* never holds the WAL back for a destination that cannot send */
+        atomic_store(&d->hold_pos, UINT64_MAX);
+        gw_log(GW_LOG_ERROR, "forward", "msg=\"cannot start\" url=%s err=\"%s\"", d->o.url, e.msg);
+    }
     while (ok && !stopping(f)) {
         enforce_bound(d, &r);
         if (gw_fwd_read_batch(&r, &d->cur, d->o.batch_samples, &b, &e) != GW_OK) {
