@@ -401,6 +401,7 @@ int gw_fwd_start(struct gw_fwd *f, gw_fwd_labels_fn labels, void *labels_ud, str
         if (pthread_create(&f->d[i].th, NULL, dest_main, &f->d[i]) != 0)
             return gw_error_set(err, GW_ENOMEM, "forward: cannot start a thread");
         f->d[i].started = 1;
+        pthread_setname_np(f->d[i].th, "gw-forward");   /* its CPU shows per thread */
         gw_log(GW_LOG_INFO, "forward", "msg=\"forwarding\" url=%s batch=%u max_pending_bytes=%llu", f->d[i].o.url,
                f->d[i].o.batch_samples, (unsigned long long)f->d[i].o.max_pending_bytes);
     }
