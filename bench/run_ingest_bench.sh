@@ -193,8 +193,8 @@ run_one() {
         done
         local fwd_ticks
         fwd_ticks=$(for t in /proc/"$server_pid"/task/*; do
-            [[ "$(cat "$t/comm" 2>/dev/null)" == gw-forward ]] && awk '{print $14 + $15}' "$t/stat"
-        done | awk '{s += $1} END {print s + 0}')
+            if [[ "$(cat "$t/comm" 2>/dev/null)" == gw-forward ]]; then awk '{print $14 + $15}' "$t/stat"; fi
+        done | awk '{s += $1} END {print s + 0}' || true)
         flush_note=$(awk -v t="$fwd_ticks" -v tck="$clk_tck" -v n="$n_samples" -v w="$((SECONDS - t_fwd))" -v p="$pend" \
             'BEGIN {printf "forwarded all %d s after the send (pending %s); forward thread %.2f µs/sample", w, p, t / tck * 1e6 / n}')
     fi
