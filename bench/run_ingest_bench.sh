@@ -114,6 +114,7 @@ run_one() {
     local sys=$1 bin port dir ready flush_note=""
     port=$(free_port)
     dir="$tmp/$sys"
+    rm -rf "$dir" "$tmp/fwd-vm"     # a system listed twice starts fresh too
     mkdir -p "$dir"
     local url="http://127.0.0.1:$port/api/v1/write"
     case "$sys" in
