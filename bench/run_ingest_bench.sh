@@ -18,10 +18,14 @@
 #
 # Usage: bench/run_ingest_bench.sh [--build DIR] [--profile paper] [--seed 1]
 #          [--nodes 63] [--gpus 8] [--duration 1h] [--interval 15s] [--conns 4]
-#          [--batch 2000] [--systems gpuwatch,gpuwatch-no-detectors,gpuwatch-no-d7,victoria-metrics,prometheus] [--out FILE]
+#          [--batch 2000] [--systems gpuwatch,gpuwatch-no-detectors,gpuwatch-no-d7,gpuwatch-forward,victoria-metrics,prometheus] [--out FILE]
 # gpuwatch runs with its detectors (the default); gpuwatch-no-detectors is the same
 # serve with --no-detectors, so the two rows give the detectors' share of ingest CPU;
 # gpuwatch-no-d7 runs every detector but D7 (checkpoint I/O), for D7's share.
+# gpuwatch-forward is gpuwatch with --forward to a VictoriaMetrics of its own
+# (started for the run): its CPU counts until every sample was forwarded
+# (gpuwatch_forward_pending_bytes 0), so the difference to the gpuwatch row
+# is what forwarding costs per sample (the destination's own CPU not counted).
 # Quick run: bench/run_ingest_bench.sh --duration 10m
 # Prints a markdown table and writes it to bench/results/ingest-<date>.md.
 set -euo pipefail
@@ -65,11 +69,15 @@ mkdir -p "$(dirname "$out")"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gw-ingest-bench.XXXXXX")
 server_pid=""
+fwd_pid=""
 cleanup() {
-    if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-        kill -KILL "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-    fi
+    local p
+    for p in "$server_pid" "$fwd_pid"; do
+        if [[ -n "$p" ]] && kill -0 "$p" 2>/dev/null; then
+            kill -KILL "$p" 2>/dev/null || true
+            wait "$p" 2>/dev/null || true
+        fi
+    done
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -106,14 +114,26 @@ run_one() {
     local sys=$1 bin port dir ready flush_note=""
     port=$(free_port)
     dir="$tmp/$sys"
+    rm -rf "$dir" "$tmp/fwd-vm"     # a system listed twice starts fresh too
     mkdir -p "$dir"
     local url="http://127.0.0.1:$port/api/v1/write"
     case "$sys" in
-    gpuwatch | gpuwatch-no-detectors | gpuwatch-no-d7)
+    gpuwatch | gpuwatch-no-detectors | gpuwatch-no-d7 | gpuwatch-forward)
         bin="$build/gpuwatch"
         [[ -x "$bin" ]] || { echo "skip gpuwatch: not built" >&2; return 0; }
         local det_flag=()
         [[ $sys == gpuwatch-no-detectors ]] && det_flag=(--no-detectors)
+        if [[ $sys == gpuwatch-forward ]]; then
+            local vm fport
+            vm=$(command -v victoria-metrics || true)
+            [[ -n "$vm" ]] || { echo "skip gpuwatch-forward: victoria-metrics not installed" >&2; return 0; }
+            fport=$(free_port)
+            "$vm" -storageDataPath "$tmp/fwd-vm" -httpListenAddr "127.0.0.1:$fport" -retentionPeriod 100y \
+                >"$tmp/fwd-vm.log" 2>&1 &
+            fwd_pid=$!
+            wait_http "http://127.0.0.1:$fport/health" 60 "$fwd_pid" || { echo "forward destination did not start" >&2; return 1; }
+            det_flag=(--forward "http://127.0.0.1:$fport/api/v1/write")
+        fi
         if [[ $sys == gpuwatch-no-d7 ]]; then
             printf 'd7 = off\n' >"$tmp/no-d7.conf"
             det_flag=(--detector-config "$tmp/no-d7.conf")
@@ -163,6 +183,22 @@ run_one() {
         # Count the work of writing the head into the store (block encoding) too.
         curl -s --max-time 300 -X POST "http://127.0.0.1:$port/api/v1/admin/flush" >/dev/null || true
     fi
+    if [[ "$sys" == gpuwatch-forward ]]; then
+        # ... and the forwarding of every sample (it may trail the send).
+        local t_fwd=$SECONDS pend=""
+        while ((SECONDS - t_fwd < 600)); do
+            pend=$(curl -s --max-time 5 "http://127.0.0.1:$port/metrics" |
+                awk '/^gpuwatch_forward_pending_bytes/ {v = $2} END {print v}' || true)
+            [[ "$pend" == 0 ]] && break
+            sleep 0.5
+        done
+        local fwd_ticks
+        fwd_ticks=$(for t in /proc/"$server_pid"/task/*; do
+            if [[ "$(cat "$t/comm" 2>/dev/null)" == gw-forward ]]; then awk '{print $14 + $15}' "$t/stat"; fi
+        done | awk '{s += $1} END {print s + 0}' || true)
+        flush_note=$(awk -v t="$fwd_ticks" -v tck="$clk_tck" -v n="$n_samples" -v w="$((SECONDS - t_fwd))" -v p="$pend" \
+            'BEGIN {printf "forwarded all %d s after the send (pending %s); forward thread %.2f µs/sample", w, p, t / tck * 1e6 / n}')
+    fi
     cpu1=$(cpu_ticks "$server_pid")
     hwm=$(status_kb "$server_pid" VmHWM)
     local samples elapsed rate result
@@ -183,6 +219,10 @@ run_one() {
         done
     fi
     stop_server 300
+    if [[ -n "$fwd_pid" ]]; then
+        stop_pid "$fwd_pid" 60
+        fwd_pid=""
+    fi
     local bytes
     bytes=$(du -sb "$dir" | awk '{print $1}')
     local note="${result:-no result}"

@@ -28,7 +28,7 @@ declare -A LAYER=(
     [chunk]=1 [model]=1 [index]=1              # L1 encoding
     [wal]=2 [head]=2 [store]=2 [ingest]=2 [net]=2  # L2 storage and wire
     [db]=3                                     # L3 database
-    [promql]=4 [alert]=4 [detect]=4 [sim]=4 [ledger]=4  # L4 features
+    [promql]=4 [alert]=4 [detect]=4 [sim]=4 [ledger]=4 [forward]=4  # L4 features
     [eval]=5 [http]=5                          # L5 services
     [cli]=6                                    # L6 the gpuwatch command
 )
@@ -42,6 +42,7 @@ declare -A OWNER=(
     [wal.h]=wal [head.h]=head [store.h]=store [kv.h]=store [rw.h]=ingest [httpc.h]=net
     [db.h]=db [exemplars.h]=db
     [promql.h]=promql [alert.h]=alert [detect.h]=detect [sim.h]=sim [ledger.h]=ledger
+    [forward.h]=forward
     [evaluate.h]=eval [http.h]=http
 )
 

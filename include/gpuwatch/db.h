@@ -74,6 +74,10 @@ struct gw_db_opts {
     uint64_t retention_bytes;      /* 0: none; else the background thread also drops the
                                       oldest days while pages in use exceed it */
     struct gw_db_replay_state *replay;      /* NULL: none; borrowed, filled during gw_db_open */
+    uint64_t (*wal_hold)(void *ud);         /* NULL: none; passed to the WAL as its hold()
+                                               (wal.h): segments a reader such as
+                                               forwarding still needs are kept */
+    void *wal_hold_ud;
 };
 void gw_db_opts_default(struct gw_db_opts *o);
 
@@ -168,6 +172,24 @@ int gw_db_label_names(struct gw_db *db, const struct gw_db_matcher_set *sets, si
 int gw_db_label_values(struct gw_db *db, const char *name, size_t name_len,
                        const struct gw_db_matcher_set *sets, size_t n_sets,
                        int64_t mint, int64_t maxt, gw_db_string_cb cb, void *ud, struct gw_error *err);
+
+/* The canonical labels of series sid, appended to out (for readers of the
+ * WAL, whose samples records name series by sid). GW_OK, GW_ENOTFOUND,
+ * GW_ENOMEM or a store error. */
+int gw_db_series_labels(struct gw_db *db, uint64_t sid, struct gw_buf *out, struct gw_error *err);
+
+/* ---- WAL record payloads (src/db/record.c; layouts at its top), for
+ * readers of DIR/wal/ other than the db (forwarding) ---- */
+enum { GW_REC_SERIES = 1, GW_REC_SAMPLES = 2 };
+int gw_rec_series_add(struct gw_buf *b, uint64_t sid, const uint8_t *labels, size_t len);
+int gw_rec_samples_begin(struct gw_buf *b, int64_t base_t);
+int gw_rec_samples_add(struct gw_buf *b, int64_t base_t, uint64_t sid, int64_t t, double v);
+/* Visit each entry; a non-GW_OK return of fn stops and is returned;
+ * GW_ECORRUPT for a malformed payload. */
+typedef int (*gw_rec_series_fn)(void *ud, uint64_t sid, const uint8_t *labels, size_t len);
+typedef int (*gw_rec_sample_fn)(void *ud, uint64_t sid, int64_t t, double v);
+int gw_rec_series_each(const uint8_t *p, size_t len, gw_rec_series_fn fn, void *ud);
+int gw_rec_samples_each(const uint8_t *p, size_t len, gw_rec_sample_fn fn, void *ud);
 
 /* Metric metadata stored from remote write. */
 typedef int (*gw_db_metadata_cb)(void *ud, const char *metric, size_t metric_len, uint8_t type,

@@ -141,6 +141,11 @@ void gw_http_set_storage_retention(struct gw_http *h, const char *retention);
  * none); safe while requests run. */
 void gw_http_set_detectors(struct gw_http *h, struct gw_det *det);
 
+/* The forwarding (forward.h) whose per-destination counters /metrics
+ * reports as gpuwatch_forward_* (NULL: none); safe while requests run. */
+struct gw_fwd;
+void gw_http_set_forward(struct gw_http *h, struct gw_fwd *fwd);
+
 /* Stops accepting, finishes in-flight requests, frees. NULL ok. */
 void gw_http_stop(struct gw_http *h);
 

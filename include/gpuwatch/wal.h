@@ -35,6 +35,13 @@ struct gw_wal_opts {
                                         next segment */
     enum gw_fsync_mode fsync;
     uint32_t batch_interval_ms;      /* GW_FSYNC_BATCH period; default 100 */
+    /* Readers of the segment files (forwarding) that still need old
+     * segments: hold() returns the lowest position any of them still needs
+     * (UINT64_MAX: none), and gw_wal_truncate_before never deletes its
+     * segment or later ones. Called from the truncating thread; must not
+     * call into this WAL. NULL: no hold. */
+    uint64_t (*hold)(void *ud);
+    void *hold_ud;
 };
 
 struct gw_wal;
@@ -62,7 +69,8 @@ int gw_wal_commit(struct gw_wal *w, uint64_t pos, struct gw_error *err);
  * yet, no new one is made. GW_OK, GW_ENOMEM or GW_EIO. */
 int gw_wal_cut(struct gw_wal *w, uint64_t *next_pos, struct gw_error *err);
 /* Deletes whole segments that end before pos (segment number < pos >> 32).
- * Never deletes the segment being written. GW_OK or GW_EIO. */
+ * Never deletes the segment being written, nor the segment of the opts'
+ * hold() position or later ones. GW_OK or GW_EIO. */
 int gw_wal_truncate_before(struct gw_wal *w, uint64_t pos, struct gw_error *err);
 /* Bytes in all segments on disk (for stats). */
 uint64_t gw_wal_disk_bytes(const struct gw_wal *w);

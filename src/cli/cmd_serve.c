@@ -31,6 +31,7 @@
 #include "gpuwatch/db.h"
 #include "gpuwatch/detect.h"
 #include "gpuwatch/exemplars.h"
+#include "gpuwatch/forward.h"
 #include "gpuwatch/http.h"
 #include "gpuwatch/ledger.h"
 #include "gpuwatch/httpc.h"
@@ -78,6 +79,8 @@ struct serve {
     struct gw_exemplars *ex;       /* the exemplar store (in memory) */
     struct gw_cli_ds ds;           /* downsampling options (cmd_downsample.c) */
     struct gw_cli_ds_thread *dst;  /* and its thread */
+    struct gw_fwd_opts fwdo;       /* --forward.* (one block below) */
+    struct gw_fwd *fwd;            /* forwarding (NULL: none) */
     struct gw_error err;
 };
 
@@ -146,6 +149,132 @@ static int serve_retention_size(void *p, const char *v)
 static int serve_compact_schedule(void *p, const char *v)
 {
     return gw_compact_sched_parse(v, p);
+}
+
+/* ---- forwarding (--forward and its per-destination flags, which apply to
+ * the --forward given last before them) ---- */
+
+static int fwd_add(void *p, const char *v)
+{
+    struct gw_fwd_opts *o = p;
+    if (o->n_dests == GW_FWD_MAX_DESTS) return -1;
+    gw_fwd_dest_opts_default(&o->dests[o->n_dests]);
+    o->dests[o->n_dests++].url = v;
+    return 0;
+}
+
+static struct gw_fwd_dest_opts *fwd_last(void *p)
+{
+    struct gw_fwd_opts *o = p;
+    return o->n_dests ? &o->dests[o->n_dests - 1] : NULL;
+}
+
+static int fwd_header(void *p, const char *v)
+{
+    struct gw_fwd_dest_opts *d = fwd_last(p);
+    if (!d || d->n_headers == GW_FWD_MAX_HEADERS || !strchr(v, ':')) return -1;
+    d->headers[d->n_headers++] = v;
+    return 0;
+}
+
+static int fwd_protocol(void *p, const char *v)
+{
+    struct gw_fwd_dest_opts *d = fwd_last(p);
+    if (!d || (strcmp(v, "1") && strcmp(v, "2"))) return -1;
+    d->protocol = v[0] - '0';
+    return 0;
+}
+
+static int fwd_batch(void *p, const char *v)
+{
+    struct gw_fwd_dest_opts *d = fwd_last(p);
+    char *end;
+    unsigned long n = d ? strtoul(v, &end, 10) : 0;
+    if (!d || v[0] < '0' || v[0] > '9' || *end || n < 1 || n > 100000) return -1;
+    d->batch_samples = (uint32_t)n;
+    return 0;
+}
+
+static int fwd_max_pending(void *p, const char *v)
+{
+    struct gw_fwd_dest_opts *d = fwd_last(p);
+    return d && gw_parse_size_bytes(v, &d->max_pending_bytes) == GW_OK && d->max_pending_bytes > 0 ? 0 : -1;
+}
+
+#define FWD_AFTER " after a --forward URL"
+static const struct gw_cli_opt serve_fwd_opts[] = {
+    {.help = "\nforwarding to remote-write destinations (docs/operations.md \"Forwarding\"):"},
+    {.name = "--forward", .arg = "URL", .type = GW_CLI_CALL, .set = fwd_add,
+     .expect = "an http(s) remote-write URL, at most 8 of them",
+     .help = "send every accepted sample on to this remote-write endpoint,\n"
+             "read back from the WAL (repeatable, up to 8); the flags below\n"
+             "apply to the --forward given last before them"},
+    {.name = "--forward.header", .arg = "'NAME: VALUE'", .type = GW_CLI_CALL, .set = fwd_header,
+     .expect = "\"Name: value\" (at most 16)" FWD_AFTER,
+     .help = "an HTTP header sent with every request (repeatable)"},
+    {.name = "--forward.protocol", .arg = "1|2", .type = GW_CLI_CALL, .set = fwd_protocol,
+     .expect = "1 or 2" FWD_AFTER,
+     .help = "remote write version (default 1; 2 is refused: no 2.0 encoder yet)"},
+    {.name = "--forward.batch-size", .arg = "N", .type = GW_CLI_CALL, .set = fwd_batch,
+     .expect = "1 to 100000" FWD_AFTER,
+     .help = "samples per request (default 2000)"},
+    {.name = "--forward.max-pending", .arg = "SIZE", .type = GW_CLI_CALL, .set = fwd_max_pending,
+     .expect = "a size such as 10GB" FWD_AFTER,
+     .help = "WAL kept for a destination that is behind (default 10GiB);\n"
+             "past it its oldest segments are released and their samples\n"
+             "counted in gpuwatch_forward_samples_dropped_total"},
+    {.name = "--forward.include-internal", .type = GW_CLI_FLAG, GW_CLI_AT(struct gw_fwd_opts, include_internal),
+     .help = "also forward the series serve writes itself (ALERTS,\n"
+             "gpuwatch_checkpoint_*, gpuwatch_node_activity)"},
+    {0},
+};
+
+/* --forward settings checked (a usage error names the bad one); 0 or 2. */
+static int serve_fwd_check(struct serve *s, const struct gw_cli_cmd *cmd)
+{
+    for (size_t i = 0; i < s->fwdo.n_dests; i++) {
+        struct gw_error ferr = {0};
+        if (gw_fwd_check_dest(&s->fwdo.dests[i], &ferr) != GW_OK)
+            return gw_cli_usage_error(cmd, 0, "bad --forward %s: %s", s->fwdo.dests[i].url, ferr.msg);
+    }
+    return s->fwdo.include_internal && !s->fwdo.n_dests
+               ? gw_cli_usage_error(cmd, 0, "--forward.include-internal needs a --forward URL") : 0;
+}
+
+/* Before the database opens: cursors loaded, the WAL hold in place. 0 or 1. */
+static int serve_fwd_open(struct serve *s)
+{
+    char wal[4096], state[4096];
+    if (!s->fwdo.n_dests) return 0;
+    snprintf(wal, sizeof wal, "%s/wal", s->dbo.dir);
+    snprintf(state, sizeof state, "%s/forward", s->dbo.dir);
+    s->fwdo.wal_dir = wal;
+    s->fwdo.state_dir = state;
+    if (gw_fwd_new(&s->fwd, &s->fwdo, &s->err) != GW_OK) {
+        s->fwd = NULL;
+        fprintf(stderr, "gpuwatch serve: cannot set up forwarding: %s\n", s->err.msg);
+        return 1;
+    }
+    s->dbo.wal_hold = gw_fwd_hold;
+    s->dbo.wal_hold_ud = s->fwd;
+    return 0;
+}
+
+static int serve_fwd_labels(void *ud, uint64_t sid, struct gw_buf *out, struct gw_error *err)
+{
+    return gw_db_series_labels(ud, sid, out, err);
+}
+
+/* After the database opened: the sender threads. 0 or 1. */
+static int serve_fwd_start(struct serve *s)
+{
+    if (!s->fwd) return 0;
+    if (gw_fwd_start(s->fwd, serve_fwd_labels, s->db, &s->err) != GW_OK) {
+        fprintf(stderr, "gpuwatch serve: cannot start forwarding: %s\n", s->err.msg);
+        return 1;
+    }
+    gw_http_set_forward(s->h, s->fwd);
+    return 0;
 }
 
 static const char *const fsync_names[] = {"always", "batch", "off", NULL};
@@ -267,6 +396,7 @@ static const struct gw_cli_opt serve_opts[] = {
      .help = "working memory of one query (default 32 bytes x\n--query.max-samples; 422 past it)"},
     {.help = "\ndownsampling (docs/downsampling.md):"},
     {.type = GW_CLI_TABLE, .sub = gw_cli_ds_serve_opts, GW_CLI_AT(struct serve, ds)},
+    {.type = GW_CLI_TABLE, .sub = serve_fwd_opts, GW_CLI_AT(struct serve, fwdo)},
     {.help = "\nfailure detection and alerts (docs/alerts.md):"},
     {.name = "--alertmanager.url", .alias = "--alertmanager", .arg = "URL", .type = GW_CLI_STRS, GW_CLI_AT(struct serve, am_urls),
      GW_CLI_SEEN(struct serve, n_am),
@@ -327,6 +457,8 @@ static int serve_parse(struct serve *s, int argc, char **argv)
     gw_cli_ds_default(&s->ds);
     int rc = gw_cli_parse(&serve_cmd, argc, argv, s);
     if (rc >= 0)
+        return rc;
+    if ((rc = serve_fwd_check(s, &serve_cmd)) != 0)
         return rc;
     for (int i = 0; i < s->n_am; i++) {
         struct gw_url u;
@@ -628,7 +760,9 @@ static void serve_stop(struct serve *s)
     gw_serve_alerts_stop(s->sa);   /* last ALERTS samples, checkpoints, detector state, alert log */
     gw_kv_close(s->ckv);
     gw_led_events_close(s->events);
+    gw_fwd_stop(s->fwd);           /* its labels come from the db */
     gw_db_close(s->db);
+    gw_fwd_free(s->fwd);           /* after the db's last checkpoint, which asks its hold */
     gw_det_free(s->det);
     gw_alerts_close(s->alerts);    /* sends what is due once more */
     if (s->addr_written) {
@@ -662,7 +796,11 @@ int gw_cli_serve(int argc, char **argv)
         goto out;
     if ((rc = serve_http(&s)) != 0)
         goto out;
+    if ((rc = serve_fwd_open(&s)) != 0)
+        goto out;
     if ((rc = serve_open_db(&s)) != 0)
+        goto out;
+    if ((rc = serve_fwd_start(&s)) != 0)
         goto out;
     if ((rc = serve_start(&s)) != 0)
         goto out;

@@ -348,7 +348,7 @@ int gw_db_open(struct gw_db **out, const struct gw_db_opts *o, struct gw_error *
     }
     {
         struct gw_wal_opts wo = {.dir = wal_dir, .segment_bytes = 32u << 20, .fsync = db->o.fsync,
-                                 .batch_interval_ms = 100};
+                                 .batch_interval_ms = 100, .hold = db->o.wal_hold, .hold_ud = db->o.wal_hold_ud};
         rc = gw_wal_open(&db->wal, &wo, err);
         if (rc) goto fail;
         /* Replayed chunks keep their old positions; new chunks get positions
@@ -1266,7 +1266,7 @@ static int recover_wal(struct gw_db *db, struct gw_error *err)
     gw_wal_close(db->wal);    /* unwritten records belong to requests that got 5xx */
     db->wal = NULL;
     struct gw_wal_opts wo = {.dir = db->wal_dir, .segment_bytes = 32u << 20, .fsync = db->o.fsync,
-                             .batch_interval_ms = 100};
+                             .batch_interval_ms = 100, .hold = db->o.wal_hold, .hold_ud = db->o.wal_hold_ud};
     struct gw_wal *nw = NULL;
     uint64_t next = 0;
     rc = gw_wal_open(&nw, &wo, err);

@@ -12,8 +12,7 @@
 #include "gpuwatch/store.h"
 #include "gpuwatch/wal.h"
 
-/* WAL record types. Layouts at the top of record.c. */
-enum { GW_REC_SERIES = 1, GW_REC_SAMPLES = 2 };
+/* WAL record types and payload codecs: gpuwatch/db.h (record.c). */
 
 struct gw_db {
     struct gw_db_opts o;
@@ -44,15 +43,6 @@ struct gw_db {
 
     uint64_t stat_appended, stat_refused;
 };
-
-/* record.c */
-int gw_rec_series_add(struct gw_buf *b, uint64_t sid, const uint8_t *labels, size_t len);
-int gw_rec_samples_begin(struct gw_buf *b, int64_t base_t);
-int gw_rec_samples_add(struct gw_buf *b, int64_t base_t, uint64_t sid, int64_t t, double v);
-typedef int (*gw_rec_series_fn)(void *ud, uint64_t sid, const uint8_t *labels, size_t len);
-typedef int (*gw_rec_sample_fn)(void *ud, uint64_t sid, int64_t t, double v);
-int gw_rec_series_each(const uint8_t *p, size_t len, gw_rec_series_fn fn, void *ud);
-int gw_rec_samples_each(const uint8_t *p, size_t len, gw_rec_sample_fn fn, void *ud);
 
 /* replay_progress.c: WAL replay progress (segments and bytes) into the
  * caller's gw_db_replay_state and a progress reporter. */

@@ -1415,3 +1415,16 @@ int gw_db_stats(struct gw_db *db, struct gw_db_stats *st, struct gw_error *err)
     }
     return GW_OK;
 }
+
+int gw_db_series_labels(struct gw_db *db, uint64_t sid, struct gw_buf *out, struct gw_error *err)
+{
+    struct gw_store_txn *t;
+    int rc = gw_store_read_begin(db->store, &t, err);
+    if (rc != GW_OK) return rc;
+    struct gw_store_series ss;
+    rc = gw_store_series_get(t, sid, &ss);
+    if (rc == GW_OK) rc = gw_buf_append(out, ss.labels, ss.labels_len);
+    else if (rc == GW_ENOTFOUND) gw_error_set(err, rc, "no series %llu", (unsigned long long)sid);
+    gw_store_read_end(t);
+    return rc;
+}

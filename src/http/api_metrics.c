@@ -14,6 +14,9 @@
  *   gpuwatch_detector_*  evaluation cost by detector, samples, raises
  *   gpuwatch_alerts_*    alerts by state, notifier queue, sent and failed
  *   gpuwatch_config_*    last reload outcome
+ *   gpuwatch_forward_*   per forwarding destination (label url): lag, pending
+ *                        WAL bytes, samples and batches sent, retried, failed,
+ *                        samples dropped by reason, last error time
  * Counters are C11 atomics updated by the threads doing the work; this
  * handler only reads them. */
 #include <dirent.h>
@@ -27,6 +30,7 @@
 #include "gpuwatch/codec.h"
 #include "gpuwatch/detect.h"
 #include "gpuwatch/exemplars.h"
+#include "gpuwatch/forward.h"
 #include "http/http_int.h"
 
 /* "# HELP name help\n# TYPE name type\n" */
@@ -396,6 +400,85 @@ static int w_config(struct gw_buf *b, struct gw_http *h)
     return rc;
 }
 
+void gw_http_set_forward(struct gw_http *h, struct gw_fwd *fwd)
+{
+    if (h) h->fwd = fwd;
+}
+
+/* One family of the forwarding destinations: value(st) per destination. */
+struct fwd_family {
+    const char *name, *type, *help;
+    double (*value)(const struct gw_fwd_stats *st);
+};
+static double fv_lag(const struct gw_fwd_stats *s) { return s->lag_seconds; }
+static double fv_pending(const struct gw_fwd_stats *s) { return (double)s->pending_bytes; }
+static double fv_sent(const struct gw_fwd_stats *s) { return (double)s->samples_sent; }
+static double fv_batches(const struct gw_fwd_stats *s) { return (double)s->batches_sent; }
+static double fv_retried(const struct gw_fwd_stats *s) { return (double)s->batches_retried; }
+static double fv_failed(const struct gw_fwd_stats *s) { return (double)s->batches_failed; }
+static double fv_last_error(const struct gw_fwd_stats *s) { return s->last_error_s; }
+static double fv_highest(const struct gw_fwd_stats *s) { return s->highest_sent_s; }
+
+static const struct fwd_family fwd_families[] = {
+    {"gpuwatch_forward_lag_seconds", "gauge",
+     "Seconds since the destination last had every WAL record sent (0: caught up).", fv_lag},
+    {"gpuwatch_forward_pending_bytes", "gauge", "WAL bytes not yet sent to the destination.", fv_pending},
+    {"gpuwatch_forward_samples_sent_total", "counter", "Samples acknowledged by the destination.", fv_sent},
+    {"gpuwatch_forward_batches_sent_total", "counter", "Requests acknowledged by the destination.", fv_batches},
+    {"gpuwatch_forward_batches_retried_total", "counter",
+     "Failed attempts that were retried (5xx, 429, connection errors).", fv_retried},
+    {"gpuwatch_forward_batches_failed_total", "counter",
+     "Batches dropped because the destination refused them (4xx other than 429).", fv_failed},
+    {"gpuwatch_forward_last_error_timestamp_seconds", "gauge", "Time of the last failed attempt (0: none).",
+     fv_last_error},
+    {"gpuwatch_forward_highest_sent_timestamp_seconds", "gauge",
+     "Newest sample timestamp acknowledged by the destination.", fv_highest},
+};
+
+/* `url="..."` with the exposition format's escapes. */
+static int fwd_label(struct gw_buf *b, const char *url)
+{
+    int rc = gw_buf_printf(b, "{url=\"");
+    for (const char *p = url; rc == GW_OK && *p; p++)
+        rc = *p == '"' || *p == '\\' ? gw_buf_printf(b, "\\%c", *p)
+             : *p == '\n'            ? gw_buf_printf(b, "\\n")
+                                      : gw_buf_putc(b, (uint8_t)*p);
+    return rc;
+}
+
+static int w_forward(struct gw_buf *b, struct gw_http *h)
+{
+    struct gw_fwd *f = h->fwd;
+    size_t n = gw_fwd_n_dests(f);
+    struct gw_fwd_stats st[GW_FWD_MAX_DESTS];
+    static const char *const reasons[3] = {"rejected", "max_pending", "missing"};
+    int rc = GW_OK;
+    if (n == 0) return GW_OK;
+    for (size_t i = 0; i < n; i++) gw_fwd_stats(f, i, &st[i]);
+    for (size_t k = 0; rc == GW_OK && k < sizeof fwd_families / sizeof fwd_families[0]; k++) {
+        const struct fwd_family *ff = &fwd_families[k];
+        rc = family(b, ff->name, ff->type, ff->help);
+        for (size_t i = 0; rc == GW_OK && i < n; i++) {
+            rc = gw_buf_printf(b, "%s", ff->name);
+            if (rc == GW_OK) rc = fwd_label(b, st[i].url);
+            if (rc == GW_OK) rc = gw_buf_printf(b, "\"} %.15g\n", ff->value(&st[i]));
+        }
+    }
+    if (rc == GW_OK)
+        rc = family(b, "gpuwatch_forward_samples_dropped_total", "counter",
+                    "Samples not sent, by reason: rejected (a refused batch), max_pending (released past "
+                    "--forward.max-pending), missing (series labels not found).");
+    for (size_t i = 0; rc == GW_OK && i < n; i++) {
+        uint64_t v[3] = {st[i].dropped_rejected, st[i].dropped_max_pending, st[i].dropped_missing};
+        for (int r = 0; rc == GW_OK && r < 3; r++) {
+            rc = gw_buf_printf(b, "gpuwatch_forward_samples_dropped_total");
+            if (rc == GW_OK) rc = fwd_label(b, st[i].url);
+            if (rc == GW_OK) rc = gw_buf_printf(b, "\",reason=\"%s\"} %llu\n", reasons[r], (unsigned long long)v[r]);
+        }
+    }
+    return rc;
+}
+
 void gw_api_metrics(struct gw_http_req *rq, struct gw_http_resp *rs)
 {
     struct gw_http *h = rq->h;
@@ -410,6 +493,7 @@ void gw_api_metrics(struct gw_http_req *rq, struct gw_http_resp *rs)
     if (rc == GW_OK) rc = w_detectors(b, h);
     if (rc == GW_OK) rc = w_alerts(b, h);
     if (rc == GW_OK) rc = w_config(b, h);
+    if (rc == GW_OK) rc = w_forward(b, h);
     if (rc != GW_OK) {
         gw_resp_text(rs, 500, "cannot render metrics: %s", gw_strerror(rc));
         return;

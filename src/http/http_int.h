@@ -132,6 +132,7 @@ struct gw_http {
     /* operator's view (api_status.c, api_metrics.c) */
     int64_t start_ms;                     /* process start, Unix ms */
     struct gw_det *_Atomic det;           /* borrowed, for /metrics; may be NULL */
+    struct gw_fwd *_Atomic fwd;           /* borrowed, for /metrics (forwarding); may be NULL */
     pthread_mutex_t info_mu;              /* flags_json, config_yaml, reload fn */
     char *flags_json;                     /* owned: {"name":"value",...} */
     char *config_yaml;                    /* owned: the detector configuration */

@@ -103,6 +103,8 @@ struct gw_wal {
     enum gw_fsync_mode mode;
     uint64_t segment_bytes;
     uint32_t batch_ms;
+    uint64_t (*hold)(void *ud);   /* readers' lowest needed position (opts) */
+    void *hold_ud;
 
     /* Append side, under mu. */
     uint32_t cur_seg;        /* segment receiving appends */
@@ -548,6 +550,8 @@ int gw_wal_open(struct gw_wal **out, const struct gw_wal_opts *o, struct gw_erro
     pthread_condattr_destroy(&ca);
 
     w->mode = o->fsync;
+    w->hold = o->hold;
+    w->hold_ud = o->hold_ud;
     w->segment_bytes = o->segment_bytes ? o->segment_bytes : WAL_DEFAULT_SEGMENT;
     if (w->segment_bytes > GW_WAL_MAX_SEGMENT) w->segment_bytes = GW_WAL_MAX_SEGMENT;
     w->batch_ms = o->batch_interval_ms ? o->batch_interval_ms : WAL_DEFAULT_BATCH_MS;
@@ -737,6 +741,10 @@ int gw_wal_truncate_before(struct gw_wal *w, uint64_t pos, struct gw_error *err)
     pthread_mutex_lock(&w->mu);
     if (w->pub_seg < limit) limit = w->pub_seg;   /* never the open segment */
     pthread_mutex_unlock(&w->mu);
+    if (w->hold) {                                 /* nor what a reader still needs */
+        uint64_t h = w->hold(w->hold_ud);
+        if ((h >> 32) < limit) limit = (uint32_t)(h >> 32);
+    }
 
     uint32_t *segs = NULL;
     size_t n = 0;

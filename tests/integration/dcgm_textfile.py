@@ -5,6 +5,9 @@ it every --period seconds with changed values, atomically (tmp + rename).
 Even nodes carry `hostname`, odd nodes the older `Hostname` label.
 
 Usage: dcgm_textfile.py --dir DIR [--nodes 2] [--gpus 8] [--period 2] [--once]
+                        [--xid-nodes 1] [--xid-from 10]
+GPU 3 of each node in --xid-nodes (0-based indexes, comma-separated; ""
+for none) reports XID 79 from rewrite --xid-from on, 0 before.
 """
 import argparse
 import math
@@ -21,12 +24,14 @@ FAMILIES = [
     ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ).",
      lambda n, g, k: "%d" % (123456789000 + n * 1000 + g * 100 + k * 1300000 + (k * 7919 + g) % 1000)),
     ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.",
-     lambda n, g, k: "79" if (n == 1 and g == 3 and k >= 10) else "0"),
+     lambda n, g, k: "79" if (n in XID_NODES and g == 3 and k >= XID_FROM) else "0"),
     ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active.",
      lambda n, g, k: repr(0.5 + 0.49 * math.sin(k / 3.0 + g * 0.7 + n))),
     ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).",
      lambda n, g, k: "%d" % (80000 + (k * 1543 + g * 97) % 20000)),
 ]
+XID_NODES = {1}
+XID_FROM = 10
 BUS = ["18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"]
 
 
@@ -53,7 +58,13 @@ def main():
     ap.add_argument("--gpus", type=int, default=8)
     ap.add_argument("--period", type=float, default=2.0)
     ap.add_argument("--once", action="store_true")
+    ap.add_argument("--xid-nodes", default="1")
+    ap.add_argument("--xid-from", type=int, default=10)
     a = ap.parse_args()
+    global XID_FROM
+    XID_NODES.clear()
+    XID_NODES.update(int(x) for x in a.xid_nodes.split(",") if x.strip())
+    XID_FROM = a.xid_from
     k = 0
     path = os.path.join(a.dir, "dcgm.prom")
     while True:
