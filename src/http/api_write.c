@@ -9,8 +9,12 @@
  *   body over the server's body cap         -> 413
  *   snappy: declared size over 32 MiB       -> 400; corrupt -> 400
  *   protobuf malformed                      -> 400
- *   storage failure                         -> 500 (503 when shutting down),
- *                                              the sender retries
+ *   storage failure                         -> 500 (503 when shutting down;
+ *                                              507 Insufficient Storage with
+ *                                              Retry-After: 10 when the disk
+ *                                              is full), the sender retries
+ *                                              (Prometheus retries every 5xx,
+ *                                              honouring Retry-After)
  *   any sample/series/histogram/exemplar refused -> 400 with one line that
  *                                              counts each reason; the valid
  *                                              rest is stored
@@ -172,7 +176,9 @@ void gw_api_write(struct gw_http_req *rq, struct gw_http_resp *rs)
     memset(&res, 0, sizeof res);
     rc = gw_db_append(rq->h->db, &req, gw_now_ms(), &res, &err);
     if (rc != GW_OK) {
-        unsigned st = rc == GW_ESHUTDOWN ? 503 : 500;
+        unsigned st = rc == GW_ESHUTDOWN ? 503 : rc == GW_EFULL ? 507 : 500;
+        if (st == 507)   /* the db retries recovery every 10 s */
+            gw_resp_header(rs, "Retry-After", "10");
         gw_log(GW_LOG_WARN, "http", "msg=\"remote write storage error\" err=\"%s\"",
                err.msg[0] ? err.msg : gw_strerror(rc));
         gw_resp_text(rs, st, "storage error: %s", err.msg[0] ? err.msg : gw_strerror(rc));
