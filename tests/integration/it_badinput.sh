@@ -9,7 +9,9 @@
 # series stored and queryable); body > 32 MiB (413); Content-Type
 # application/json and Content-Encoding gzip (415); GET (405). Then
 # /-/ready is still 200 and a valid write works, also while 20 stalled
-# clients hold connections open (write and query must answer within 2 s).
+# clients hold connections open (write and query must answer within 2 s),
+# while 20 clients upload a body a byte every 0.5 s (slow loris), and while
+# 20 clients never read a large answer (11,000 points) they asked for.
 #
 # Usage: bash it_badinput.sh <build_dir>
 source "$(dirname "$0")/lib.sh" "$@"
@@ -135,6 +137,26 @@ code=$(GW_CURL_TIMEOUT=2 gw_http_code GET "$base/api/v1/query?query=badinput_ok&
 expect "query while 20 clients stall" 200 "$code"
 gw_wait slow 30 || gw_fail "slow client helper failed"
 cat "$GW_TMP/slow.log" >&2
+expect "/-/ready after slow clients" 200 "$(gw_http_code GET "$base/-/ready")"
+
+# 12. a slow-loris upload (a byte every 0.5 s) and readers that never read
+# a large answer (11,000 points) must not block others either
+big="/api/v1/query_range?query=vector(time())&start=$((now_ms / 1000 - 11000))&end=$((now_ms / 1000 - 1))&step=1"
+for mode in drip noread; do
+    rm -f "$GW_TMP/slow.ready"
+    gw_start slow "$GW_TMP/slow_$mode.log" python3 "$GW_IT_DIR/slow_clients.py" --port "$port" --n 20 --hold 6 \
+        --ready "$GW_TMP/slow.ready" --mode "$mode" --path "$big"
+    for _ in $(seq 100); do [[ -f "$GW_TMP/slow.ready" ]] && break; sleep 0.1; done
+    [[ -f "$GW_TMP/slow.ready" ]] || gw_fail "slow clients ($mode) did not connect"
+    sleep 1
+    ok_body "ok12$mode.sn" "slow_$mode"
+    code=$(GW_CURL_TIMEOUT=2 post "$GW_TMP/ok12$mode.sn")
+    expect "write while 20 clients $mode" 204 "$code"
+    code=$(GW_CURL_TIMEOUT=2 gw_http_code GET "$base$big")
+    expect "large query while 20 clients $mode" 200 "$code"
+    gw_wait slow 30 || gw_fail "slow client helper ($mode) failed"
+    cat "$GW_TMP/slow_$mode.log" >&2
+done
 expect "/-/ready after slow clients" 200 "$(gw_http_code GET "$base/-/ready")"
 
 gw_stop gw 60 || gw_fail "gpuwatch exited non-zero on SIGTERM"
