@@ -432,44 +432,42 @@ static int exists_at(int dirfd, const char *p, int flags)
         va_end(ap_);                                                                                          \
     }
 
+/* The four open variants: journal a creation around the real call. */
+static int open_common(int (*fn_at)(int, const char *, int, ...), int (*fn)(const char *, int, ...), int dirfd,
+                       const char *p, int flags, mode_t mode)
+{
+    int ex = exists_at(dirfd, p, flags);
+    int fd = fn_at ? fn_at(dirfd, p, flags, mode) : fn(p, flags, mode);
+    after_open(fd, ex);
+    return fd;
+}
+
 int open(const char *p, int flags, ...)
 {
     OPEN_MODE(flags, mode);
     load_open();
-    int ex = exists_at(AT_FDCWD, p, flags);
-    int fd = real_open(p, flags, mode);
-    after_open(fd, ex);
-    return fd;
+    return open_common(NULL, real_open, AT_FDCWD, p, flags, mode);
 }
 
 int open64(const char *p, int flags, ...)
 {
     OPEN_MODE(flags, mode);
     load_open64();
-    int ex = exists_at(AT_FDCWD, p, flags);
-    int fd = real_open64(p, flags, mode);
-    after_open(fd, ex);
-    return fd;
+    return open_common(NULL, real_open64, AT_FDCWD, p, flags, mode);
 }
 
 int openat(int dirfd, const char *p, int flags, ...)
 {
     OPEN_MODE(flags, mode);
     load_openat();
-    int ex = exists_at(dirfd, p, flags);
-    int fd = real_openat(dirfd, p, flags, mode);
-    after_open(fd, ex);
-    return fd;
+    return open_common(real_openat, NULL, dirfd, p, flags, mode);
 }
 
 int openat64(int dirfd, const char *p, int flags, ...)
 {
     OPEN_MODE(flags, mode);
     load_openat64();
-    int ex = exists_at(dirfd, p, flags);
-    int fd = real_openat64(dirfd, p, flags, mode);
-    after_open(fd, ex);
-    return fd;
+    return open_common(real_openat64, NULL, dirfd, p, flags, mode);
 }
 
 int creat(const char *p, mode_t mode)
