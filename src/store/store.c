@@ -301,7 +301,7 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o, struct g
     if (s->read_only)
         flags |= MDB_RDONLY;
     else if (!o->durable)
-        flags |= MDB_NOSYNC;
+        flags |= o->ordered ? MDB_NOMETASYNC : MDB_NOSYNC;
     mrc = mdb_env_open(s->env, s->dir, flags, 0644);
     if (mrc != MDB_SUCCESS) {
         rc = gw_error_set(err, mrc == ENOENT ? GW_ENOTFOUND : gw_store_map_mdb(mrc), "cannot open store %s: %s",
