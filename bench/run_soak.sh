@@ -56,6 +56,7 @@ sim_min=$((minutes * 10))         # 10 simulated minutes per wall minute at $rat
 start_ms=$(( ($(date +%s) / 15 * 15 - (sim_min + 30) * 60) * 1000 ))
 gen=(--nodes 63 --gpus 8 --interval 15s --duration "${sim_min}m" --start "$start_ms" --hostname-label mixed --seed 11)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
+commit0=$(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?')   # the source the binary was built from, at best
 
 gw_start_gpuwatch gw "$port" "$data"
 gw_log "gpuwatch up on $port; soak of $minutes min at $rate samples/s (load before: $load0)"
@@ -115,7 +116,7 @@ report() {
     echo "# Soak $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo
     echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, shared with other work (load average before: $load0; after: $load1; every 5 min: ${loads[*]:-})."
-    echo "gpuwatch: $("$GW_BIN" version 2>/dev/null | head -1 || true), source commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo '?'), serve defaults (--fsync batch)."
+    echo "gpuwatch: $("$GW_BIN" version 2>/dev/null | head -1 || true), source commit $commit0 when the run started, serve defaults (--fsync batch)."
     echo "Command: \`SOAK_MINUTES=$minutes bash bench/run_soak.sh --build $build\`: gw_rwload send ${gen[*]} --conns 4 --batch 2000 --max-rate $rate; dashboard: 24 panel queries (bench/dashboard_queries.txt, 1 h range, 15 s step) every 10 s; graceful restart at $((run_s / 2)) s."
     echo
     echo "| figure | value |"
