@@ -82,7 +82,7 @@ test-replay-week: build
 	GW_IT_REPLAY_DAYS=7 bash tests/integration/it_alerts_replay.sh $(BUILD)
 
 # 200 simulated power cuts (tests/integration/it_powercut.sh; the default
-# test run does 20), every other one tearing unsynced writes page by page,
+# test run does 12), every other one tearing unsynced writes page by page,
 # with more data so startup checkpoints truncate the WAL (~20 min).
 test-powercut: build
 	GW_POWERCUT_CUTS=200 GW_POWERCUT_TORN=$${GW_POWERCUT_TORN:-1} GW_POWERCUT_NODES=2 GW_POWERCUT_HOURS=8 \

@@ -17,7 +17,7 @@
 # STREAMED_XOR_CHUNKS), again after a graceful restart without the layer.
 #
 # Usage: bash it_powercut.sh <build_dir>
-# Env: GW_POWERCUT_CUTS (default 20; `make test-powercut` runs 200),
+# Env: GW_POWERCUT_CUTS (default 12; `make test-powercut` runs 200),
 #      GW_POWERCUT_HOURS (simulated hours sent, default 3),
 #      GW_POWERCUT_NODES (default 1; the WAL passes the 32 MiB that makes
 #      startup checkpoint and truncate it from ~2 nodes x 6 h on),
@@ -29,7 +29,7 @@ shim="$GW_BUILD/powercut_shim.so"
 restore="$GW_IT_DIR/../faults/powercut_restore.py"
 [[ -f $shim ]] || gw_fail "$shim not built"
 
-cuts_min=${GW_POWERCUT_CUTS:-20}
+cuts_min=${GW_POWERCUT_CUTS:-12}
 hours=${GW_POWERCUT_HOURS:-3}
 nodes=${GW_POWERCUT_NODES:-1}
 torn=${GW_POWERCUT_TORN:-0}
