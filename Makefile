@@ -9,7 +9,7 @@ JOBS       ?= $(shell nproc)
 DATA       ?= ./data
 LISTEN     ?= 127.0.0.1:9201
 
-.PHONY: all deps build test test-unit test-asan test-tsan test-replay-week build-clang-release build-matrix check-includes long-functions fuzz fuzz-seeds run bench bench-query evaluate evaluate-variations clean
+.PHONY: all deps build test test-unit test-asan test-tsan test-powercut soak test-replay-week build-clang-release build-matrix check-includes long-functions fuzz fuzz-seeds run bench bench-query evaluate evaluate-variations clean
 
 all: build
 
@@ -99,6 +99,20 @@ fuzz-seeds: $(BUILD_FUZZ)/CMakeCache.txt
 # does one day three times).
 test-replay-week: build
 	GW_IT_REPLAY_DAYS=7 GW_IT_REPLAY_RUNS=5 bash tests/integration/it_alerts_replay.sh $(BUILD)
+
+# 200 simulated power cuts (tests/integration/it_powercut.sh; the default
+# test run does 12), every other one tearing unsynced writes page by page,
+# with more data so startup checkpoints truncate the WAL (~20 min).
+test-powercut: build
+	GW_POWERCUT_CUTS=200 GW_POWERCUT_TORN=$${GW_POWERCUT_TORN:-1} GW_POWERCUT_NODES=2 GW_POWERCUT_HOURS=8 \
+		bash tests/integration/it_powercut.sh $(BUILD)
+
+# The soak: 30 min (SOAK_MINUTES) at ten times the reference cluster's write
+# rate with dashboard queries and a graceful restart in the middle; memory
+# must stay flat and every write and query succeed (bench/run_soak.sh).
+# SOAK_OUT=FILE.md keeps the figures.
+soak: build
+	bash bench/run_soak.sh --build $(BUILD) $(if $(SOAK_OUT),--out $(SOAK_OUT))
 
 # The main job: gpuwatch serving a local data dir, fed by a simulated
 # 16-node GPU cluster with failures (and by a local Prometheus that scrapes

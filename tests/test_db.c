@@ -337,7 +337,7 @@ static ssize_t write_enospc(int fd, const void *buf, size_t n)
     return -1;
 }
 
-/* A full disk under the WAL: writes get GW_EIO (5xx, retried by Prometheus);
+/* A full disk under the WAL: writes get GW_EFULL (507, retried by Prometheus);
  * a retry of samples that reached the head but not the WAL is refused too,
  * never acknowledged as a duplicate; once the disk has room the background
  * thread writes the head to the store, opens a fresh WAL and writes resume,
@@ -366,9 +366,10 @@ static void test_db_wal_failure_recovers(void **state)
     req_init(&q);
     x = req_series(&q, "m", "h1", NULL);
     add(&q, x, t0 + 15000, 2.0);
-    assert_int_equal(gw_db_append(db, &q.r, now, &res, &err), GW_EIO);
+    assert_int_equal(gw_db_append(db, &q.r, now, &res, &err), GW_EFULL);
     /* the retry must not be answered as a harmless duplicate */
-    assert_int_equal(gw_db_append(db, &q.r, now, &res, &err), GW_EIO);
+    assert_int_equal(gw_db_append(db, &q.r, now, &res, &err), GW_EFULL);
+    assert_non_null(strstr(err.msg, "disk full"));
     gw_wal_io.write = saved;
 
     /* recovery runs every 10 s in the background; allow two rounds */

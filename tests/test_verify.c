@@ -353,6 +353,37 @@ static void test_wal_torn_tail_is_normal(void **state)
     assert_true(st.wal.torn_bytes > 0);
 }
 
+/* After a power loss the unsynced tail can be a hole (zeros) followed by
+ * blocks that reached the disk: a torn tail too, in the newest segment only. */
+static void test_wal_hole_in_tail_is_normal(void **state)
+{
+    (void)state;
+    make_dir();
+    char path[700];
+    newest_segment(path, sizeof path);
+    FILE *f = fopen(path, "ab");
+    assert_non_null(f);
+    static const uint8_t tail[64] = {[20] = 'x', [21] = 'y', [40] = 7};
+    assert_int_equal(fwrite(tail, 1, sizeof tail, f), sizeof tail);
+    fclose(f);
+    struct seen s;
+    struct gw_db_verify_stats st;
+    run_verify(&s, &st);
+    assert_int_equal(s.n, 0);
+    assert_int_equal(st.wal.torn_tail, 1);
+    assert_int_equal(st.wal.torn_bytes, 64);
+
+    /* a non-zero header that fails mid-segment stays a problem */
+    f = fopen(path, "r+b");
+    assert_non_null(f);
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(fseek(f, sb.st_size - 64, SEEK_SET), 0);
+    fputc(1, f);
+    fclose(f);
+    run_verify(&s, &st);
+    assert_non_null(find(&s, "wal", "segment"));
+}
 
 static void test_node_and_shash(void **state)
 {
@@ -701,6 +732,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_node_and_shash, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wal_crc, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wal_torn_tail_is_normal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wal_hole_in_tail_is_normal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_not_a_data_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flipped_bit_raw_block, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flipped_bit_day_blob, setup, teardown),

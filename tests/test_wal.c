@@ -699,16 +699,17 @@ static void test_wal_write_failure(void **state)
     gw_wal_io.write = failing_write;
     append_rec(w, 20, &pos[20]);
     struct gw_error e = {0};
-    assert_int_equal(gw_wal_commit(w, pos[20], &e), GW_EIO);
-    assert_int_equal(e.code, GW_EIO);
+    /* ENOSPC: a full disk, told apart from other failures (GW_EFULL) */
+    assert_int_equal(gw_wal_commit(w, pos[20], &e), GW_EFULL);
+    assert_int_equal(e.code, GW_EFULL);
     assert_non_null(strstr(e.msg, "No space"));
     /* Failed until reopened, even once writes would work again. */
     restore_io();
     uint64_t p2;
-    assert_int_equal(gw_wal_append(w, 1, "x", 1, &p2), GW_EIO);
-    assert_int_equal(gw_wal_commit(w, pos[19], NULL), GW_EIO);
+    assert_int_equal(gw_wal_append(w, 1, "x", 1, &p2), GW_EFULL);
+    assert_int_equal(gw_wal_commit(w, pos[19], NULL), GW_EFULL);
     uint64_t np;
-    assert_int_equal(gw_wal_cut(w, &np, NULL), GW_EIO);
+    assert_int_equal(gw_wal_cut(w, &np, NULL), GW_EFULL);
     gw_wal_close(w);
 
     struct coll c = {.pos = pos};

@@ -62,6 +62,12 @@ struct gw_store_opts {
                                        covers crashes; call gw_store_sync before
                                        dropping WAL segments) */
     int read_only;                  /* open with MDB_RDONLY (stats, verify) */
+    int ordered;                    /* with durable 0: each commit syncs its pages
+                                       before writing its meta page (MDB_NOMETASYNC,
+                                       one fdatasync per commit), so a power cut on a
+                                       file system that reorders writes leaves a
+                                       consistent store, not a meta page pointing at
+                                       pages that never reached the disk */
 };
 
 int gw_store_open(struct gw_store **out, const struct gw_store_opts *o, struct gw_error *err);

@@ -56,11 +56,12 @@ void gw_wal_close(struct gw_wal *w);
 /* Copies one record into the WAL buffer. *pos gets its position.
  * GW_OK, GW_ETOOLARGE (payload > GW_WAL_MAX_RECORD), GW_ENOMEM,
  * GW_EINVAL (payload NULL with len > 0),
- * GW_EIO (an earlier write failed; the WAL stays failed until reopened). */
+ * GW_EIO (an earlier write failed; the WAL stays failed until reopened;
+ * GW_EFULL instead when that failure was a full disk: ENOSPC, EDQUOT). */
 int gw_wal_append(struct gw_wal *w, uint8_t type, const void *payload, size_t len, uint64_t *pos);
 /* Blocks until every record at or before pos is durable per the policy
  * (a pos past the last appended record means everything appended so far).
- * GW_OK or GW_EIO (with detail). */
+ * GW_OK, GW_EIO (with detail) or GW_EFULL (the disk is full). */
 int gw_wal_commit(struct gw_wal *w, uint64_t pos, struct gw_error *err);
 
 /* Closes the current segment and starts a new one; returns the position of

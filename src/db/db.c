@@ -301,7 +301,9 @@ int gw_db_open(struct gw_db **out, const struct gw_db_opts *o, struct gw_error *
         }
     }
     struct gw_store_opts so = {.dir = store_dir, .initial_map_bytes = db->o.initial_map_bytes,
-                               .durable = 0, .read_only = o->read_only};
+                               .durable = 0, .read_only = o->read_only,
+                               /* power-loss safe: no torn store either */
+                               .ordered = o->fsync == GW_FSYNC_ALWAYS};
     rc = gw_store_open(&db->store, &so, err);
     if (rc) goto fail;
     {
@@ -734,6 +736,7 @@ static int append_commit(struct gw_db *db, const struct gw_rw_request *req, uint
          * of these samples would be answered 2xx as duplicates. */
         pthread_mutex_lock(&db->mu);
         db->failed = 1;
+        db->fail_rc = rc == GW_EFULL ? GW_EFULL : GW_EIO;
         pthread_mutex_unlock(&db->mu);
         return rc;
     }
@@ -770,9 +773,12 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
     wal_locked = 1;
     pthread_mutex_lock(&db->mu);
     if (db->failed || !db->wal) {
+        rc = db->failed && db->fail_rc == GW_EFULL ? GW_EFULL : GW_EIO;
         pthread_mutex_unlock(&db->mu);
-        rc = gw_error_set(err, GW_EIO, "write-ahead log unavailable after a write failure (disk full?); "
-                                       "retrying until it recovers");
+        rc = gw_error_set(err, rc, rc == GW_EFULL ? "disk full: the write-ahead log cannot be written; "
+                                                    "writes resume by themselves when space returns"
+                                                  : "write-ahead log unavailable after a write failure; "
+                                                    "retrying until it recovers");
         goto out;
     }
     rc = append_find_series(db, req, pp, &lab, &ns, &n_new, res, err);
@@ -785,7 +791,10 @@ int gw_db_append(struct gw_db *db, struct gw_rw_request *req, int64_t now_ms, st
     if (rc == GW_OK) rc = append_wal_records(db, &pos, &need_commit);
     if (need_commit && rc == GW_OK) db->last_wal_pos = pos;
     gw_buf_reset(&db->srec);
-    if (rc && rc != GW_ENOMEM && rc != GW_ETOOLARGE) db->failed = 1;
+    if (rc && rc != GW_ENOMEM && rc != GW_ETOOLARGE) {
+        db->failed = 1;
+        db->fail_rc = rc == GW_EFULL ? GW_EFULL : GW_EIO;
+    }
     db->stat_appended += res->accepted;
     db->stat_refused += res->conflicts + res->out_of_order + res->too_old + res->too_new + res->invalid_samples;
     pthread_mutex_unlock(&db->mu);

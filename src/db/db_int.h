@@ -40,6 +40,7 @@ struct gw_db {
     pthread_cond_t bg_cv;
     int stopping;
     int failed;                  /* a storage failure made the db refuse writes */
+    int fail_rc;                 /* its code: GW_EFULL (a full disk) or GW_EIO */
 
     uint64_t stat_appended, stat_refused;
 };

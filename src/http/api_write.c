@@ -11,8 +11,12 @@
  *                                              corrupt -> 400
  *   protobuf malformed                      -> 400
  *   more series than the limit              -> 413 (limits.c)
- *   storage failure                         -> 500 (503 when shutting down),
- *                                              the sender retries
+ *   storage failure                         -> 500 (503 when shutting down;
+ *                                              507 Insufficient Storage with
+ *                                              Retry-After: 10 when the disk
+ *                                              is full), the sender retries
+ *                                              (Prometheus retries every 5xx,
+ *                                              honouring Retry-After)
  *   any sample/series/histogram refused     -> 400 with one line that
  *                                              counts each reason; the valid
  *                                              rest is stored
@@ -292,7 +296,9 @@ static void store_request(struct gw_http_req *rq, struct gw_http_resp *rs, struc
     if (rc == GW_OK && gw_exemplars_append(rq->h->opts.exemplars, req, &x.ex) != GW_OK)
         rc = gw_error_set(&err, GW_ENOMEM, "out of memory storing exemplars");
     if (rc != GW_OK) {
-        unsigned st = rc == GW_ESHUTDOWN ? 503 : 500;
+        unsigned st = rc == GW_ESHUTDOWN ? 503 : rc == GW_EFULL ? 507 : 500;
+        if (st == 507)   /* the db retries recovery every 10 s */
+            gw_resp_header(rs, "Retry-After", "10");
         gw_log(GW_LOG_WARN, "http", "msg=\"remote write storage error\" err=\"%s\"",
                err.msg[0] ? err.msg : gw_strerror(rc));
         gw_resp_text(rs, st, "storage error: %s", err.msg[0] ? err.msg : gw_strerror(rc));

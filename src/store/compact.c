@@ -796,16 +796,6 @@ static uint64_t file_size(const char *path)
     return stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
 }
 
-static int fsync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int r = fsync(fd);
-    close(fd);
-    return r;
-}
-
 int gw_store_copy_compact(const char *dir, uint64_t *before, uint64_t *after, struct gw_error *err)
 {
     char data[4096], tmp[4096];
@@ -847,7 +837,7 @@ int gw_store_copy_compact(const char *dir, uint64_t *before, uint64_t *after, st
         (void)unlink(tmp);
         return rc;
     }
-    if (fsync_dir(dir) != 0)
+    if (gw_store_fsync_dir(dir) != 0)
         return gw_error_set(err, GW_EIO, "cannot sync directory %s: %s", dir, strerror(errno));
     if (after)
         *after = file_size(data);

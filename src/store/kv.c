@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include "gpuwatch/kv.h"
+#include "store/store_int.h"
 
 #define KV_MAX_TABLES 16
 
@@ -49,7 +50,7 @@ int gw_kv_open(struct gw_kv **out, const char *path, const char *const *tables, 
     *out = NULL;
     if (n_tables == 0 || n_tables > KV_MAX_TABLES) return gw_error_set(err, GW_EINVAL, "kv: 1 to 16 tables");
     if (strlen(path) >= sizeof((struct gw_kv *)0)->path) return gw_error_set(err, GW_EINVAL, "kv: path too long");
-    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+    if (gw_store_mkdir_durable(path) != 0) {
         char eb[128];
         return gw_error_set(err, GW_EIO, "cannot create %s: %s", path, strerror_r(errno, eb, sizeof eb));
     }
@@ -64,6 +65,7 @@ int gw_kv_open(struct gw_kv **out, const char *path, const char *const *tables, 
     if (rc == 0) rc = mdb_env_set_maxdbs(kv->env, KV_MAX_TABLES);
     if (rc == 0) rc = mdb_env_set_mapsize(kv->env, kv->map_bytes);
     if (rc == 0) rc = mdb_env_open(kv->env, path, MDB_NOTLS, 0644);
+    if (rc == 0 && gw_store_fsync_dir(path) != 0) rc = errno ? errno : EIO;   /* data.mdb's name */
     if (rc == 0) rc = mdb_txn_begin(kv->env, NULL, 0, &txn);
     for (unsigned i = 0; rc == 0 && i < n_tables; i++) rc = mdb_dbi_open(txn, tables[i], MDB_CREATE, &kv->dbi[i]);
     if (rc == 0) {

@@ -27,6 +27,7 @@
  *
  * Invariant: a pointer into the map never outlives its transaction. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,38 @@ static const struct {
 
 /* ------------------------------------------------------------ open/close */
 
+int gw_store_fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int r = fsync(fd);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return r;
+}
+
+int gw_store_mkdir_durable(const char *path)
+{
+    if (mkdir(path, 0755) != 0)
+        return errno == EEXIST ? 0 : -1;
+    char parent[4096];
+    size_t n = strlen(path);
+    if (n >= sizeof parent)
+        return 0;
+    memcpy(parent, path, n + 1);
+    char *slash = strrchr(parent, '/');
+    if (slash == parent)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        snprintf(parent, sizeof parent, ".");
+    return gw_store_fsync_dir(parent);
+}
+
+/* mkdir -p; each directory it creates is made durable in its parent. */
 static int mkdir_p(const char *dir, struct gw_error *err)
 {
     size_t n = strlen(dir);
@@ -85,7 +118,7 @@ static int mkdir_p(const char *dir, struct gw_error *err)
             continue;
         char c = p[i];
         p[i] = 0;
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+        if (gw_store_mkdir_durable(p) != 0) {
             char eb[128];
             const char *m = strerror_r(errno, eb, sizeof eb);
             rc = gw_error_set(err, GW_EIO, "cannot create directory %s: %s", p, m);
@@ -269,17 +302,30 @@ int gw_store_open(struct gw_store **out, const struct gw_store_opts *o, struct g
     if (s->read_only)
         flags |= MDB_RDONLY;
     else if (!o->durable)
-        flags |= MDB_NOSYNC;
+        flags |= o->ordered ? MDB_NOMETASYNC : MDB_NOSYNC;
     mrc = mdb_env_open(s->env, s->dir, flags, 0644);
     if (mrc != MDB_SUCCESS) {
         rc = gw_error_set(err, mrc == ENOENT ? GW_ENOTFOUND : gw_store_map_mdb(mrc), "cannot open store %s: %s",
                           s->dir, mdb_strerror(mrc));
         goto fail;
     }
+    /* LMDB creates data.mdb but never syncs its directory: without this a
+     * power cut can take the whole file away after the WAL that fed it was
+     * truncated. */
+    if (!s->read_only && gw_store_fsync_dir(s->dir) != 0) {
+        char eb[128];
+        rc = gw_error_set(err, GW_EIO, "cannot sync directory %s: %s", s->dir, strerror_r(errno, eb, sizeof eb));
+        goto fail;
+    }
     if (s->read_only) {
         rc = open_read_only(s, err);
     } else {
         rc = gw_store_write(s, open_init_fn, NULL, err);
+        /* Commits do not sync (MDB_NOSYNC; checkpoints call gw_store_sync),
+         * so a new store would stay an empty data.mdb on disk until the
+         * first checkpoint, which read-only opens (gpuwatch verify) refuse. */
+        if (rc == GW_OK)
+            rc = gw_store_sync(s, err);
     }
     if (rc != GW_OK)
         goto fail;

@@ -226,6 +226,13 @@ struct gw_store_txn {
     char msg[200];
 };
 
+/* store.c. fsyncs directory dir (0, or -1 with errno), so the names created
+ * in it survive a power cut. */
+int gw_store_fsync_dir(const char *dir);
+/* store.c. mkdir(path); when it creates it, fsyncs the parent too. 0 when
+ * path exists afterwards, else -1 with errno. */
+int gw_store_mkdir_durable(const char *path);
+
 /* txn.c. LMDB return code -> gw_err code. */
 int gw_store_map_mdb(int mrc);
 /* Records an LMDB failure in the txn (first one wins; what names the

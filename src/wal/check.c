@@ -3,7 +3,9 @@
  * repaired or deleted, every segment is read, and each problem is reported
  * with its segment and byte offset. A failing record at the end of the
  * last segment is a torn tail, which replay repairs silently: it is counted,
- * not reported. */
+ * not reported. So is a failing record in the last segment whose header is
+ * all zeros, with whatever follows it: after a power loss the unsynced tail
+ * can read as a hole followed by blocks that did reach the disk. */
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -18,6 +20,7 @@
 #include "wal/wal_int.h"
 
 static const uint8_t check_magic[GW_WAL_MAGIC_LEN] = {'G', 'W', 'W', 'A', 'L', 0, 0, 1};
+static const uint8_t zero_hdr[GW_WAL_REC_HDR_LEN];
 
 static uint32_t le32(const uint8_t *p)
 {
@@ -119,7 +122,11 @@ static int check_segment(uint32_t seg, const uint8_t *b, size_t size, int last, 
             continue;
         }
         int at_end = short_hdr || past_end || off + GW_WAL_REC_HDR_LEN + (size_t)len == size;
-        if (last && at_end && !too_big) {
+        /* An all-zero header is no record ever written (an empty record's
+         * CRC is not 0): blocks of the unsynced tail that a power cut lost
+         * while later ones reached the disk. */
+        int hole = !short_hdr && !memcmp(b + off, zero_hdr, GW_WAL_REC_HDR_LEN);
+        if (last && (at_end || hole) && !too_big) {
             st->torn_tail = 1;
             st->torn_segment = seg;
             st->torn_offset = off;

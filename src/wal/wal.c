@@ -34,7 +34,8 @@
  * passes their position, or become the next leader. Under GW_FSYNC_BATCH a
  * thread fdatasyncs (a dup of) the current segment every batch interval when
  * something was written since the last sync. Any failed write or sync marks
- * the WAL failed: every later append and commit returns GW_EIO until the WAL
+ * the WAL failed: every later append and commit returns GW_EIO (GW_EFULL
+ * when the failure was ENOSPC or EDQUOT: a full disk) until the WAL
  * is reopened, because after a failed fsync the kernel may have dropped the
  * dirty pages and a retry could report success for lost data.
  *
@@ -120,6 +121,7 @@ struct gw_wal {
     int stop;
     uint32_t pub_seg;        /* fd_seg as of the last leader run */
     char fail_msg[WAL_MSG_MAX];
+    int fail_rc;             /* GW_EFULL when a full disk failed it, else GW_EIO */
 
     /* File state: owned by whoever set writing = 1 (or open/close). */
     int fd;
@@ -368,21 +370,27 @@ static void pendv_free(struct pendv *pv)
 
 /* ------------------------------------------------------------------ writer */
 
-static void set_failed(struct gw_wal *w, const char *msg)
+/* e: the errno of the failed call (0: none). */
+static void set_failed(struct gw_wal *w, const char *msg, int e)
 {
-    if (!w->failed) snprintf(w->fail_msg, sizeof w->fail_msg, "%s", msg);
+    if (!w->failed) {
+        snprintf(w->fail_msg, sizeof w->fail_msg, "%s", msg);
+        w->fail_rc = e == ENOSPC || e == EDQUOT ? GW_EFULL : GW_EIO;
+    }
     w->failed = 1;
 }
 
 /* Syncs and closes the current segment, creates seg and fsyncs the dir.
  * Runs with writing = 1 and mu released. */
-static int switch_segment(struct gw_wal *w, uint32_t seg, char *msg, size_t msg_len)
+static int switch_segment(struct gw_wal *w, uint32_t seg, char *msg, size_t msg_len, int *err_no)
 {
     char eb[128], name[WAL_NAME_MAX];
     int e = 0;
+    *err_no = 0;
     if (w->fd >= 0) {
         if (sync_fd(w->fd, &e) != 0) {
             snprintf(msg, msg_len, "cannot sync wal segment %08u: %s", w->fd_seg, errtext(e, eb, sizeof eb));
+            *err_no = e;
             return -1;
         }
         close(w->fd);
@@ -393,6 +401,7 @@ static int switch_segment(struct gw_wal *w, uint32_t seg, char *msg, size_t msg_
     if (fd < 0) {
         e = errno;
         snprintf(msg, msg_len, "cannot create wal segment %s/%s: %s", w->dir, name, errtext(e, eb, sizeof eb));
+        *err_no = e;
         return -1;
     }
     w->fd = fd;
@@ -400,6 +409,7 @@ static int switch_segment(struct gw_wal *w, uint32_t seg, char *msg, size_t msg_
     if (fsync(w->dirfd) != 0) {
         e = errno;
         snprintf(msg, msg_len, "cannot sync wal dir %s: %s", w->dir, errtext(e, eb, sizeof eb));
+        *err_no = e;
         return -1;
     }
     return 0;
@@ -424,7 +434,7 @@ static void leader_run(struct gw_wal *w, int do_sync)
         struct pend *p = &job.v[i];
         if (p->seg != w->fd_seg || w->fd < 0) {
             int had_old = w->fd >= 0;
-            if (switch_segment(w, p->seg, msg, sizeof msg) != 0) { ok = 0; break; }
+            if (switch_segment(w, p->seg, msg, sizeof msg, &e) != 0) { ok = 0; break; }
             /* The previous segment was synced before it was closed. */
             if (had_old && mkpos(p->seg, 0) > synced) synced = mkpos(p->seg, 0);
         }
@@ -447,7 +457,7 @@ static void leader_run(struct gw_wal *w, int do_sync)
     pthread_mutex_lock(&w->mu);
     if (written > w->written_end) w->written_end = written;
     if (synced > w->synced_end) w->synced_end = synced;
-    if (!ok) set_failed(w, msg);
+    if (!ok) set_failed(w, msg, e);
     w->pub_seg = w->fd_seg;
     for (size_t i = 0; i < job.n; i++) {
         job.v[i].len = 0;
@@ -468,7 +478,7 @@ static void leader_run(struct gw_wal *w, int do_sync)
 static int flush_locked(struct gw_wal *w, uint64_t target, int need_sync, struct gw_error *err)
 {
     for (;;) {
-        if (w->failed) return gw_error_set(err, GW_EIO, "wal failed: %s", w->fail_msg);
+        if (w->failed) return gw_error_set(err, w->fail_rc, "wal failed: %s", w->fail_msg);
         if ((need_sync ? w->synced_end : w->written_end) >= target) return GW_OK;
         if (!w->writing) leader_run(w, need_sync || w->mode == GW_FSYNC_ALWAYS);
         else pthread_cond_wait(&w->cv, &w->mu);
@@ -505,7 +515,7 @@ static void *sync_main(void *arg)
         pthread_mutex_lock(&w->mu);
         if (src != 0) {
             snprintf(msg, sizeof msg, "cannot sync wal segment %08u: %s", seg, errtext(e, eb, sizeof eb));
-            set_failed(w, msg);
+            set_failed(w, msg, e);
             pthread_cond_broadcast(&w->cv);
         } else if (target > w->synced_end) {
             w->synced_end = target;
@@ -642,10 +652,10 @@ int gw_wal_append(struct gw_wal *w, uint8_t type, const void *payload, size_t le
 
     pthread_mutex_lock(&w->mu);
     int rc = GW_OK;
-    if (w->failed) { rc = GW_EIO; goto out; }
+    if (w->failed) { rc = w->fail_rc; goto out; }
     int cut = w->cur_off > WAL_HDR && w->cur_off + rec > w->segment_bytes;
     if (cut && w->cur_seg >= 99999999u) {
-        set_failed(w, "segment numbers exhausted");
+        set_failed(w, "segment numbers exhausted", 0);
         rc = GW_EIO;
         goto out;
     }
@@ -683,7 +693,7 @@ int gw_wal_commit(struct gw_wal *w, uint64_t pos, struct gw_error *err)
     pthread_mutex_lock(&w->mu);
     int rc;
     if (w->failed) {
-        rc = gw_error_set(err, GW_EIO, "wal failed: %s", w->fail_msg);
+        rc = gw_error_set(err, w->fail_rc, "wal failed: %s", w->fail_msg);
     } else if (w->last_pos == 0) {
         rc = GW_OK;                       /* nothing appended since open */
     } else {
@@ -700,13 +710,13 @@ int gw_wal_cut(struct gw_wal *w, uint64_t *next_pos, struct gw_error *err)
     pthread_mutex_lock(&w->mu);
     int rc = GW_OK;
     if (w->failed) {
-        rc = gw_error_set(err, GW_EIO, "wal failed: %s", w->fail_msg);
+        rc = gw_error_set(err, w->fail_rc, "wal failed: %s", w->fail_msg);
         goto out;
     }
     if (w->cur_off > WAL_HDR) {
         if (w->cur_seg >= 99999999u) {
-            set_failed(w, "segment numbers exhausted");
-            rc = gw_error_set(err, GW_EIO, "wal failed: %s", w->fail_msg);
+            set_failed(w, "segment numbers exhausted", 0);
+            rc = gw_error_set(err, w->fail_rc, "wal failed: %s", w->fail_msg);
             goto out;
         }
         struct pend *p;

@@ -9,7 +9,9 @@
 # series stored and queryable); body > 32 MiB (413); Content-Type
 # application/json and Content-Encoding gzip (415); GET (405). Then
 # /-/ready is still 200 and a valid write works, also while 20 stalled
-# clients hold connections open (write and query must answer within 2 s).
+# clients hold connections open (write and query must answer within 2 s),
+# while 20 clients upload a body a byte every 0.5 s (slow loris), and while
+# 20 clients never read a large answer (11,000 points) they asked for.
 # Limits (docs/limits.md): a Content-Length over the body limit is 413
 # within 1 s with only the headers sent (with and without Expect:
 # 100-continue); a series over --limits.series.max-labels is named in a
@@ -137,17 +139,25 @@ expect "valid write after bad input" 204 "$(post "$GW_TMP/ok10.sn")"
 v=$(query_value 'badinput_ok{case="after"}' "$((now_ms / 1000 + 1))")
 [[ "$v" == 1 ]] || gw_fail "valid write after bad input not queryable: $v"
 
-# 11. stalled clients must not block others
-gw_start slow "$GW_TMP/slow.log" python3 "$GW_IT_DIR/slow_clients.py" --port "$port" --n 20 --hold 8 --ready "$GW_TMP/slow.ready"
-for _ in $(seq 100); do [[ -f "$GW_TMP/slow.ready" ]] && break; sleep 0.1; done
-[[ -f "$GW_TMP/slow.ready" ]] || gw_fail "slow clients did not connect"
-ok_body ok11.sn slow
-code=$(GW_CURL_TIMEOUT=2 post "$GW_TMP/ok11.sn")
-expect "write while 20 clients stall" 204 "$code"
-code=$(GW_CURL_TIMEOUT=2 gw_http_code GET "$base/api/v1/query?query=badinput_ok&time=$((now_ms / 1000 + 1))")
-expect "query while 20 clients stall" 200 "$code"
-gw_wait slow 30 || gw_fail "slow client helper failed"
-cat "$GW_TMP/slow.log" >&2
+# 11. clients that stall mid-request, upload a body a byte every 0.5 s (slow
+# loris) or never read a large answer (11,000 points) must not block others
+big="/api/v1/query_range?query=vector(time())&start=$((now_ms / 1000 - 11000))&end=$((now_ms / 1000 - 1))&step=1"
+for mode in stall drip noread; do
+    rm -f "$GW_TMP/slow.ready"
+    gw_start slow "$GW_TMP/slow_$mode.log" python3 "$GW_IT_DIR/slow_clients.py" --port "$port" --n 20 --hold 6 \
+        --ready "$GW_TMP/slow.ready" --mode "$mode" --path "$big"
+    for _ in $(seq 100); do [[ -f "$GW_TMP/slow.ready" ]] && break; sleep 0.1; done
+    [[ -f "$GW_TMP/slow.ready" ]] || gw_fail "slow clients ($mode) did not connect"
+    ok_body "ok11$mode.sn" "slow_$mode"
+    code=$(GW_CURL_TIMEOUT=2 post "$GW_TMP/ok11$mode.sn")
+    expect "write while 20 clients $mode" 204 "$code"
+    code=$(GW_CURL_TIMEOUT=2 gw_http_code GET "$base/api/v1/query?query=badinput_ok&time=$((now_ms / 1000 + 1))")
+    expect "query while 20 clients $mode" 200 "$code"
+    code=$(GW_CURL_TIMEOUT=2 gw_http_code GET "$base$big")
+    expect "large query while 20 clients $mode" 200 "$code"
+    gw_wait slow 30 || gw_fail "slow client helper ($mode) failed"
+    cat "$GW_TMP/slow_$mode.log" >&2
+done
 expect "/-/ready after slow clients" 200 "$(gw_http_code GET "$base/-/ready")"
 
 # 12. declared size over the limit: 413 at once, only the headers sent
