@@ -201,6 +201,33 @@ static int fwd_max_pending(void *p, const char *v)
     return d && gw_parse_size_bytes(v, &d->max_pending_bytes) == GW_OK && d->max_pending_bytes > 0 ? 0 : -1;
 }
 
+/* --forward.tls.* and credentials: one setter per field of the last
+ * destination's httpc options (a flag when v is NULL). */
+#define FWD_HTTP_SETTER(fn, member)                       \
+    static int fn(void *p, const char *v)                 \
+    {                                                     \
+        struct gw_fwd_dest_opts *d = fwd_last(p);         \
+        if (!d || (v && v[0] == '\0')) return -1;         \
+        d->http.member = v;                               \
+        return 0;                                         \
+    }
+FWD_HTTP_SETTER(fwd_tls_ca, tls.ca_file)
+FWD_HTTP_SETTER(fwd_tls_cert, tls.cert_file)
+FWD_HTTP_SETTER(fwd_tls_key, tls.key_file)
+FWD_HTTP_SETTER(fwd_tls_name, tls.server_name)
+FWD_HTTP_SETTER(fwd_bearer_file, auth.bearer_token_file)
+FWD_HTTP_SETTER(fwd_basic_user, auth.username)
+FWD_HTTP_SETTER(fwd_basic_pw_file, auth.password_file)
+
+static int fwd_tls_insecure(void *p, const char *v)
+{
+    struct gw_fwd_dest_opts *d = fwd_last(p);
+    (void)v;
+    if (!d) return -1;
+    d->http.tls.insecure_skip_verify = 1;
+    return 0;
+}
+
 #define FWD_AFTER " after a --forward URL"
 static const struct gw_cli_opt serve_fwd_opts[] = {
     {.help = "\nforwarding to remote-write destinations (docs/operations.md \"Forwarding\"):"},
@@ -223,11 +250,42 @@ static const struct gw_cli_opt serve_fwd_opts[] = {
      .help = "WAL kept for a destination that is behind (default 10GiB);\n"
              "past it its oldest segments are released and their samples\n"
              "counted in gpuwatch_forward_samples_dropped_total"},
+#define FWD_FILE(opt, fn, text) \
+    {.name = (opt), .arg = "FILE", .type = GW_CLI_CALL, .set = (fn), .expect = "a file name" FWD_AFTER, .help = (text)}
+    FWD_FILE("--forward.tls.ca-file", fwd_tls_ca, "verify the destination's https certificate with these CAs"),
+    FWD_FILE("--forward.tls.cert-file", fwd_tls_cert, "client certificate for the destination (with key)"),
+    FWD_FILE("--forward.tls.key-file", fwd_tls_key, "its private key"),
+    {.name = "--forward.tls.server-name", .arg = "NAME", .type = GW_CLI_CALL, .set = fwd_tls_name,
+     .expect = "a host name" FWD_AFTER, .help = "the name the destination's certificate must carry"},
+    {.name = "--forward.tls.insecure-skip-verify", .type = GW_CLI_CALL, .set = fwd_tls_insecure,
+     .expect = "given" FWD_AFTER, .help = "do not verify the destination's certificate (tests only)"},
+    FWD_FILE("--forward.bearer-token-file", fwd_bearer_file,
+             "send \"Authorization: Bearer <the file's token>\" (re-read\n"
+             "at every request), as Prometheus' authorization.credentials_file"),
+    {.name = "--forward.basic-auth.username", .arg = "USER", .type = GW_CLI_CALL, .set = fwd_basic_user,
+     .expect = "a user name" FWD_AFTER, .help = "basic authentication towards the destination ..."},
+    FWD_FILE("--forward.basic-auth.password-file", fwd_basic_pw_file, "... with the password in FILE"),
+#undef FWD_FILE
     {.name = "--forward.include-internal", .type = GW_CLI_FLAG, GW_CLI_AT(struct gw_fwd_opts, include_internal),
      .help = "also forward the series serve writes itself (ALERTS,\n"
              "gpuwatch_checkpoint_*, gpuwatch_node_activity)"},
     {0},
 };
+
+/* The outgoing TLS and credential flags under prefix (--alertmanager,
+ * --forward) are consistent: 0, or 2 with the usage error printed. */
+static int client_tls_auth_check(const struct gw_cli_cmd *cmd, const char *prefix, const struct gw_httpc_tls *tls, const struct gw_httpc_auth *auth)
+{
+    if ((tls->cert_file == NULL) != (tls->key_file == NULL))
+        return gw_cli_usage_error(cmd, 0, "%s.tls.cert-file and %s.tls.key-file go together", prefix, prefix);
+    if (auth->bearer_token_file && auth->username)
+        return gw_cli_usage_error(cmd, 0, "%s.bearer-token-file and %s.basic-auth.* are mutually exclusive",
+                                  prefix, prefix);
+    if (!!auth->username != !!auth->password_file)
+        return gw_cli_usage_error(cmd, 0, "%s.basic-auth.username and %s.basic-auth.password-file go together",
+                                  prefix, prefix);
+    return 0;
+}
 
 /* --forward settings checked (a usage error names the bad one); 0 or 2. */
 static int serve_fwd_check(struct serve *s, const struct gw_cli_cmd *cmd)
@@ -236,6 +294,8 @@ static int serve_fwd_check(struct serve *s, const struct gw_cli_cmd *cmd)
         struct gw_error ferr = {0};
         if (gw_fwd_check_dest(&s->fwdo.dests[i], &ferr) != GW_OK)
             return gw_cli_usage_error(cmd, 0, "bad --forward %s: %s", s->fwdo.dests[i].url, ferr.msg);
+        if (client_tls_auth_check(cmd, "--forward", &s->fwdo.dests[i].http.tls, &s->fwdo.dests[i].http.auth) != 0)
+            return 2;
     }
     return s->fwdo.include_internal && !s->fwdo.n_dests
                ? gw_cli_usage_error(cmd, 0, "--forward.include-internal needs a --forward URL") : 0;
@@ -470,14 +530,8 @@ static int serve_parse(struct serve *s, int argc, char **argv)
         return gw_cli_usage_error(&serve_cmd, 0, "--web.tls.cert-file and --web.tls.key-file go together");
     if (s->ho.sec.tls_client_ca_file && !s->ho.sec.tls_cert_file)
         return gw_cli_usage_error(&serve_cmd, 0, "--web.tls.client-ca-file needs --web.tls.cert-file and --web.tls.key-file");
-    if ((s->am_tls.cert_file == NULL) != (s->am_tls.key_file == NULL))
-        return gw_cli_usage_error(&serve_cmd, 0, "--alertmanager.tls.cert-file and --alertmanager.tls.key-file go together");
-    if (s->am_auth.bearer_token_file && s->am_auth.username)
-        return gw_cli_usage_error(&serve_cmd, 0, "--alertmanager.bearer-token-file and --alertmanager.basic-auth.* "
-                                  "are mutually exclusive");
-    if (!!s->am_auth.username != !!s->am_auth.password_file)
-        return gw_cli_usage_error(&serve_cmd, 0, "--alertmanager.basic-auth.username and "
-                                  "--alertmanager.basic-auth.password-file go together");
+    if (client_tls_auth_check(&serve_cmd, "--alertmanager", &s->am_tls, &s->am_auth) != 0)
+        return 2;
     return -1;
 }
 

@@ -27,7 +27,10 @@
 #      2, failure scale 100) sends its alerts to a real Alertmanager over
 #      https with basic auth (Alertmanager's --web.config.file:
 #      tls_server_config and a bcrypt user) while 4 runs: Alertmanager
-#      holds its GpuXidError alerts.
+#      holds its GpuXidError alerts;
+#   6. the second gpuwatch forwards everything it accepted to the first over
+#      https with the write token (--forward.tls.ca-file,
+#      --forward.bearer-token-file): the same DCGM samples in both.
 #
 # Usage: bash it_tls_auth.sh <build_dir>
 # Needs prometheus, prometheus-alertmanager and openssl (GW_ALLOW_SKIP=1 to skip).
@@ -96,7 +99,8 @@ gw_start am "$T/am.log" "$AM_BIN" --config.file="$T/am.yml" --storage.path="$T/a
     --web.listen-address="127.0.0.1:$am_port" --web.config.file="$T/am-web.yml" --cluster.listen-address=
 gw_start gw2 "$T/gw2.log" "$GW_BIN" serve --listen "127.0.0.1:$gw2_port" --data-dir "$T/gw2data" \
     --alertmanager.url "$am" --alertmanager.tls.ca-file ca.pem \
-    --alertmanager.basic-auth.username gw --alertmanager.basic-auth.password-file ampass.txt
+    --alertmanager.basic-auth.username gw --alertmanager.basic-auth.password-file ampass.txt \
+    --forward "$gw/api/v1/write" --forward.tls.ca-file ca.pem --forward.bearer-token-file write.tok
 
 # --- gpuwatch over https
 gw_start gw "$T/gw.log" "$GW_BIN" serve --listen "127.0.0.1:$gw_port" --data-dir "$T/gwdata" \
@@ -251,6 +255,21 @@ for _ in $(seq 1 40); do
 done
 ((ok)) || gw_fail "Alertmanager holds no GpuXidError; gpuwatch has $(curl -s "http://127.0.0.1:$gw2_port/api/v1/alerts" | head -c 300); its log: $(grep notify gw2.log | tail -2)"
 gw_log "OK 5: $n GpuXidError alerts delivered to Alertmanager over https with basic auth"
+
+# 6. gw2 forwarded what it accepted to gw over https with the write token
+q='sum(count_over_time(DCGM_FI_DEV_GPU_TEMP[3h]))'
+total() { curl -sS --max-time 10 "$@" --data-urlencode "query=$q" |
+          python3 -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else 0)'; }
+want=$(total "http://127.0.0.1:$gw2_port/api/v1/query")
+((want > 0)) || gw_fail "the second gpuwatch holds no DCGM_FI_DEV_GPU_TEMP samples"
+got=0
+for _ in $(seq 1 60); do
+    got=$(total -u reader:rpass "$gw/api/v1/query")
+    [[ "$got" == "$want" ]] && break
+    sleep 0.5
+done
+[[ "$got" == "$want" ]] || gw_fail "forwarded over https: $got of $want DCGM_FI_DEV_GPU_TEMP samples arrived; $(grep -i forward gw2.log | tail -3)"
+gw_log "OK 6: the second gpuwatch forwarded its $want DCGM_FI_DEV_GPU_TEMP samples over https with a bearer token"
 
 for p in pc pb pa; do gw_stop "$p" 30 || true; done
 gw_stop gw2 30 || gw_fail "the second gpuwatch exited non-zero on SIGTERM"
