@@ -333,7 +333,7 @@ static int copy_file(struct gw_db *db, const struct gw_db_compact_opts *o, struc
         rc = gw_store_copy_compact(store_dir, &r->file_before, &r->file_after, err);
         struct gw_error oe = {0};
         struct gw_store_opts so = {.dir = store_dir, .initial_map_bytes = db->o.initial_map_bytes, .durable = 0,
-                                   .ordered = db->o.fsync == GW_FSYNC_ALWAYS};
+                                   .ordered = db->o.fsync != GW_FSYNC_OFF};
         int orc = gw_store_open(&db->store, &so, &oe);
         if (orc != GW_OK && rc == GW_OK) rc = gw_error_set(err, orc, "cannot reopen the store: %s", oe.msg);
         if (rc == GW_OK) r->file_copied = 1;

@@ -302,8 +302,8 @@ int gw_db_open(struct gw_db **out, const struct gw_db_opts *o, struct gw_error *
     }
     struct gw_store_opts so = {.dir = store_dir, .initial_map_bytes = db->o.initial_map_bytes,
                                .durable = 0, .read_only = o->read_only,
-                               /* power-loss safe: no torn store either */
-                               .ordered = o->fsync == GW_FSYNC_ALWAYS};
+                               /* power-loss safe (no torn store) unless --fsync off */
+                               .ordered = o->fsync != GW_FSYNC_OFF};
     rc = gw_store_open(&db->store, &so, err);
     if (rc) goto fail;
     {
