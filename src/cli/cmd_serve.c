@@ -367,7 +367,8 @@ static const struct gw_cli_opt serve_opts[] = {
      .choices = fsync_names, .values = fsync_modes,
      .help = "always: fsync the WAL before answering (survives power loss)\n"
              "batch:  write before answering, fsync every 100 ms (default;\n"
-             "        survives a crash of gpuwatch)\n"
+             "        survives a crash of gpuwatch; a power cut loses at\n"
+             "        most the last 100 ms, never the store)\n"
              "off:    write before answering, never fsync explicitly"},
     {.name = "--storage.exemplars.max-exemplars", .arg = "N", .type = GW_CLI_UINT,
      GW_CLI_AT(struct serve, max_exemplars), .min = 0, .max = GW_EXEMPLARS_MAX_CAP,
