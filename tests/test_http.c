@@ -376,7 +376,7 @@ static void test_http_write_bad_bodies(void **state)
     gw_buf_free(&w);
 }
 
-/* ---- remote write 2.0: a hand-encoded io.prometheus.write.v2.Request ---- */
+/* ---- remote write 2.0: protobuf helpers for hand-encoded requests (v2_build) ---- */
 
 static void pb_varint(struct gw_buf *b, uint64_t v)
 {
@@ -400,28 +400,16 @@ static void pb_bytes(struct gw_buf *b, uint8_t tag, const void *p, size_t n)
 static void test_http_write_v2(void **state)
 {
     struct fixture *f = *state;
-    static const char *syms[] = {"", "__name__", "rw2_metric", "job", "v2", "gpu", "3"};
-    struct gw_buf req, ts, smp, z;
+    struct gw_buf req, z;
     gw_buf_init(&req, 0);
-    gw_buf_init(&ts, 0);
-    gw_buf_init(&smp, 0);
     gw_buf_init(&z, 0);
-    for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) pb_bytes(&req, 0x22, syms[i], strlen(syms[i]));
-    /* labels_refs (packed): __name__=rw2_metric, gpu=3, job=v2 */
-    static const uint8_t refs[] = {1, 2, 5, 6, 3, 4};
-    pb_bytes(&ts, 0x0A, refs, sizeof refs);
-    for (int i = 0; i < 3; i++) {
-        gw_buf_reset(&smp);
-        double v = 1.5 + i;
-        uint8_t raw[9];
-        raw[0] = 0x09;
-        memcpy(raw + 1, &v, 8);   /* little-endian host */
-        assert_int_equal(gw_buf_append(&smp, raw, 9), GW_OK);
-        pb_varint(&smp, 0x10);
-        pb_varint(&smp, (uint64_t)(f->base + i * 15000));
-        pb_bytes(&ts, 0x12, smp.data, smp.len);
-    }
-    pb_bytes(&req, 0x2A, ts.data, ts.len);
+    /* built by the product encoder (the forwarder's): __name__=rw2_metric, gpu=3, job=v2 */
+    struct gw_label ls[] = {{"__name__", 8, "rw2_metric", 10}, {"gpu", 3, "3", 1}, {"job", 3, "v2", 2}};
+    struct gw_sample smp[3];
+    for (int i = 0; i < 3; i++) smp[i] = (struct gw_sample){f->base + i * 15000, 1.5 + i};
+    struct gw_rw_series ser = {.labels = ls, .n_labels = 3, .samples = smp, .n_samples = 3};
+    struct gw_rw_request rq = {.version = 2, .series = &ser, .n_series = 1};
+    assert_int_equal(gw_rw_encode_v2(&rq, &req), GW_OK);
     assert_int_equal(gw_snappy_encode(req.data, req.len, &z), GW_OK);
     struct resp r;
     char v[64];
@@ -453,8 +441,6 @@ static void test_http_write_v2(void **state)
     assert_non_null(strstr(r.body, "\"3.5\""));
     resp_free(&r);
     gw_buf_free(&req);
-    gw_buf_free(&ts);
-    gw_buf_free(&smp);
     gw_buf_free(&z);
 }
 

@@ -96,6 +96,16 @@ int gw_rw_decode(const uint8_t *pb, size_t len, int version, struct gw_arena *a,
  * (-0.0 survives). GW_OK, GW_EINVAL, GW_ETOOLARGE/GW_ENOMEM from out. */
 int gw_rw_encode_v1(const struct gw_rw_request *req, struct gw_buf *out);
 
+/* Encodes a v2 io.prometheus.write.v2.Request (protobuf, not compressed),
+ * appending to out - what forwarding with protocol 2 sends. Symbols are
+ * deduplicated (symbols[0] = "", the rest in first-use order); one
+ * TimeSeries per series with packed labels_refs and its samples in the
+ * given order. Only labels and samples are encoded (exemplars, metadata
+ * and histograms are not). Labels should be sorted, as the spec requires.
+ * GW_EINVAL on NULL arrays or an empty label name or value (the spec
+ * forbids them); GW_ENOMEM, GW_ETOOLARGE from out. */
+int gw_rw_encode_v2(const struct gw_rw_request *req, struct gw_buf *out);
+
 /* Streaming remote write 1.0 for a sender that encodes each series' labels
  * once and then sends one sample at a time (the simulator):
  * gw_rw_labels_pb writes a sorted label set as TimeSeries label fields

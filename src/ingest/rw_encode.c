@@ -1,5 +1,5 @@
-/* rw_encode.c - remote write 1.0 encoder (prometheus.WriteRequest protobuf,
- * uncompressed) and the TimeSeries writer shared with remote read.
+/* rw_encode.c - remote write 1.0 and 2.0 encoders (prometheus.WriteRequest,
+ * io.prometheus.write.v2.Request; protobuf, uncompressed) and the TimeSeries writer shared with remote read.
  *
  * Hand-written, sized exactly before writing: one gw_buf_reserve per
  * request, no per-series allocation. Field order is by field number, as
@@ -14,6 +14,8 @@
  * then the series' exemplars
  *   1a len Exemplar { (0a len Label)*  11 <8 bytes LE value>  18 <varint t> }
  * Histograms are not encoded. */
+#include <stdlib.h>
+
 #include "ingest/ingest_int.h"
 
 size_t gw_pb_series_size(const struct gw_label *ls, size_t n_labels, const struct gw_sample *pairs,
@@ -171,4 +173,143 @@ int gw_rw_encode_v1(const struct gw_rw_request *req, struct gw_buf *out)
         return GW_EINVAL;
     out->len += total;
     return GW_OK;
+}
+
+/* ---- remote write 2.0 (io.prometheus.write.v2.Request) ----
+ *   22 len symbol                                   (field 4, symbols[0] = "")
+ *   2a len TimeSeries { 0a len <packed uint32 refs>
+ *                       (12 len Sample{09 <8 bytes LE> 10 <varint t>})* }
+ * Symbols are deduplicated with an open-addressing map over their bytes
+ * and numbered in first-use order (names and values in label order). */
+struct v2_syms {
+    const struct gw_label **sym_l;   /* symbol i > 0: label and which side */
+    uint8_t *sym_side;               /* 0 name, 1 value */
+    uint32_t *map;                   /* symbol index + 1, 0 = empty slot */
+    size_t n, cap;                   /* symbols (incl. ""), map slots */
+};
+
+static const char *v2_sym(const struct v2_syms *s, size_t i, uint32_t *len)
+{
+    const struct gw_label *l = s->sym_l[i];
+    *len = s->sym_side[i] ? l->value_len : l->name_len;
+    return s->sym_side[i] ? l->value : l->name;
+}
+
+/* The symbol index of (p, n), added when new. */
+static uint32_t v2_intern(struct v2_syms *s, const struct gw_label *l, int side)
+{
+    const char *p = side ? l->value : l->name;
+    uint32_t n = side ? l->value_len : l->name_len, h = 2166136261u, len;
+    for (uint32_t i = 0; i < n; i++) h = (h ^ (uint8_t)p[i]) * 16777619u;
+    size_t mask = s->cap - 1, j = h & mask;
+    for (; s->map[j]; j = (j + 1) & mask) {
+        const char *q = v2_sym(s, s->map[j] - 1, &len);
+        if (len == n && !memcmp(p, q, n)) return s->map[j] - 1;
+    }
+    s->sym_l[s->n] = l;
+    s->sym_side[s->n] = (uint8_t)side;
+    s->map[j] = (uint32_t)++s->n;
+    return (uint32_t)(s->n - 1);
+}
+
+static size_t v2_refs_size(const uint32_t *refs, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += gw_uvarint_len(refs[i]);
+    return k;
+}
+
+static size_t v2_series_size(const struct gw_rw_series *s, const uint32_t *refs)
+{
+    size_t n = s->n_labels ? pb_len_field_size(v2_refs_size(refs, 2u * s->n_labels)) : 0;
+    return n + gw_pb_series_size(NULL, 0, s->samples, NULL, NULL, s->n_samples);
+}
+
+/* Checks req and counts its labels; GW_EINVAL on a NULL array, an empty
+ * name or value (the spec forbids them), or more than 2^31 labels. */
+static int v2_check(const struct gw_rw_request *req, size_t *n_labels)
+{
+    size_t n = 0;
+    if (req == NULL || (req->n_series > 0 && req->series == NULL)) return GW_EINVAL;
+    for (size_t i = 0; i < req->n_series; i++) {
+        const struct gw_rw_series *s = &req->series[i];
+        if ((s->n_labels > 0 && s->labels == NULL) || (s->n_samples > 0 && s->samples == NULL)) return GW_EINVAL;
+        for (uint32_t j = 0; j < s->n_labels; j++)
+            if (!s->labels[j].name_len || !s->labels[j].value_len) return GW_EINVAL;
+        n += s->n_labels;
+        if (n > (1u << 31)) return GW_EINVAL;
+    }
+    *n_labels = n;
+    return GW_OK;
+}
+
+static int v2_write(const struct gw_rw_request *req, const struct v2_syms *sy, const uint32_t *refs,
+                    struct gw_buf *out)
+{
+    size_t total = pb_len_field_size(0), r = 0;
+    uint32_t len;
+    for (size_t i = 1; i < sy->n; i++) {
+        v2_sym(sy, i, &len);
+        total += pb_len_field_size(len);
+    }
+    for (size_t i = 0; i < req->n_series; i++) {
+        total += pb_len_field_size(v2_series_size(&req->series[i], refs + r));
+        r += 2u * req->series[i].n_labels;
+    }
+    int rc = gw_buf_reserve(out, total);
+    if (rc != GW_OK) return rc;
+    uint8_t *start = out->data + out->len, *p = start;
+    for (size_t i = 0; i < sy->n; i++) {
+        const char *s = i ? v2_sym(sy, i, &len) : "";
+        p = pb_put_len_field(p, PB_KEY(4, PB_WT_LEN), s, i ? len : 0);
+    }
+    r = 0;
+    for (size_t i = 0; i < req->n_series; i++) {
+        const struct gw_rw_series *s = &req->series[i];
+        const uint32_t *sr = refs + r;
+        *p++ = (uint8_t)PB_KEY(5, PB_WT_LEN);
+        p = pb_put_varint(p, v2_series_size(s, sr));
+        if (s->n_labels) {
+            *p++ = (uint8_t)PB_KEY(1, PB_WT_LEN);
+            p = pb_put_varint(p, v2_refs_size(sr, 2u * s->n_labels));
+            for (size_t j = 0; j < 2u * s->n_labels; j++) p = pb_put_varint(p, sr[j]);
+        }
+        p = gw_pb_put_series(p, NULL, 0, s->samples, NULL, NULL, s->n_samples);
+        r += 2u * s->n_labels;
+    }
+    if (GW_NEVER((size_t)(p - start) != total)) return GW_EINVAL;
+    out->len += total;
+    return GW_OK;
+}
+
+int gw_rw_encode_v2(const struct gw_rw_request *req, struct gw_buf *out)
+{
+    size_t n_labels = 0;
+    int rc = out ? v2_check(req, &n_labels) : GW_EINVAL;
+    if (rc != GW_OK) return rc;
+    struct v2_syms sy = {0};
+    sy.cap = 16;
+    while (sy.cap < 4 * n_labels + 4) sy.cap *= 2;
+    sy.sym_l = malloc((2 * n_labels + 1) * sizeof *sy.sym_l);
+    sy.sym_side = malloc(2 * n_labels + 1);
+    sy.map = calloc(sy.cap, sizeof *sy.map);
+    uint32_t *refs = malloc((2 * n_labels + 1) * sizeof *refs);
+    if (!sy.sym_l || !sy.sym_side || !sy.map || !refs) {
+        rc = GW_ENOMEM;
+        goto out;
+    }
+    sy.n = 1;                                  /* symbols[0] = "" */
+    size_t r = 0;
+    for (size_t i = 0; i < req->n_series; i++)
+        for (uint32_t j = 0; j < req->series[i].n_labels; j++) {
+            refs[r++] = v2_intern(&sy, &req->series[i].labels[j], 0);
+            refs[r++] = v2_intern(&sy, &req->series[i].labels[j], 1);
+        }
+    rc = v2_write(req, &sy, refs, out);
+out:
+    free(sy.sym_l);
+    free(sy.sym_side);
+    free(sy.map);
+    free(refs);
+    return rc;
 }
