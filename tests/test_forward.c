@@ -225,8 +225,9 @@ static void test_headers_and_internal(void **state)
     d.url = "http://127.0.0.1:1/api/v1/write";
     assert_int_equal(gw_fwd_check_dest(&d, &e), GW_OK);
     d.protocol = 2;
-    assert_int_equal(gw_fwd_check_dest(&d, &e), GW_EUNSUPPORTED);
-    assert_non_null(strstr(e.msg, "2.0"));
+    assert_int_equal(gw_fwd_check_dest(&d, &e), GW_OK);
+    d.protocol = 3;
+    assert_int_equal(gw_fwd_check_dest(&d, &e), GW_EINVAL);
     d.protocol = 1;
     d.url = "ftp://x/";
     assert_int_equal(gw_fwd_check_dest(&d, &e), GW_EUNSUPPORTED);
@@ -363,6 +364,112 @@ static void test_reader_batches(void **state)
     gw_wal_close(w);
     gw_fwd_batch_free(&b);
     gw_fwd_reader_free(&r);
+}
+
+/* A batch as "name:host t v;" per sample, grouped by series in the order
+ * the series first appear, each series' samples in batch order. */
+static void batch_text(const struct gw_fwd_batch *b, int version, char *out, size_t cap, size_t *n_series)
+{
+    struct gw_arena a;
+    struct gw_rw_request req;
+    struct gw_error e = {0};
+    gw_arena_init(&a, 0, 0);
+    assert_int_equal(gw_rw_decode(b->pb.data, b->pb.len, version, &a, &req, &e), GW_OK);
+    size_t len = 0, k = 0;
+    char seen[64][64];
+    out[0] = 0;
+    for (size_t i = 0; i < req.n_series; i++) {
+        const struct gw_rw_series *s = &req.series[i];
+        char key[64];
+        assert_int_equal(s->n_labels, 2);
+        snprintf(key, sizeof key, "%.*s:%.*s", (int)s->labels[0].value_len, s->labels[0].value,
+                 (int)s->labels[1].value_len, s->labels[1].value);
+        size_t j = 0;
+        while (j < k && strcmp(seen[j], key)) j++;
+        if (j < k) continue;          /* v1: taken with the series' first sample */
+        assert_true(k < 64);
+        snprintf(seen[k++], 64, "%s", key);
+        for (size_t x = i; x < req.n_series; x++) {
+            const struct gw_rw_series *y = &req.series[x];
+            char kx[64];
+            snprintf(kx, sizeof kx, "%.*s:%.*s", (int)y->labels[0].value_len, y->labels[0].value,
+                     (int)y->labels[1].value_len, y->labels[1].value);
+            if (strcmp(kx, key)) continue;
+            for (uint32_t m = 0; m < y->n_samples; m++)
+                len += (size_t)snprintf(out + len, cap - len, "%s %lld %g;", key, (long long)y->samples[m].t,
+                                        y->samples[m].v);
+            assert_true(len < cap);
+        }
+    }
+    *n_series = k;
+    gw_arena_free(&a);
+}
+
+/* Protocol 2: the batch is one io.prometheus.write.v2.Request that decodes
+ * to exactly the samples protocol 1 sends, one TimeSeries per series. */
+static void test_reader_v2(void **state)
+{
+    struct fx *f = *state;
+    struct gw_wal *w = wal_open(f->wal, 1 << 20, NULL, NULL);
+    put_series(w, 1, "gpu_temp", "n1");
+    put_series(w, 2, "gpu_power", "n1");
+    put_series(w, 3, "gpu_temp", "n2");
+    put_series(w, 4, "ALERTS", "n1");
+    uint64_t s1234[4] = {1, 2, 3, 4}, s319[3] = {3, 1, 9};
+    put_samples(w, s1234, 4, 1000, 13);
+    put_samples(w, s319, 3, 2000, 8);
+
+    struct gw_fwd_reader r1, r2;
+    struct gw_fwd_batch b1, b2;
+    struct gw_error e = {0};
+    assert_int_equal(gw_fwd_reader_init(&r1, f->wal, 0), GW_OK);
+    assert_int_equal(gw_fwd_reader_init(&r2, f->wal, 0), GW_OK);
+    r1.labels = r2.labels = labels_from_store;
+    r2.protocol = 2;
+    gw_fwd_batch_init(&b1);
+    gw_fwd_batch_init(&b2);
+    static char t1[8192], t2[8192];
+    for (uint64_t max = 1; max <= 30; max += 4) {      /* batches ending inside and between records */
+        struct gw_fwd_cursor c1, c2;
+        assert_int_equal(gw_fwd_first_cursor(f->wal, &c1, &e), GW_OK);
+        c2 = c1;
+        uint64_t total = 0;
+        for (int guard = 0; guard < 100; guard++) {
+            assert_int_equal(gw_fwd_read_batch(&r1, &c1, max, &b1, &e), GW_OK);
+            assert_int_equal(gw_fwd_read_batch(&r2, &c2, max, &b2, &e), GW_OK);
+            assert_int_equal(b1.n, b2.n);
+            assert_int_equal(b1.max_t, b2.max_t);
+            assert_int_equal(b1.filtered, b2.filtered);
+            assert_int_equal(b1.end.off, b2.end.off);
+            assert_int_equal(b1.end.skip, b2.end.skip);
+            size_t n1, n2;
+            batch_text(&b1, 1, t1, sizeof t1, &n1);
+            batch_text(&b2, 2, t2, sizeof t2, &n2);
+            assert_string_equal(t1, t2);
+            assert_int_equal(n1, n2);
+            assert_int_equal(b2.n_series, n2);       /* one TimeSeries per series */
+            total += b2.n;
+            c1 = b1.end;
+            c2 = b2.end;
+            if (b1.caught_up) break;
+        }
+        assert_int_equal(total, 13 - 3 + 8);         /* ALERTS left out */
+    }
+    /* the whole WAL in one batch: gpu_temp:n1 has 1000,1004,1008,1012,2001,2004,2007 */
+    struct gw_fwd_cursor c;
+    size_t ns;
+    assert_int_equal(gw_fwd_first_cursor(f->wal, &c, &e), GW_OK);
+    assert_int_equal(gw_fwd_read_batch(&r2, &c, 100, &b2, &e), GW_OK);
+    batch_text(&b2, 2, t2, sizeof t2, &ns);
+    assert_int_equal(ns, 4);
+    assert_non_null(strstr(t2, "gpu_temp:n1 1000 0;gpu_temp:n1 1004 4;gpu_temp:n1 1008 8;gpu_temp:n1 1012 12;"
+                               "gpu_temp:n1 2001 1;gpu_temp:n1 2004 4;gpu_temp:n1 2007 7;gpu_power"));
+    assert_non_null(strstr(t2, "from_store:n9 2002 2;from_store:n9 2005 5;"));
+    gw_wal_close(w);
+    gw_fwd_batch_free(&b1);
+    gw_fwd_batch_free(&b2);
+    gw_fwd_reader_free(&r1);
+    gw_fwd_reader_free(&r2);
 }
 
 /* Three full segments of 20 samples each, then an open one. */
@@ -603,6 +710,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_headers_and_internal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wal_hold, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reader_batches, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reader_v2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_and_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_forwarder_bound, setup, teardown),
         cmocka_unit_test_setup_teardown(test_forwarder_answers, setup, teardown),

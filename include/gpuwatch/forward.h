@@ -39,7 +39,7 @@ struct gw_fwd_dest_opts {
     const char *url;                  /* http(s)://host:port/path of the remote-write endpoint */
     const char *headers[GW_FWD_MAX_HEADERS];   /* "Name: value", sent with every request */
     size_t n_headers;
-    int protocol;                     /* remote write version; only 1 (0 = 1) */
+    int protocol;                     /* remote write version: 1 (0 = 1) or 2 */
     uint32_t batch_samples;           /* samples per request; default 2000 */
     uint64_t max_pending_bytes;       /* WAL bytes kept for this destination; default 10 GiB */
     /* Connection settings handed to gw_httpc_open as they are: timeouts,

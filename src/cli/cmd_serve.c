@@ -241,7 +241,7 @@ static const struct gw_cli_opt serve_fwd_opts[] = {
      .help = "an HTTP header sent with every request (repeatable)"},
     {.name = "--forward.protocol", .arg = "1|2", .type = GW_CLI_CALL, .set = fwd_protocol,
      .expect = "1 or 2" FWD_AFTER,
-     .help = "remote write version (default 1; 2 is refused: no 2.0 encoder yet)"},
+     .help = "remote write version (default 1; 2: remote write 2.0, one TimeSeries per series per batch)"},
     {.name = "--forward.batch-size", .arg = "N", .type = GW_CLI_CALL, .set = fwd_batch,
      .expect = "1 to 100000" FWD_AFTER,
      .help = "samples per request (default 2000)"},

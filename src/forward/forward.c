@@ -102,10 +102,7 @@ int gw_fwd_check_dest(const struct gw_fwd_dest_opts *d, struct gw_error *err)
     if (!d->url) return gw_error_set(err, GW_EINVAL, "forward: destination without a URL");
     int rc = gw_url_parse(d->url, &u, err);
     if (rc != GW_OK) return rc;
-    if (d->protocol == 2)
-        return gw_error_set(err, GW_EUNSUPPORTED, "forward to %s: remote write 2.0 is not available for "
-                            "forwarding (gpuwatch has no 2.0 encoder); use protocol 1", d->url);
-    if (d->protocol != 1 && d->protocol != 0)
+    if (d->protocol != 1 && d->protocol != 2 && d->protocol != 0)
         return gw_error_set(err, GW_EINVAL, "forward to %s: protocol must be 1 or 2, not %d", d->url, d->protocol);
     if (d->n_headers > GW_FWD_MAX_HEADERS)
         return gw_error_set(err, GW_EINVAL, "forward to %s: more than %d headers", d->url, GW_FWD_MAX_HEADERS);
@@ -127,8 +124,13 @@ static int dest_setup(struct dest *d, struct gw_error *err)
     if (!d->o.batch_samples) d->o.batch_samples = DEFAULT_BATCH;
     if (!d->o.max_pending_bytes) d->o.max_pending_bytes = DEFAULT_MAX_PENDING;
     d->hdr[0] = (struct gw_httpc_header){"Content-Encoding", "snappy"};
-    d->hdr[1] = (struct gw_httpc_header){"Content-Type", "application/x-protobuf"};
-    d->hdr[2] = (struct gw_httpc_header){"X-Prometheus-Remote-Write-Version", "0.1.0"};
+    if (d->o.protocol == 2) {
+        d->hdr[1] = (struct gw_httpc_header){"Content-Type", "application/x-protobuf;proto=io.prometheus.write.v2.Request"};
+        d->hdr[2] = (struct gw_httpc_header){"X-Prometheus-Remote-Write-Version", "2.0.0"};
+    } else {
+        d->hdr[1] = (struct gw_httpc_header){"Content-Type", "application/x-protobuf"};
+        d->hdr[2] = (struct gw_httpc_header){"X-Prometheus-Remote-Write-Version", "0.1.0"};
+    }
     d->n_hdr = FIXED_HEADERS;
     for (size_t i = 0; i < d->o.n_headers; i++) {
         struct gw_httpc_header *h = &d->hdr[d->n_hdr++];
@@ -354,6 +356,7 @@ static void *dest_main(void *arg)
              gw_httpc_open(&c, d->o.url, &d->o.http, &e) == GW_OK;
     r.labels = f->labels;
     r.labels_ud = f->labels_ud;
+    r.protocol = d->o.protocol;
     if (!ok) {   /* never holds the WAL back for a destination that cannot send */
         atomic_store(&d->hold_pos, UINT64_MAX);
         gw_log(GW_LOG_ERROR, "forward", "msg=\"cannot start\" url=%s err=\"%s\"", d->o.url, e.msg);

@@ -73,12 +73,18 @@ struct gw_fwd_reader {
     struct gw_buf rec;        /* record payload scratch */
     struct gw_buf lab;        /* canonical labels scratch */
     struct gw_fwd_sids sids;
+    int protocol;             /* 1 (default, also 0) or 2: the batch body's format */
+    uint32_t gen;             /* batches built, marks the sids seen in this one */
 };
 
-/* One batch: a WriteRequest body (uncompressed protobuf) of n samples,
- * and the cursor just past them. */
+/* One batch: a WriteRequest body (uncompressed protobuf; protocol 2: an
+ * io.prometheus.write.v2.Request) of n samples, and the cursor just past
+ * them. */
 struct gw_fwd_batch {
     struct gw_buf pb;
+    struct gw_buf v2lab;      /* protocol 2: one v1 TimeSeries of labels per series of the batch */
+    struct gw_buf v2samp;     /* protocol 2: the samples read, with their series' index */
+    uint32_t n_series;        /* protocol 2: series in v2lab */
     uint64_t n;
     int64_t max_t;            /* newest sample timestamp, INT64_MIN if none */
     struct gw_fwd_cursor end;
@@ -92,7 +98,8 @@ int gw_fwd_reader_init(struct gw_fwd_reader *r, const char *wal_dir, int include
 void gw_fwd_reader_free(struct gw_fwd_reader *r);
 void gw_fwd_batch_init(struct gw_fwd_batch *b);
 void gw_fwd_batch_free(struct gw_fwd_batch *b);
-/* Reads from *from up to max samples into b (reset first). A torn or
+/* Reads from *from up to max samples into b (reset first). Protocol 2:
+ * one TimeSeries per series with its samples of the batch in WAL order. A torn or
  * half-written record at the end of the newest segment ends the read
  * (caught_up); one in an older segment (a crash's torn tail) moves on to
  * the next segment. GW_OK, GW_ENOMEM, GW_EIO. */

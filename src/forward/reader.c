@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "forward/forward_int.h"
+#include "gpuwatch/arena.h"
 #include "gpuwatch/codec.h"
 #include "gpuwatch/db.h"
 #include "gpuwatch/labels.h"
@@ -35,6 +36,7 @@ struct gw_fwd_sid {
     uint64_t off;                     /* into pool */
     uint32_t len;
     uint8_t internal;
+    uint32_t gen, series;             /* protocol 2: batch it was last seen in, its index there */
 };
 
 /* ---------------------------------------------------------------- sid map */
@@ -88,7 +90,7 @@ static int sids_put(struct gw_fwd_sids *m, uint64_t sid, const uint8_t *labels, 
     m->pool.len += gw_rw_labels_pb(ls, n, m->pool.data + off);
     size_t j = (size_t)(sid * 0x9E3779B97F4A7C15ull) & (m->cap - 1);
     while (m->v[j].sid) j = (j + 1) & (m->cap - 1);
-    m->v[j] = (struct gw_fwd_sid){sid, off, (uint32_t)need, (uint8_t)gw_fwd_is_internal(labels, len)};
+    m->v[j] = (struct gw_fwd_sid){sid, off, (uint32_t)need, (uint8_t)gw_fwd_is_internal(labels, len), 0, 0};
     m->n++;
     return GW_OK;
 }
@@ -123,9 +125,16 @@ void gw_fwd_batch_init(struct gw_fwd_batch *b)
 {
     memset(b, 0, sizeof *b);
     gw_buf_init(&b->pb, 0);
+    gw_buf_init(&b->v2lab, 0);
+    gw_buf_init(&b->v2samp, 0);
 }
 
-void gw_fwd_batch_free(struct gw_fwd_batch *b) { gw_buf_free(&b->pb); }
+void gw_fwd_batch_free(struct gw_fwd_batch *b)
+{
+    gw_buf_free(&b->pb);
+    gw_buf_free(&b->v2lab);
+    gw_buf_free(&b->v2samp);
+}
 
 /* Opens segment seg into r->fd. 1 opened, 0 no such file, -1 error. */
 static int seg_open(struct gw_fwd_reader *r, uint32_t seg)
@@ -241,16 +250,77 @@ static int on_series(void *ud, uint64_t sid, const uint8_t *labels, size_t len)
 
 /* The map entry of sid, asking the labels callback when it is unknown;
  * NULL when no labels are to be had (or on ENOMEM, *rc set). */
-static const struct gw_fwd_sid *sid_lookup(struct fill *f, uint64_t sid, int *rc)
+static struct gw_fwd_sid *sid_lookup(struct fill *f, uint64_t sid, int *rc)
 {
     struct gw_fwd_reader *r = f->r;
-    const struct gw_fwd_sid *e = sids_find(&r->sids, sid);
+    struct gw_fwd_sid *e = sids_find(&r->sids, sid);
     if (e || !r->labels) return e;
     gw_buf_reset(&r->lab);
     struct gw_error le = {0};
     if (r->labels(r->labels_ud, sid, &r->lab, &le) != GW_OK) return NULL;
     if ((*rc = sids_put(&r->sids, sid, r->lab.data, r->lab.len)) == GW_ECORRUPT) *rc = GW_OK;
     return sids_find(&r->sids, sid);
+}
+
+/* ---------------------------------------------------- protocol 2 batches */
+
+struct v2_sample {
+    uint32_t series;
+    int64_t t;
+    double v;
+};
+
+/* Notes a sample of e's series: its labels join v2lab (as a v1 TimeSeries
+ * holding only them) the first time the series is seen in this batch. */
+static int v2_add(struct gw_fwd_reader *r, struct gw_fwd_batch *b, struct gw_fwd_sid *e, int64_t t, double v)
+{
+    int rc;
+    if (e->gen != r->gen) {
+        uint8_t h[1 + 10];
+        h[0] = 0x0a;                               /* WriteRequest.timeseries */
+        size_t k = 1 + gw_uvarint_put(h + 1, e->len);
+        if ((rc = gw_buf_append(&b->v2lab, h, k)) != GW_OK) return rc;
+        if ((rc = gw_buf_append(&b->v2lab, r->sids.pool.data + e->off, e->len)) != GW_OK) return rc;
+        e->gen = r->gen;
+        e->series = b->n_series++;
+    }
+    struct v2_sample s = {e->series, t, v};
+    return gw_buf_append(&b->v2samp, &s, sizeof s);
+}
+
+/* Builds b->pb from v2lab and v2samp: the labels are decoded back with
+ * the remote-write decoder, the samples grouped by series (a counting
+ * sort, so each series keeps its WAL order), then encoded as 2.0. */
+static int v2_finish(struct gw_fwd_batch *b)
+{
+    struct gw_arena a;
+    struct gw_rw_request req;
+    struct gw_error de = {0};
+    const struct v2_sample *in = (const struct v2_sample *)(void *)b->v2samp.data;
+    size_t n = b->v2samp.len / sizeof *in;
+    gw_arena_init(&a, 64u << 10, 0);
+    int rc = gw_rw_decode(b->v2lab.data, b->v2lab.len, 1, &a, &req, &de);
+    if (rc == GW_OK && GW_NEVER(req.n_series != b->n_series)) rc = GW_ECORRUPT;
+    struct gw_sample *all = rc == GW_OK && n ? gw_arena_alloc(&a, n * sizeof *all) : NULL;
+    if (rc == GW_OK && n && !all) rc = GW_ENOMEM;
+    if (rc == GW_OK) {
+        for (size_t i = 0; i < n; i++) req.series[in[i].series].n_samples++;
+        size_t at = 0;
+        for (size_t i = 0; i < req.n_series; i++) {
+            req.series[i].samples = all + at;
+            at += req.series[i].n_samples;
+            req.series[i].n_samples = 0;
+            req.series[i].n_exemplars = 0;
+        }
+        for (size_t i = 0; i < n; i++) {
+            struct gw_rw_series *s = &req.series[in[i].series];
+            s->samples[s->n_samples++] = (struct gw_sample){in[i].t, in[i].v};
+        }
+        req.n_metadata = 0;
+        rc = gw_rw_encode_v2(&req, &b->pb);
+    }
+    gw_arena_free(&a);
+    return rc;
 }
 
 static int on_sample(void *ud, uint64_t sid, int64_t t, double v)
@@ -263,7 +333,7 @@ static int on_sample(void *ud, uint64_t sid, int64_t t, double v)
         return FILL_FULL;
     }
     int rc = GW_OK;
-    const struct gw_fwd_sid *e = sid_lookup(f, sid, &rc);
+    struct gw_fwd_sid *e = sid_lookup(f, sid, &rc);
     if (rc) return rc;
     if (!e) {
         f->b->missing++;
@@ -273,7 +343,10 @@ static int on_sample(void *ud, uint64_t sid, int64_t t, double v)
         f->b->filtered++;
         return GW_OK;
     }
-    rc = gw_rw_append_sample(&f->b->pb, f->r->sids.pool.data + e->off, e->len, t, v);
+    if (f->r->protocol == 2)
+        rc = v2_add(f->r, f->b, e, t, v);
+    else
+        rc = gw_rw_append_sample(&f->b->pb, f->r->sids.pool.data + e->off, e->len, t, v);
     if (rc) return rc;
     f->b->n++;
     if (t > f->b->max_t) f->b->max_t = t;
@@ -301,6 +374,10 @@ int gw_fwd_read_batch(struct gw_fwd_reader *r, const struct gw_fwd_cursor *from,
                       struct gw_fwd_batch *b, struct gw_error *err)
 {
     gw_buf_reset(&b->pb);
+    gw_buf_reset(&b->v2lab);
+    gw_buf_reset(&b->v2samp);
+    b->n_series = 0;
+    if (++r->gen == 0) r->gen = 1;
     b->n = b->missing = b->filtered = b->lost_segments = 0;
     b->max_t = INT64_MIN;
     b->caught_up = 0;
@@ -339,6 +416,7 @@ int gw_fwd_read_batch(struct gw_fwd_reader *r, const struct gw_fwd_cursor *from,
         c.off = next;
         c.skip = 0;
     }
+    if (rc == GW_OK && r->protocol == 2) rc = v2_finish(b);
     if (rc != GW_OK) return gw_error_set(err, rc, "forward: %s while building a batch", gw_strerror(rc));
     b->end = c;
     return GW_OK;
