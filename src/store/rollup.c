@@ -109,7 +109,7 @@ int gw_store_rollup_get(struct gw_store_txn *t, int res, int64_t day, uint32_t n
         return GW_EINVAL;
     if (sid > UINT32_MAX)
         return GW_ENOTFOUND;
-    MDB_dbi dbi;
+    MDB_dbi dbi = 0;
     int rc = find_dbi(t, enc_day(res, day), &dbi);
     if (rc <= 0)
         return rc < 0 ? rc : GW_ENOTFOUND;
@@ -149,7 +149,7 @@ int gw_store_rollup_marker(struct gw_store_txn *t, int res, int64_t day, uint64_
 {
     if (!t || !t->txn || !day_ok(res, day))
         return GW_EINVAL;
-    MDB_dbi dbi;
+    MDB_dbi dbi = 0;
     int rc = find_dbi(t, enc_day(res, day), &dbi);
     if (rc <= 0)
         return rc < 0 ? rc : GW_ENOTFOUND;
@@ -171,7 +171,7 @@ int gw_store_raw_day_blobs(struct gw_store_txn *t, int64_t day, uint64_t *blobs)
 {
     if (!t || !t->txn || day <= -GW_PART_RAW_END / 2 || day >= GW_PART_RAW_END / 2)
         return GW_EINVAL;
-    MDB_dbi dbi;
+    MDB_dbi dbi = 0;
     int rc = find_dbi(t, day, &dbi);
     if (rc <= 0)
         return rc < 0 ? rc : GW_ENOTFOUND;
@@ -244,7 +244,7 @@ int gw_store_rollup_scan(struct gw_store_txn *t, int res, int64_t day, gw_store_
 {
     if (!t || !t->txn || !cb || !day_ok(res, day))
         return GW_EINVAL;
-    MDB_dbi dbi;
+    MDB_dbi dbi = 0;
     int rc = find_dbi(t, enc_day(res, day), &dbi);
     if (rc <= 0)
         return rc < 0 ? rc : GW_ENOTFOUND;
