@@ -10,6 +10,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "db_fixture.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -44,13 +46,9 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
 
 static int setup(void **state)
 {
-    const char *base = getenv("GW_TEST_TMP");
-    if (!base || !base[0]) base = "/tmp";
-    mkdir(base, 0755);
     struct fx *f = calloc(1, sizeof *f);
     if (!f) return -1;
-    snprintf(f->dir, sizeof f->dir, "%s/gwfwd.XXXXXX", base);
-    if (!mkdtemp(f->dir)) {
+    if (gw_fx_mkdtemp(f->dir, sizeof f->dir, "gwfwd") != 0) {
         free(f);
         return -1;
     }

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
+
+#include "db_fixture.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,14 +29,7 @@ static char tdir[256];
 
 static void mk_tdir(void)
 {
-    const char *tmp = getenv("GW_TEST_TMP");
-    char cmd[300];
-    if (tmp && *tmp) {
-        snprintf(cmd, sizeof cmd, "mkdir -p '%s'", tmp);
-        assert_int_equal(system(cmd), 0);
-    }
-    snprintf(tdir, sizeof tdir, "%s/gwauth.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    assert_non_null(mkdtemp(tdir));
+    assert_int_equal(gw_fx_mkdtemp(tdir, sizeof tdir, "gwauth"), 0);
 }
 
 static void rm_tdir(void)
