@@ -17,6 +17,7 @@
 #include "gpuwatch/block.h"
 #include "gpuwatch/buf.h"
 #include "gpuwatch/chunk.h"
+#include "chunk/entropy.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dull;
 static uint64_t rnd(void)
@@ -625,6 +626,145 @@ static void test_block_bits_form(void **state)
     }
 }
 
+/* Value part's mode byte (raw part: kind byte 0, then the section). */
+static int part_mode(const double *v, size_t n, size_t *len)
+{
+    struct gw_buf val;
+    gw_buf_init(&val, 0);
+    assert_int_equal(gw_block_values_encode(v, n, &val), GW_OK);
+    int mode = val.data[0] == 0 ? val.data[1] : -1;
+    *len = val.len;
+    gw_buf_free(&val);
+    return mode;
+}
+
+/* Counters whose scrape-time jitter dominates their increments (a level
+ * plus bounded noise: the deltas are negatively correlated) take linear
+ * prediction (order field 3) with ANS-coded residuals and cost near the
+ * noise's entropy; exceptions, outliers that escape the ANS alphabet,
+ * modular wrap-around and full-precision doubles (BITS + LPC) round-trip
+ * bit-exactly; every cut and flipped byte is refused or decoded safely. */
+static void test_block_lpc_and_ans_forms(void **state)
+{
+    (void)state;
+    enum { N = 2880 };
+    static int64_t t[N], dt[N];
+    static double v[N], dv[N];
+    regular_ts(t, N, 1700000000000ll, 30000);
+    for (int shape = 0; shape < 7; shape++) {
+        double rate = 1234.0, base = 98765432.0;
+        for (size_t i = 0; i < N; i++) {
+            double u = (double)(rnd() >> 11) / 9007199254740992.0;
+            switch (shape) {
+            case 0: /* counter: level + rate * jitter */
+            case 1: /* the same with stale markers and a NaN payload */
+                v[i] = floor(base + rate * ((double)i * 30.0 + u));
+                if (shape == 1 && i % 97 == 5) v[i] = bitsd(STALE);
+                if (shape == 1 && i % 389 == 7) v[i] = bitsd(0x7ff8000000abcdefull);
+                break;
+            case 2: /* two decimals, slow rate */
+                v[i] = rint(100.0 * 0.37 * ((double)i * 30.0 + u)) / 100.0;
+                break;
+            case 3: /* rare huge jumps escape the alphabet */
+                v[i] = floor(base + rate * ((double)i * 30.0 + u)) + (i % 211 == 3 ? 1e12 * (double)(i % 7) : 0);
+                break;
+            case 4: /* mantissas near +-2^53, alternating: the deltas wrap */
+                v[i] = (i & 1) ? 9007199254740000.0 - (double)(rnd() % 1000) : -9007199254740000.0 + (double)(rnd() % 1000);
+                break;
+            case 5: /* full-precision ratio (no decimal form) */
+                v[i] = 0.5 + 0.3 * sin((double)i / 40.0) + 1e-4 * u;
+                break;
+            default: /* integer gauge: smooth wave + uniform noise */
+                v[i] = floor(5000.0 + 3000.0 * sin((double)i / 300.0) + 200.0 * u);
+                break;
+            }
+        }
+        (void)roundtrip(t, v, N);
+        size_t len;
+        int mode = part_mode(v, N, &len);
+        if (shape == 0 || shape == 2 || shape == 6) {
+            /* DECIMAL, order LPC */
+            assert_int_equal(mode & 3, 1);
+            assert_int_equal((mode >> 2) & 3, 3);
+        }
+        if (shape == 0) {
+            /* entropy of the jitter: log2(1234) = 10.27 bits; deltas would
+             * cost the triangular difference's ~11 bits (1.40 B with ANS) */
+            double per = (double)len / N;
+            if (!(per < 1.35))
+                fail_msg("counter costs %.3f B/sample", per);
+        }
+        struct gw_buf b;
+        gw_buf_init(&b, 0);
+        assert_int_equal(gw_block_encode(t, v, N, &b), GW_OK);
+        fuzz_block(b.data, b.len, dt, dv, N, 1500);
+        gw_buf_free(&b);
+    }
+    /* Around the thresholds of ANS (32 elements) and LPC (64 values). */
+    for (size_t n = 28; n <= 70; n++) {
+        for (size_t i = 0; i < n; i++)
+            v[i] = floor(1e6 + 777.0 * ((double)i * 30.0 + (double)(rnd() % 1000) / 1000.0));
+        (void)roundtrip(t, v, n);
+    }
+}
+
+/* The rANS coder alone: random alphabets and skews round-trip; frequency
+ * tables that do not sum to ENT_M and streams that end early or late are
+ * refused. */
+static void test_block_ans_coder(void **state)
+{
+    (void)state;
+    enum { N = 5000 };
+    static uint8_t sym[N], tmp[3 * N + 8];
+    for (int round = 0; round < 200; round++) {
+        unsigned nsym = 1 + (unsigned)(rnd() % ENT_MAXSYM);
+        size_t cnt = 1 + (size_t)(rnd() % N);
+        uint32_t hist[ENT_MAXSYM] = {0};
+        unsigned skew = (unsigned)(rnd() % 4);
+        for (size_t i = 0; i < cnt; i++) {
+            uint64_t r = rnd();
+            unsigned s = (unsigned)(r % nsym);
+            for (unsigned k = 0; k < skew; k++)
+                s = s * (unsigned)((r >> (8 + 8 * k)) % nsym) / nsym;
+            sym[i] = (uint8_t)s;
+            hist[s]++;
+        }
+        uint16_t freq[ENT_MAXSYM];
+        ent_normalize(hist, nsym, cnt, freq);
+        unsigned sum = 0;
+        for (unsigned s = 0; s < nsym; s++) {
+            sum += freq[s];
+            assert_true(hist[s] == 0 || freq[s] > 0);
+        }
+        assert_int_equal(sum, ENT_M);
+        const uint8_t *out;
+        size_t len = ent_encode(sym, cnt, freq, nsym, tmp, &out);
+        assert_true(len <= 2 * cnt + 8);
+        double est = ent_cost_bits(hist, freq, nsym) / 8.0;
+        assert_true((double)len <= est + 6.0);
+        static struct ent_dec d;
+        assert_int_equal(ent_dec_init(&d, freq, nsym, out, len), 1);
+        for (size_t i = 0; i < cnt; i++) {
+            unsigned s;
+            assert_int_equal(ent_dec_next(&d, &s), 1);
+            assert_int_equal(s, sym[i]);
+        }
+        assert_true(ent_dec_done(&d));
+        /* one symbol short of the end: not done */
+        if (len > 4) {
+            assert_int_equal(ent_dec_init(&d, freq, nsym, out, len), 1);
+            int ok = 1;
+            for (size_t i = 0; i + 1 < cnt && ok; i++) {
+                unsigned s;
+                ok = ent_dec_next(&d, &s);
+            }
+            assert_false(ok && cnt > 1 && ent_dec_done(&d) && len > 4 + 1);
+        }
+        freq[0] = (uint16_t)(freq[0] + 1);
+        assert_int_equal(ent_dec_init(&d, freq, nsym, out, len), 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -639,6 +779,8 @@ int main(void)
         cmocka_unit_test(test_block_smaller_than_xor_chunks),
         cmocka_unit_test(test_block_truncated_and_corrupt),
         cmocka_unit_test(test_block_bits_form),
+        cmocka_unit_test(test_block_lpc_and_ans_forms),
+        cmocka_unit_test(test_block_ans_coder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -208,7 +208,7 @@ static void test_store_open_close_reopen(void **state)
     assert_int_equal(gw_store_meta_get_u64(t, "answer", &got), GW_OK);
     assert_int_equal(got, 42);
     assert_int_equal(gw_store_meta_get_u64(t, "format_version", &got), GW_OK);
-    assert_int_equal(got, 4);
+    assert_int_equal(got, 5);
     assert_int_equal(gw_store_meta_get_u64(t, "missing", &got), GW_ENOTFOUND);
     /* writes in a read txn are refused */
     assert_int_equal(gw_store_meta_put_u64(t, "x", 1), GW_EINVAL);
@@ -1466,17 +1466,18 @@ static void test_store_old_format_refused(void **state)
     s = NULL;
     assert_int_equal(gw_store_open(&s, &o, &err), GW_ECORRUPT);
     assert_null(s);
-    assert_non_null(strstr(err.msg, "store format version 1 is not supported; expected 2 to 4"));
+    assert_non_null(strstr(err.msg, "store format version 1 is not supported; expected 2 to 5"));
     o.read_only = 1;
     memset(&err, 0, sizeof err);
     assert_int_equal(gw_store_open(&s, &o, &err), GW_ECORRUPT);
     assert_null(s);
-    assert_non_null(strstr(err.msg, "store format version 1 is not supported; expected 2 to 4"));
+    assert_non_null(strstr(err.msg, "store format version 1 is not supported; expected 2 to 5"));
 
-    /* formats 2 (GWB1 blobs only) and 3 (GWB2) are read as is and marked 4
-     * by a read-write open; a newer format is refused */
-    for (uint8_t ver = 2; ver <= 5; ver++) {
-        if (ver == 4)
+    /* formats 2 (GWB1 blobs only), 3 (GWB2) and 4 (GWB3, no LPC or ANS
+     * value forms) are read as is and marked 5 by a read-write open; a
+     * newer format is refused */
+    for (uint8_t ver = 2; ver <= 6; ver++) {
+        if (ver == 5)
             continue;
         uint8_t vb[8] = {0, 0, 0, 0, 0, 0, 0, ver};
         assert_int_equal(mdb_env_create(&env), 0);
@@ -1492,9 +1493,9 @@ static void test_store_old_format_refused(void **state)
         o.read_only = 0;
         memset(&err, 0, sizeof err);
         s = NULL;
-        if (ver == 5) {
+        if (ver == 6) {
             assert_int_equal(gw_store_open(&s, &o, &err), GW_ECORRUPT);
-            assert_non_null(strstr(err.msg, "store format version 5 is not supported; expected 2 to 4"));
+            assert_non_null(strstr(err.msg, "store format version 6 is not supported; expected 2 to 5"));
             continue;
         }
         o.read_only = 1;
@@ -1506,7 +1507,7 @@ static void test_store_old_format_refused(void **state)
         uint64_t now_ver = 0;
         assert_int_equal(gw_store_read_begin(s, &t, NULL), GW_OK);
         assert_int_equal(gw_store_meta_get_u64(t, "format_version", &now_ver), GW_OK);
-        assert_int_equal(now_ver, 4);
+        assert_int_equal(now_ver, 5);
         gw_store_read_end(t);
         gw_store_close(s);
     }

@@ -24,6 +24,17 @@
  *        z = zz(element - base) as q = z >> k ones, a zero, and the k low
  *        bits of z; a run of 20 ones (no zero) escapes to 64 raw bits of z.
  *        Bits MSB first, padded to a byte.
+ *     5  ANS (format 5): byte k (0..63), zz base, byte S (2..64), S uvarint
+ *        frequencies summing to 4096, uvarint nesc, nesc uvarint z values
+ *        (the escapes, in order), uvarint L, L bytes of a static rANS
+ *        stream (src/chunk/entropy.h) of one symbol per element: q = z >> k
+ *        when q < S - 1, else S - 1 (an escape: z is the next of the escape
+ *        list), then the k low bits of z of every non-escaped element, MSB
+ *        first, padded to a byte. The decoder must end the stream in the
+ *        encoder's initial state having used every byte and every escape.
+ *        Near the entropy of residuals whose shape is not geometric (the
+ *        flat or triangular noise of counters), where Rice spends up to a
+ *        bit more an element.
  *   The encoder computes the size of every kind and writes the smallest.
  *
  * Timestamp section: with D = (maxt - mint) / (n - 1) (unsigned division),
@@ -56,8 +67,21 @@
  *       the last place: large integer counters (above 2^53, where DECIMAL
  *       cannot go) and smoothly moving full-precision values cost their
  *       increments instead of XOR's mantissa bits.
+ *   LPC (format 5): order field 3 of DECIMAL (over the mantissas, after the
+ *     exception list and zz m0) or of BITS (over the bit patterns, after be64
+ *     u0): zz mu, byte p (1..32), byte shift (0..30), p zz coefficients c_i
+ *     (|c_i| < 2^14), then the seq of the n' - 1 residuals e_j of the
+ *     centred deltas x_j = a_j - a_{j-1} - mu (j >= 1):
+ *       x_j = e_j + asr(sum_{i=1..min(p,j-1)} c_i x_{j-i}, shift)
+ *     all modulo 2^64 (asr rounds toward minus infinity), so any sequence
+ *     comes back bit-exactly. Deltas that are negatively correlated - a
+ *     counter read at jittered instants is a line plus bounded noise - cost
+ *     the noise instead of the difference of two noises.
  *   The encoder builds the forms and keeps the smallest (BITS only for
- *   blocks whose other forms cost more than BLK_BITS_TRY bytes a value).
+ *   blocks whose other forms cost more than BLK_BITS_TRY bytes a value; LPC
+ *   only for blocks of >= 64 values costing more than 2 bits a value, with
+ *   the order from the Levinson-Durbin errors; ANS only for sequences of
+ *   >= 32 elements costing more than a bit an element).
  *
  * Flag bit 1 set = the timestamp section is the GRID form instead: zz (G - D)
  * then the seq of n-1 offsets e_i = t_i - (t0 + i * G); the encoder uses the
@@ -110,6 +134,7 @@
 
 #include "gpuwatch/block.h"
 #include "gpuwatch/codec.h"
+#include "entropy.h"
 
 #define BLK_VERSION 1u
 #define BLK_FLAG_ZSTD 0x01u
@@ -118,9 +143,16 @@
 #define BLK_ZSTD_MIN 1024
 #define BLK_MAX_K 15
 
-enum { SEQ_ZERO = 0, SEQ_VARINT = 1, SEQ_RUNS = 2, SEQ_PACK = 3, SEQ_RICE = 4 };
+enum { SEQ_ZERO = 0, SEQ_VARINT = 1, SEQ_RUNS = 2, SEQ_PACK = 3, SEQ_RICE = 4, SEQ_ANS = 5 };
+/* ANS is tried for sequences of at least this many elements whose best
+ * other kind costs more than a bit an element. */
+#define SEQ_ANS_MIN 32u
 #define RICE_ESC 20u /* unary quotients this long escape to 64 raw bits */
 enum { VM_XOR = 0, VM_DEC = 1, VM_BITS = 2 };
+#define ORD_LPC 3u /* the order field's value for linear prediction */
+/* LPC is tried for blocks of at least this many values whose best form so
+ * far costs more than 2 bits a value. */
+#define BLK_LPC_MIN 64u
 /* BITS is tried only for blocks whose best other form costs more than
  * this many bytes per value (noisy values: the others are cheap already). */
 #define BLK_BITS_TRY 2
@@ -279,6 +311,10 @@ struct seqplan {
     size_t size;
     unsigned width;
     int64_t base;
+    int64_t med;                  /* the median (Rice and ANS base) */
+    int k0;                       /* log2 of the mean distance from it */
+    unsigned nsym;                /* SEQ_ANS: symbols, the last one escapes */
+    uint16_t freq[ENT_MAXSYM];    /* SEQ_ANS: their frequencies */
 };
 
 /* Median of cnt values (cnt >= 1), by quickselect on a scratch copy. */
@@ -318,7 +354,88 @@ static inline size_t rice_bits(uint64_t z, unsigned k)
     return q < RICE_ESC ? (size_t)q + 1u + k : RICE_ESC + 64u;
 }
 
-static struct seqplan seq_plan(const int64_t *r, size_t cnt, int64_t *sel)
+/* SEQ_ANS around base with the Rice-like split z = q << k | low: the
+ * quotients q (the last symbol for q >= nsym - 1, whose z then follows
+ * whole in an escape list) go through rANS with this block's frequencies,
+ * the k low bits are packed. Tries k near k0 and keeps the smallest in *p
+ * when it beats p->size. */
+static void seq_plan_ans(const int64_t *r, size_t cnt, int64_t base, int k0, struct seqplan *p)
+{
+    /* One histogram of q0 = z >> kb at the finest k tried (kb); a coarser
+     * k = kb + d has q = q0 >> d, so its histogram is summed from this
+     * one. Elements with q0 >= FINE escape at every k tried. binlen sums
+     * the bytes of the escape list entries per bin. */
+    enum { NK = 5, FINE = ENT_MAXSYM << (NK - 1) };
+    uint32_t hist[FINE];
+    uint32_t binlen[FINE];
+    size_t over = 0, overlen = 0;
+    uint64_t qmax = 0;
+    int kb = k0 - 3 < 0 ? 0 : k0 - 3;
+    if (kb > 63)
+        return;
+    for (size_t i = 0; i < cnt; i++) {
+        uint64_t q = rice_z(r[i], base) >> kb;
+        if (q > qmax)
+            qmax = q;
+    }
+    size_t nbins = qmax < FINE ? (size_t)qmax + 1u : FINE;
+    memset(hist, 0, nbins * sizeof *hist);
+    memset(binlen, 0, nbins * sizeof *binlen);
+    for (size_t i = 0; i < cnt; i++) {
+        uint64_t z = rice_z(r[i], base), q = z >> kb;
+        if (q < FINE) {
+            hist[q]++;
+            binlen[q] += (uint32_t)uvlen(z);
+        } else {
+            over++;
+            overlen += uvlen(z);
+        }
+    }
+    for (int d = 0; d < NK && kb + d <= 63; d++) {
+        unsigned k = (unsigned)(kb + d);
+        uint64_t qm = qmax >> d;
+        unsigned nsym = qm + 2u < ENT_MAXSYM ? (unsigned)qm + 2u : ENT_MAXSYM;
+        uint32_t h[ENT_MAXSYM];
+        memset(h, 0, sizeof h);
+        size_t nesc = over, escbytes = overlen;
+        for (size_t q0 = 0; q0 < nbins; q0++) {
+            size_t q = q0 >> d;
+            if (q < nsym - 1u) {
+                h[q] += hist[q0];
+            } else {
+                nesc += hist[q0];
+                escbytes += binlen[q0];
+            }
+        }
+        h[nsym - 1] = (uint32_t)nesc;
+        uint16_t freq[ENT_MAXSYM];
+        ent_normalize(h, nsym, cnt, freq);
+        size_t sz = 3 + uvlen(gw_zigzag(base)) + uvlen(nesc) + escbytes + 3 + 5;
+        for (unsigned j = 0; j < nsym; j++)
+            sz += uvlen(freq[j]);
+        sz += (size_t)(ent_cost_bits(h, freq, nsym) / 8.0) + ((cnt - nesc) * (size_t)k + 7u) / 8u;
+        if (sz < p->size) {
+            p->kind = SEQ_ANS;
+            p->size = sz;
+            p->width = k;
+            p->base = base;
+            p->nsym = nsym;
+            memcpy(p->freq, freq, nsym * sizeof *freq);
+        }
+    }
+}
+
+/* Lets SEQ_ANS compete in plan p of r[0..cnt) (made by seq_plan). */
+static void seq_plan_add_ans(const int64_t *r, size_t cnt, struct seqplan *p)
+{
+    if (cnt >= SEQ_ANS_MIN && p->size > cnt / 8u)
+        seq_plan_ans(r, cnt, p->med, p->k0, p);
+}
+
+/* The smallest kind for r[0..cnt); ans = 0 leaves SEQ_ANS out (a caller
+ * choosing between residual orders compares them without it, then plans
+ * the chosen one with it: ANS saves about the same on each). */
+static struct seqplan seq_plan(const int64_t *r, size_t cnt, int64_t *sel, int ans)
 {
     size_t sv = 1, sr = 1, run = 0;
     int64_t mn = r[0], mx = r[0];
@@ -339,7 +456,7 @@ static struct seqplan seq_plan(const int64_t *r, size_t cnt, int64_t *sel)
     }
     if (run)
         sr += uvlen(run);
-    struct seqplan p = {SEQ_ZERO, 1, 0, 0};
+    struct seqplan p = {.kind = SEQ_ZERO, .size = 1};
     if (allzero)
         return p;
     unsigned w = bitwidth((uint64_t)mx - (uint64_t)mn);
@@ -379,10 +496,47 @@ static struct seqplan seq_plan(const int64_t *r, size_t cnt, int64_t *sel)
             p.base = med;
         }
     }
+    p.med = med;
+    p.k0 = k0;
+    if (ans)
+        seq_plan_add_ans(r, cnt, &p);
     return p;
 }
 
-static void seq_write(struct wr *w, const int64_t *r, size_t cnt, const struct seqplan *p)
+/* SEQ_ANS body after its kind byte (tmp: 3 * cnt + 8 bytes of scratch). */
+static void seq_write_ans(struct wr *w, const int64_t *r, size_t cnt, const struct seqplan *p, uint8_t *tmp)
+{
+    unsigned k = p->width, esc = p->nsym - 1u;
+    w_byte(w, (uint8_t)k);
+    w_zz(w, p->base);
+    w_byte(w, (uint8_t)p->nsym);
+    for (unsigned j = 0; j < p->nsym; j++)
+        w_uv(w, p->freq[j]);
+    size_t nesc = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        uint64_t q = rice_z(r[i], p->base) >> k;
+        tmp[i] = (uint8_t)(q < esc ? q : esc);
+        nesc += q >= esc;
+    }
+    w_uv(w, nesc);
+    for (size_t i = 0; nesc && i < cnt; i++)
+        if (tmp[i] == esc)
+            w_uv(w, rice_z(r[i], p->base));
+    const uint8_t *stream;
+    size_t len = ent_encode(tmp, cnt, p->freq, p->nsym, tmp + cnt, &stream);
+    w_uv(w, len);
+    memcpy(w->p + w->len, stream, len);
+    w->len += len;
+    if (k) {
+        uint64_t mask = k == 64 ? ~0ull : (1ull << k) - 1u;
+        for (size_t i = 0; i < cnt; i++)
+            if (tmp[i] != esc)
+                w_bits(w, rice_z(r[i], p->base) & mask, k);
+        w_flush(w);
+    }
+}
+
+static void seq_write(struct wr *w, const int64_t *r, size_t cnt, const struct seqplan *p, uint8_t *tmp)
 {
     w_byte(w, (uint8_t)p->kind);
     switch (p->kind) {
@@ -407,6 +561,9 @@ static void seq_write(struct wr *w, const int64_t *r, size_t cnt, const struct s
             w_uv(w, run);
         break;
     }
+    case SEQ_ANS:
+        seq_write_ans(w, r, cnt, p, tmp);
+        break;
     case SEQ_RICE:
         w_byte(w, (uint8_t)p->width);
         w_zz(w, p->base);
@@ -586,6 +743,61 @@ static size_t rice_fast(const uint8_t *p, size_t avail_bytes, size_t *bitpos, un
 }
 #endif
 
+/* SEQ_ANS after its kind byte (layout: seq_write_ans). */
+static int seq_read_ans(struct rd *r, size_t cnt, void *out)
+{
+    uint8_t k, nsym;
+    int64_t base;
+    uint16_t freq[ENT_MAXSYM];
+    if (!r_byte(r, &k) || k > 63 || !r_zz(r, &base) || !r_byte(r, &nsym) || nsym < 2 || nsym > ENT_MAXSYM)
+        return 0;
+    for (unsigned j = 0; j < nsym; j++) {
+        uint64_t f;
+        if (!r_uv(r, &f) || f > ENT_M)
+            return 0;
+        freq[j] = (uint16_t)f;
+    }
+    uint64_t nesc, len;
+    if (!r_uv(r, &nesc) || nesc > cnt)
+        return 0;
+    struct rd esc = *r;
+    for (uint64_t j = 0; j < nesc; j++) {
+        uint64_t z;
+        if (!r_uv(r, &z))
+            return 0;
+    }
+    if (!r_uv(r, &len) || len > r->len - r->pos)
+        return 0;
+    struct ent_dec d;
+    if (!ent_dec_init(&d, freq, nsym, r->p + r->pos, (size_t)len))
+        return 0;
+    r->pos += (size_t)len;
+    if ((cnt - nesc) * k > (r->len - r->pos) * 8u)
+        return 0;
+    unsigned escsym = nsym - 1u;
+    uint64_t escaped = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        unsigned sym;
+        uint64_t z, low = 0;
+        if (!ent_dec_next(&d, &sym))
+            return 0;
+        if (sym == escsym) {
+            if (escaped++ == nesc)
+                return 0;
+            (void)r_uv(&esc, &z); /* validated above */
+        } else {
+            if (k && !r_bits(r, k, &low))
+                return 0;
+            z = (uint64_t)sym << k | low;
+        }
+        put_u64(out, i, (uint64_t)gw_unzigzag(z) + (uint64_t)base);
+    }
+    if (escaped != nesc || !ent_dec_done(&d))
+        return 0;
+    r_bits_end(r);
+    return 1;
+}
+
 /* Reads cnt elements as two's-complement uint64 into 8-byte slots of out.
  * 0 on malformed input. */
 static int seq_read(struct rd *r, size_t cnt, void *out)
@@ -655,6 +867,8 @@ static int seq_read(struct rd *r, size_t cnt, void *out)
         r_bits_end(r);
         return 1;
     }
+    case SEQ_ANS:
+        return seq_read_ans(r, cnt, out);
     case SEQ_RICE: {
         uint8_t k;
         int64_t base;
@@ -848,6 +1062,69 @@ struct scratch {
     int8_t *scale;  /* per-value decimal scale, -1 not decimal, -2 exception */
 };
 
+/* Linear prediction of the deltas of a[0..cnt) (ORD_LPC): mu, the mean
+ * delta, is taken out, the centred deltas x go through an LPC filter
+ * (entropy.h), and the residuals are one sequence. Written after the head
+ * a[0] (zz for DECIMAL, be64 for BITS) as
+ *   zz mu, byte p (1..LPC_MAXP), byte shift (0..LPC_MAXSHIFT),
+ *   p x zz coefficient, then the seq of the cnt - 1 residuals. */
+struct lpcplan {
+    int64_t mu;
+    unsigned p, shift;
+    int32_t c[LPC_MAXP];
+    struct seqplan sp;
+    size_t size; /* without the head */
+};
+
+/* Plans the LPC form of a[0..cnt) (cnt >= 2) with x and e as scratch (cnt
+ * entries each); the residuals are left in e. 0 when no predictor fits. */
+static int lpc_plan(const int64_t *a, size_t cnt, int64_t *x, int64_t *e, int64_t *sel, struct lpcplan *lp)
+{
+    size_t m = cnt - 1;
+    long double sum = 0;
+    for (size_t j = 0; j < m; j++) {
+        x[j] = (int64_t)((uint64_t)a[j + 1] - (uint64_t)a[j]);
+        sum += (long double)x[j];
+    }
+    long double mean = sum / (long double)m;
+    lp->mu = fabsl(mean) < 9.0e18L ? (int64_t)llroundl(mean) : 0;
+    for (size_t j = 0; j < m; j++)
+        x[j] = (int64_t)((uint64_t)x[j] - (uint64_t)lp->mu);
+    lp->p = lpc_design(x, m, LPC_MAXP, lp->c, &lp->shift);
+    if (lp->p == 0)
+        return 0;
+    lpc_residuals(x, m, lp->c, lp->p, lp->shift, e);
+    lp->sp = seq_plan(e, m, sel, 1);
+    lp->size = uvlen(gw_zigzag(lp->mu)) + 2 + lp->sp.size;
+    for (unsigned i = 0; i < lp->p; i++)
+        lp->size += uvlen(gw_zigzag(lp->c[i]));
+    return 1;
+}
+
+/* The LPC form's fields after the head, residuals e. */
+static void lpc_write(struct wr *w, const struct lpcplan *lp, const int64_t *e, size_t m, uint8_t *tmp)
+{
+    w_zz(w, lp->mu);
+    w_byte(w, (uint8_t)lp->p);
+    w_byte(w, (uint8_t)lp->shift);
+    for (unsigned i = 0; i < lp->p; i++)
+        w_zz(w, lp->c[i]);
+    seq_write(w, e, m, &lp->sp, tmp);
+}
+
+/* The residuals of order o (0..2) of mantissas man[0..c) after their
+ * heads, into r (c - min(c, o) of them). */
+static void dec_residuals(const int64_t *man, size_t c, int o, int64_t *r)
+{
+    size_t heads = c < (size_t)o ? c : (size_t)o;
+    for (size_t i = heads; i < c; i++) {
+        uint64_t m0 = (uint64_t)man[i];
+        if (o == 0) r[i - heads] = (int64_t)m0;
+        else if (o == 1) r[i - heads] = (int64_t)(m0 - (uint64_t)man[i - 1]);
+        else r[i - heads] = (int64_t)(m0 - 2 * (uint64_t)man[i - 1] + (uint64_t)man[i - 2]);
+    }
+}
+
 /* Writes the DECIMAL value section into w when it is possible; returns its
  * size, or 0 when the block has no usable decimal form. */
 static size_t dec_section(struct wr *w, const double *v, size_t n, struct scratch *s)
@@ -887,24 +1164,18 @@ static size_t dec_section(struct wr *w, const double *v, size_t n, struct scratc
     size_t start = w->len;
     /* Pick the order with the smallest mantissa coding. */
     int best_o = -1;
-    struct seqplan best_p = {0, 0, 0, 0};
+    struct seqplan best_p = {.kind = SEQ_ZERO};
     size_t best_sz = SIZE_MAX;
     for (int o = 0; o <= 2; o++) {
         size_t heads = c < (size_t)o ? c : (size_t)o;
         size_t sz = 0;
         if (o >= 1 && c >= 1) sz += uvlen(gw_zigzag(s->man[0]));
         if (o >= 2 && c >= 2) sz += uvlen(gw_zigzag((int64_t)((uint64_t)s->man[1] - (uint64_t)s->man[0])));
-        struct seqplan p = {SEQ_ZERO, 0, 0, 0};
+        struct seqplan p = {.kind = SEQ_ZERO};
         size_t cnt = c - heads;
         if (cnt) {
-            int64_t *r = s->tmp;
-            for (size_t i = heads; i < c; i++) {
-                uint64_t m0 = (uint64_t)s->man[i];
-                if (o == 0) r[i - heads] = (int64_t)m0;
-                else if (o == 1) r[i - heads] = (int64_t)(m0 - (uint64_t)s->man[i - 1]);
-                else r[i - heads] = (int64_t)(m0 - 2 * (uint64_t)s->man[i - 1] + (uint64_t)s->man[i - 2]);
-            }
-            p = seq_plan(r, cnt, s->sel);
+            dec_residuals(s->man, c, o, s->tmp);
+            p = seq_plan(s->tmp, cnt, s->sel, 0);
             sz += p.size;
         }
         if (sz < best_sz) {
@@ -913,6 +1184,17 @@ static size_t dec_section(struct wr *w, const double *v, size_t n, struct scratc
             best_p = p;
         }
     }
+    size_t best_heads = c < (size_t)best_o ? c : (size_t)best_o;
+    if (c > best_heads && best_p.size > (c - best_heads) / 8u) {
+        size_t before = best_p.size;
+        dec_residuals(s->man, c, best_o, s->tmp);
+        seq_plan_add_ans(s->tmp, c - best_heads, &best_p);
+        best_sz -= before - best_p.size;
+    }
+    struct lpcplan lp;
+    if (c >= BLK_LPC_MIN && best_sz > c / 4u && lpc_plan(s->man, c, s->res, s->tmp, s->sel, &lp) &&
+        uvlen(gw_zigzag(s->man[0])) + lp.size < best_sz)
+        best_o = (int)ORD_LPC; /* residuals stay in s->tmp */
     w_byte(w, (uint8_t)(VM_DEC | (unsigned)best_o << 2 | K << 4));
     w_uv(w, n - c);
     size_t last = 0;
@@ -933,27 +1215,26 @@ static size_t dec_section(struct wr *w, const double *v, size_t n, struct scratc
             w->len += 8;
         }
     }
+    if (best_o == (int)ORD_LPC) {
+        w_zz(w, s->man[0]);
+        lpc_write(w, &lp, s->tmp, c - 1, (uint8_t *)s->sel);
+        return w->len - start;
+    }
     size_t heads = c < (size_t)best_o ? c : (size_t)best_o;
     if (heads >= 1)
         w_zz(w, s->man[0]);
     if (heads >= 2)
         w_zz(w, (int64_t)((uint64_t)s->man[1] - (uint64_t)s->man[0]));
     if (c > heads) {
-        int64_t *r = s->tmp;
-        for (size_t i = heads; i < c; i++) {
-            uint64_t m0 = (uint64_t)s->man[i];
-            if (best_o == 0) r[i - heads] = (int64_t)m0;
-            else if (best_o == 1) r[i - heads] = (int64_t)(m0 - (uint64_t)s->man[i - 1]);
-            else r[i - heads] = (int64_t)(m0 - 2 * (uint64_t)s->man[i - 1] + (uint64_t)s->man[i - 2]);
-        }
-        seq_write(w, r, c - heads, &best_p);
+        dec_residuals(s->man, c, best_o, s->tmp);
+        seq_write(w, s->tmp, c - heads, &best_p, (uint8_t *)s->sel);
     }
     return w->len - start;
 }
 
 /* The BITS residuals of order o (1 or 2) of n >= 3 values into s->res
  * (n - o of them); returns the section's size with its plan in *p. */
-static size_t bits_plan(const double *v, size_t n, int o, struct scratch *s, struct seqplan *p)
+static size_t bits_plan(const double *v, size_t n, int o, struct scratch *s, struct seqplan *p, int ans)
 {
     uint64_t u0 = dbits(v[0]), u1 = dbits(v[1]), prev = u1, pd = u1 - u0;
     size_t sz = 1 + 8;
@@ -968,7 +1249,7 @@ static size_t bits_plan(const double *v, size_t n, int o, struct scratch *s, str
         pd = d;
         prev = cur;
     }
-    *p = seq_plan(s->res, n - (size_t)o, s->sel);
+    *p = seq_plan(s->res, n - (size_t)o, s->sel, ans);
     return sz + p->size;
 }
 
@@ -982,7 +1263,7 @@ static void bits_write(struct wr *w, const double *v, size_t n, int o, const str
     w->len += 8;
     if (o == 2)
         w_zz(w, (int64_t)(dbits(v[1]) - dbits(v[0])));
-    seq_write(w, s->res, n - (size_t)o, p);
+    seq_write(w, s->res, n - (size_t)o, p, (uint8_t *)s->sel);
 }
 
 /* Writes the smallest value section of v[0..n) into w (alt: scratch of
@@ -995,11 +1276,23 @@ static void values_section(struct wr *w, uint8_t *alt, const double *v, size_t n
     size_t best = dsz != 0 && dsz <= xsz ? dsz : xsz;
     if (n >= 3 && best > BLK_BITS_TRY * n) {
         struct seqplan p1, p2;
-        size_t b1 = bits_plan(v, n, 1, s, &p1), b2 = bits_plan(v, n, 2, s, &p2);
+        size_t b1 = bits_plan(v, n, 1, s, &p1, 0), b2 = bits_plan(v, n, 2, s, &p2, 0);
         int o = b2 < b1 ? 2 : 1;
-        if ((o == 2 ? b2 : b1) < best) {
-            if (o == 1)
-                (void)bits_plan(v, n, 1, s, &p1);
+        size_t bb = bits_plan(v, n, o, s, o == 2 ? &p2 : &p1, 1);
+        if (n >= BLK_LPC_MIN) {
+            struct lpcplan lp;
+            for (size_t i = 0; i < n; i++)
+                s->man[i] = (int64_t)dbits(v[i]);
+            if (lpc_plan(s->man, n, s->tmp, s->res, s->sel, &lp) && 1 + 8 + lp.size < bb && 1 + 8 + lp.size < best) {
+                w_byte(w, (uint8_t)(VM_BITS | ORD_LPC << 2));
+                gw_put_be64(w->p + w->len, dbits(v[0]));
+                w->len += 8;
+                lpc_write(w, &lp, s->res, n - 1, (uint8_t *)s->sel);
+                return;
+            }
+        }
+        if (bb < best) {
+            (void)bits_plan(v, n, o, s, o == 2 ? &p2 : &p1, 1);
             bits_write(w, v, n, o, s, o == 2 ? &p2 : &p1);
             return;
         }
@@ -1081,14 +1374,14 @@ static void ts_section(struct wr *w, const int64_t *t, size_t n, struct scratch 
     int64_t gdiff = (int64_t)(G - D);
     for (size_t i = 1; i < n; i++)
         s->tmp[i - 1] = (int64_t)((uint64_t)t[i] - (uint64_t)t[0] - (uint64_t)i * G);
-    struct seqplan pd = seq_plan(s->res, n - 1, s->sel);
-    struct seqplan pg = seq_plan(s->tmp, n - 1, s->sel);
+    struct seqplan pd = seq_plan(s->res, n - 1, s->sel, 1);
+    struct seqplan pg = seq_plan(s->tmp, n - 1, s->sel, 1);
     if (pg.size + uvlen(gw_zigzag(gdiff)) < pd.size) {
         *grid = 1;
         w_zz(w, gdiff);
-        seq_write(w, s->tmp, n - 1, &pg);
+        seq_write(w, s->tmp, n - 1, &pg, (uint8_t *)s->sel);
     } else {
-        seq_write(w, s->res, n - 1, &pd);
+        seq_write(w, s->res, n - 1, &pd, (uint8_t *)s->sel);
     }
 }
 
@@ -1456,38 +1749,47 @@ static int dec_convert(double *v, size_t n, unsigned K)
     return bad == 0;
 }
 
-static int decode_dec(struct rd *r, uint8_t mode, size_t n, double *v)
+/* The LPC fields after the head a0 (see lpc_plan): fills the 8-byte slots
+ * out[0..cnt) (cnt >= 2) with a[0..cnt). 0 on malformed input. */
+static int lpc_read(struct rd *r, uint64_t a0, size_t cnt, void *out)
 {
-    unsigned o = (mode >> 2) & 3u, K = mode >> 4;
-    if (o > 2)
+    int64_t mu;
+    uint8_t p, shift;
+    int32_t c[LPC_MAXP];
+    if (!r_zz(r, &mu) || !r_byte(r, &p) || p < 1 || p > LPC_MAXP || !r_byte(r, &shift) ||
+        shift > LPC_MAXSHIFT)
         return 0;
-    uint64_t nexc;
-    if (!r_uv(r, &nexc) || nexc > n)
-        return 0;
-    /* First pass: validate the exception list and remember where it is. */
-    struct rd exc = *r;
-    size_t idx = 0;
-    for (uint64_t j = 0; j < nexc; j++) {
-        uint64_t x, b;
-        if (!r_uv(r, &x))
+    for (unsigned i = 0; i < p; i++) {
+        int64_t ci;
+        if (!r_zz(r, &ci) || ci <= -(INT64_C(1) << LPC_PREC) || ci >= (INT64_C(1) << LPC_PREC))
             return 0;
-        uint64_t gap = x >> 3;
-        if (gap > n || idx + gap >= n)
-            return 0;
-        idx += (size_t)gap + 1;
-        if (!exc_value(r, (int)(x & 7u), &b))
-            return 0;
+        c[i] = (int32_t)ci;
     }
-    size_t c = n - (size_t)nexc;
-    size_t heads = c < o ? c : o;
-    /* Mantissas go to the tail v[nexc..n-1] as raw uint64 (memcpy access). */
-    double *m = v + nexc;
+    uint8_t *b = out;
+    if (!seq_read(r, cnt - 1, b + 8))
+        return 0;
+    lpc_restore(b + 8, cnt - 1, c, p, shift);
+    uint64_t prev = a0;
+    put_u64(out, 0, a0);
+    for (size_t i = 1; i < cnt; i++) {
+        prev += get_u64(out, i) + (uint64_t)mu;
+        put_u64(out, i, prev);
+    }
+    return 1;
+}
+
+/* The c mantissas of order o into the 8-byte slots of m. */
+static int dec_mantissas(struct rd *r, unsigned o, size_t c, void *m)
+{
     int64_t h0 = 0, h1 = 0;
+    if (o == ORD_LPC)
+        return c >= 2 && r_zz(r, &h0) && lpc_read(r, (uint64_t)h0, c, m);
+    size_t heads = c < o ? c : o;
     if (heads >= 1 && !r_zz(r, &h0))
         return 0;
     if (heads >= 2 && !r_zz(r, &h1))
         return 0;
-    if (c > heads && !seq_read(r, c - heads, m + heads))
+    if (c > heads && !seq_read(r, c - heads, (uint8_t *)m + heads * 8u))
         return 0;
     if (heads >= 1) put_u64(m, 0, (uint64_t)h0);
     if (heads >= 2) put_u64(m, 1, (uint64_t)h0 + (uint64_t)h1);
@@ -1506,6 +1808,32 @@ static int decode_dec(struct rd *r, uint8_t mode, size_t n, double *v)
             bb = x;
         }
     }
+    return 1;
+}
+
+static int decode_dec(struct rd *r, uint8_t mode, size_t n, double *v)
+{
+    unsigned o = (mode >> 2) & 3u, K = mode >> 4;
+    uint64_t nexc;
+    if (!r_uv(r, &nexc) || nexc > n)
+        return 0;
+    /* First pass: validate the exception list and remember where it is. */
+    struct rd exc = *r;
+    size_t idx = 0;
+    for (uint64_t j = 0; j < nexc; j++) {
+        uint64_t x, b;
+        if (!r_uv(r, &x))
+            return 0;
+        uint64_t gap = x >> 3;
+        if (gap > n || idx + gap >= n)
+            return 0;
+        idx += (size_t)gap + 1;
+        if (!exc_value(r, (int)(x & 7u), &b))
+            return 0;
+    }
+    /* Mantissas go to the tail v[nexc..n-1] as raw uint64 (memcpy access). */
+    if (!dec_mantissas(r, o, n - (size_t)nexc, v + nexc))
+        return 0;
     if (nexc == 0)
         return dec_convert(v, n, K);
     /* Merge forward: reads from index >= the write index, so in place works.
@@ -1548,6 +1876,8 @@ static int decode_bits(struct rd *r, unsigned o, size_t n, double *v)
         return 0;
     uint64_t u0 = gw_get_be64(r->p + r->pos), pd = 0;
     r->pos += 8;
+    if (o == ORD_LPC)
+        return lpc_read(r, u0, n, v);
     if (o == 2) {
         int64_t d1;
         if (!r_zz(r, &d1))
@@ -1585,7 +1915,7 @@ static int decode_values(struct rd *r, size_t n, double *v)
             return 0;
     } else if ((mode & 3u) == VM_BITS) {
         unsigned o = (mode >> 2) & 3u;
-        if ((mode >> 4) || o < 1 || o > 2 || !decode_bits(r, o, n, v))
+        if ((mode >> 4) || o < 1 || !decode_bits(r, o, n, v))
             return 0;
     } else {
         return 0;

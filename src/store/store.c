@@ -49,10 +49,12 @@
 #define GW_STORE_MIN_MAP (UINT64_C(128) << 10)
 /* Format 3 adds "GWB2" blobs (shared timestamp columns, keys.c), format 4
  * "GWB3" blobs (GWB2 with checksums) and version 2 rollup values (with a
- * checksum, src/db/downsample.c). Older stores are read as they are and
- * marked 4 by the first read-write open, so older builds refuse it by its
- * version instead of meeting blobs they cannot read. */
-#define GW_STORE_FORMAT 4
+ * checksum, src/db/downsample.c), format 5 the block codec's linear
+ * prediction value order and ANS sequence kind (src/chunk/block.c) in any
+ * block, blob or rollup value. Older stores are read as they are and
+ * marked 5 by the first read-write open, so older builds refuse it by its
+ * version instead of meeting blocks they cannot read. */
+#define GW_STORE_FORMAT 5
 #define GW_STORE_FORMAT_MIN 2
 
 /* Names and flags of the fixed databases (enum in store_int.h). */

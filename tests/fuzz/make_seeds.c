@@ -333,6 +333,27 @@ static void seeds_block(void)
         gw_buf_free(&col);
         gw_buf_free(&val);
     }
+    /* format 5 value forms: a counter read at jittered instants (DECIMAL,
+     * LPC order, ANS residuals) and a full-precision ratio (BITS, LPC) */
+    {
+        static int64_t tl[400];
+        static double vl[400];
+        uint64_t x = 0x9e3779b97f4a7c15ull;
+        for (int form = 0; form < 2; form++) {
+            for (int i = 0; i < 400; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                double u = (double)(x >> 11) / 9007199254740992.0;
+                tl[i] = 1700000000000ll + 30000ll * i;
+                vl[i] = form == 0 ? floor(5e7 + 977.0 * (30.0 * i + u)) : 0.5 + 0.3 * sin(i / 40.0) + 1e-4 * u;
+            }
+            gw_buf_init(&b, 0);
+            if (gw_block_encode(tl, vl, 400, &b) != GW_OK)
+                die("block encode");
+            snprintf(name, sizeof name, "seed-block-lpc%d.bin", form);
+            put_seed("block", name, 0, b.data, b.len);
+            gw_buf_free(&b);
+        }
+    }
     /* a GWB1 blob of two blocks */
     gw_buf_init(&blob, 0);
     if (gw_buf_append(&blob, "GWB1", 4) != GW_OK)
