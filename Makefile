@@ -9,7 +9,7 @@ JOBS       ?= $(shell nproc)
 DATA       ?= ./data
 LISTEN     ?= 127.0.0.1:9201
 
-.PHONY: all deps build test test-unit test-asan test-tsan test-powercut soak test-replay-week build-clang-release build-matrix check-includes long-functions fuzz fuzz-seeds run bench bench-query evaluate evaluate-variations clean
+.PHONY: all deps build test test-unit test-asan test-tsan test-asan-tree test-tsan-tree build-clang-release-tree test-powercut soak test-replay-week build-clang-release build-matrix check-includes long-functions fuzz fuzz-seeds run bench bench-query evaluate evaluate-variations clean
 
 all: build
 
@@ -27,11 +27,13 @@ build: $(BUILD)/CMakeCache.txt
 # (a missing peer program fails its test: GW_ALLOW_SKIP=0), the clang
 # Release build with its unit tests, then the unit tests again under
 # AddressSanitizer + UndefinedBehaviorSanitizer and under ThreadSanitizer.
+# The three extra trees are compiled at nice 19 while the main tests run
+# (the integration tests spend most of their time waiting on peers, so the
+# compilers get the idle CPU and the tests keep theirs); their unit tests
+# run afterwards (scripts/test-all.sh).
 test: deps check-includes long-functions build
-	cd $(BUILD) && GW_ALLOW_SKIP=0 ctest --output-on-failure -j $(JOBS)
-	$(MAKE) build-clang-release
-	$(MAKE) test-asan
-	$(MAKE) test-tsan
+	JOBS=$(JOBS) BUILD=$(BUILD) BUILD_CLANG=$(BUILD_CLANG) BUILD_ASAN=$(BUILD_ASAN) BUILD_TSAN=$(BUILD_TSAN) \
+		bash scripts/test-all.sh
 
 test-unit: build
 	cd $(BUILD) && ctest --output-on-failure -L unit
@@ -39,10 +41,12 @@ test-unit: build
 # Users build Release too, and clang and -O3 find what -O2 gcc does not:
 # the whole tree (library, CLI, tests, bench tools) with clang -O3, then its
 # unit tests (~25 s).
-build-clang-release:
+build-clang-release: build-clang-release-tree
+	cd $(BUILD_CLANG) && ctest --output-on-failure -L unit -j $(JOBS)
+
+build-clang-release-tree:
 	cmake -S . -B $(BUILD_CLANG) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD_CLANG) -j $(JOBS)
-	cd $(BUILD_CLANG) && ctest --output-on-failure -L unit -j $(JOBS)
 
 # The six builds users make (gcc and clang x Debug, RelWithDebInfo, Release),
 # whole tree, -Werror; no tests. Not part of `make test` (about 12 min on 2
@@ -65,17 +69,21 @@ check-includes:
 long-functions:
 	bash scripts/long-functions.sh
 
-test-asan:
-	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DGW_SANITIZE=ON -DGW_BUILD_BENCH=OFF
-	cmake --build $(BUILD_ASAN) -j $(JOBS)
+test-asan: test-asan-tree
 	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --output-on-failure -L unit -j $(JOBS)
 
-test-tsan:
+test-asan-tree:
+	cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DGW_SANITIZE=ON -DGW_BUILD_BENCH=OFF
+	cmake --build $(BUILD_ASAN) -j $(JOBS)
+
+test-tsan: test-tsan-tree
+	cd $(BUILD_TSAN) && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L unit -j $(JOBS)
+
+test-tsan-tree:
 	cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=Debug -DGW_BUILD_BENCH=OFF \
 		-DCMAKE_C_FLAGS="-fsanitize=thread -O1" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread"
 	cmake --build $(BUILD_TSAN) -j $(JOBS)
-	cd $(BUILD_TSAN) && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -L unit -j $(JOBS)
 
 # Every libFuzzer target of tests/fuzz/ for FUZZ_SECONDS each (default 60),
 # one after another, from its seeds in tests/corpus/<target>/, under

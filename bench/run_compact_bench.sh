@@ -20,14 +20,18 @@
 #     `gpuwatch compact --data-dir DIR --json` offline (re-encoding and the
 #     LMDB compacting copy); du again ("after").
 #   VictoriaMetrics: -retentionPeriod 100y; send; /internal/force_flush,
-#     /internal/force_merge, then wait until the data dir stops shrinking
-#     (every 5 s, 3 equal readings, at most 15 min); SIGTERM; du.
+#     /internal/force_merge (which only starts the merges), then wait until
+#     its /metrics show no active merge of any kind (vm_active_force_merges
+#     and vm_active_merges all 0) and the data dir stops changing, both for
+#     3 readings 10 s apart (at most 90 min); SIGTERM; du. The parts left
+#     (vm_parts) are printed next to the bytes.
 # Samples = what the sender reports as sent and acknowledged.
 # --downsample: after the compaction, also `gpuwatch downsample --data-dir
 #   DIR --downsample.raw-retention R` offline (--raw-retention, default
 #   14d): 5 m and 1 h aggregates of every day, raw days older than R
 #   dropped; du again ("after downsample") and the aggregates' bytes.
-# --systems gpuwatch: leave VictoriaMetrics out (long runs).
+# --systems gpuwatch: leave VictoriaMetrics out (long runs); --systems vm:
+#   VictoriaMetrics alone.
 #
 # Usage: bench/run_compact_bench.sh [--build DIR] [--days 55] [--nodes 8]
 #          [--seed 1] [--rw-interval 30s] [--datasets sim,rwload] [--out FILE]
@@ -60,7 +64,7 @@ while (($#)); do
     --downsample) downsample=1; shift ;;
     --raw-retention) raw_retention=$2; shift 2 ;;
     --systems) systems=$2; shift 2 ;;
-    -h | --help) sed -n '2,36p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -165,13 +169,18 @@ run_vm() { # DATASET
     samples=$(send "$ds" "http://127.0.0.1:$port/api/v1/write")
     curl -s --max-time 600 "http://127.0.0.1:$port/internal/force_flush" >/dev/null || true
     curl -s --max-time 3600 "http://127.0.0.1:$port/internal/force_merge" >/dev/null || true
-    local prev=-1 cur same=0 deadline=$((SECONDS + 900))
+    local prev=-1 cur same=0 active deadline=$((SECONDS + 5400))
     while ((SECONDS < deadline && same < 3)); do
-        sleep 5
+        sleep 10
         cur=$(du_b "$dir")
-        if [[ "$cur" == "$prev" ]]; then same=$((same + 1)); else same=0; fi
+        active=$(curl -s --max-time 10 "http://127.0.0.1:$port/metrics" |
+            awk '/^vm_active_(force_)?merges/ { s += $NF } END { print s + 0 }')
+        if [[ "$cur" == "$prev" && "$active" == 0 ]]; then same=$((same + 1)); else same=0; fi
         prev=$cur
     done
+    vm_parts[$ds]=$(curl -s --max-time 10 "http://127.0.0.1:$port/metrics" |
+        awk -F'[{}"= ]+' '/^vm_parts\{/ { printf "%s%s=%s", sep, $3, $NF; sep = " " }')
+    echo "victoria-metrics $ds: merges idle after $((SECONDS - deadline + 5400)) s of waiting; parts: ${vm_parts[$ds]}" >&2
     stop_server 300
     vm_samples[$ds]=$samples
     vm_bytes[$ds]=$(du_b "$dir")
@@ -179,12 +188,19 @@ run_vm() { # DATASET
     rm -rf "$dir"
 }
 
-declare -A gw_samples gw_before gw_after gw_compact_s gw_summary gw_ds vm_samples vm_bytes
+declare -A gw_samples gw_before gw_after gw_compact_s gw_summary gw_ds vm_samples vm_bytes vm_parts
 IFS=',' read -r -a ds_list <<<"$datasets"
 for ds in "${ds_list[@]}"; do
-    run_gpuwatch "$ds"
+    if [[ ",$systems," == *,gpuwatch,* ]]; then
+        run_gpuwatch "$ds"
+    else
+        gw_samples[$ds]=0 gw_before[$ds]=0 gw_after[$ds]=0 gw_compact_s[$ds]=0
+    fi
     run_vm "$ds"
-    if [[ -n "${vm_bytes[$ds]}" ]]; then
+    if [[ "${gw_samples[$ds]}" == 0 ]]; then
+        rows+=("$(awk -v ds="$ds" -v vs="${vm_samples[$ds]}" -v vb="${vm_bytes[$ds]}" 'BEGIN {
+            printf "| %s | - | - | - | %d | %.3f | - | - |", ds, vs, vb / vs }')")
+    elif [[ -n "${vm_bytes[$ds]}" ]]; then
         rows+=("$(awk -v ds="$ds" -v gs="${gw_samples[$ds]}" -v gb="${gw_before[$ds]}" -v ga="${gw_after[$ds]}" \
             -v vs="${vm_samples[$ds]}" -v vb="${vm_bytes[$ds]}" -v cs="${gw_compact_s[$ds]}" 'BEGIN {
             printf "| %s | %d | %.3f | %.3f | %d | %.3f | %.2fx | %d |", ds, gs, gb / gs, ga / gs, vs, vb / vs,
@@ -211,7 +227,10 @@ done
     echo
     echo "Bytes = du -sb of the whole data dir (gpuwatch: LMDB store, WAL, alert log; VictoriaMetrics: data, indexdb, cache) after flush/merges and a clean stop."
     echo
-    for ds in "${ds_list[@]}"; do echo "gpuwatch compact summary ($ds): \`${gw_summary[$ds]}\`"; echo; done
+    for ds in "${ds_list[@]}"; do
+        [[ -z "${gw_summary[$ds]:-}" ]] || { echo "gpuwatch compact summary ($ds): \`${gw_summary[$ds]}\`"; echo; }
+        [[ -z "${vm_parts[$ds]:-}" ]] || { echo "VictoriaMetrics parts left ($ds, vm_parts): ${vm_parts[$ds]}"; echo; }
+    done
     if ((downsample)); then
         echo "Downsampling (raw retention $raw_retention), per dataset: bytes of the data dir after it, seconds, and gpuwatch downsample's report:"
         echo
