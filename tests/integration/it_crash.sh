@@ -4,9 +4,10 @@
 # gpuwatch serve (--fsync batch) takes a remote-write stream from
 # gw_rwload (4 nodes x 8 GPUs, 15 s scrapes, several simulated hours, as
 # fast as it goes, ack log of every 2xx). Meanwhile gpuwatch is killed
-# with SIGKILL at random moments (0.3-2 s apart, at least 5 times) and
-# restarted on the same data dir and port; the sender retries while it is
-# down. Afterwards every acknowledged sample must read back bit-exact, with
+# with SIGKILL at random moments (0.3-2 s apart, at least 6 times, at
+# most 40: on a loaded machine the rest of the stream then goes to the last
+# gpuwatch) and restarted on the same data dir and port; the sender
+# retries while it is down. Afterwards every acknowledged sample must read back bit-exact, with
 # no duplicate timestamps, through remote read SAMPLES and
 # STREAMED_XOR_CHUNKS; then once more after a graceful stop and restart
 # (data now served from the flushed store).
@@ -17,6 +18,7 @@ source "$(dirname "$0")/lib.sh" "$@"
 gw_require_build
 
 kills_min=${GW_CRASH_KILLS:-6}
+kills_max=40
 hours=${GW_CRASH_HOURS:-8}
 port=$(gw_free_port)
 data="$GW_TMP/data"
@@ -49,13 +51,16 @@ while gw_alive sender || ((kills < kills_min)); do
     kills=$((kills + 1))
     gw_log "kill -9 #$kills after ${ms} ms ($acked requests acked so far)"
     gw_start_gpuwatch gw "$port" "$data" --fsync batch
-    if ((kills > 60)); then
-        gw_fail "sender still running after 60 restarts"
+    if ((kills >= kills_max)); then
+        # a slow (loaded) machine: enough kills landed under load; let the
+        # sender finish against this last gpuwatch
+        gw_log "$kills kills and the sender still runs: no more kills, waiting for it"
+        break
     fi
 done
 
 sender_rc=0
-gw_wait sender 60 || sender_rc=$?
+gw_wait sender 600 || sender_rc=$?
 cat "$GW_TMP/sender.log" >&2
 ((sender_rc == 0)) || gw_fail "sender failed (exit $sender_rc): see its output above"
 grep -q 'result=OK' "$GW_TMP/sender.log" || gw_fail "sender did not report result=OK"
