@@ -349,7 +349,7 @@ static void check_aggregates(struct gw_db *db, int nser)
     struct gw_ds_cols c = {0};
     struct gw_ds_pcache *pc = calloc(1, sizeof *pc);
     assert_non_null(pc);
-    size_t checked = 0;
+    size_t checked = 0, referring = 0;
     for (int i = 0; i < nser; i++) {
         const struct series *s = &ser[i];
         uint64_t sid = sid_of(db, s);
@@ -376,6 +376,10 @@ static void check_aggregates(struct gw_db *db, int nser)
                     continue;
                 }
                 assert_int_equal(rc, GW_OK);
+                const uint8_t *val;
+                size_t len;
+                assert_int_equal(gw_store_rollup_get(t, r, d, ss.node_id, sid, &val, &len), GW_OK);
+                referring += gw_ds_profiles_used(val, len) > 0;
                 assert_int_equal(c.nb, want);
                 for (size_t k = 0; k < c.nb; k++) {
                     double col[GW_DS_NCOL];
@@ -396,6 +400,8 @@ static void check_aggregates(struct gw_db *db, int nser)
     gw_ds_pcache_free(pc);
     free(pc);
     assert_true(checked > 1000);
+    print_message("%zu values refer to time profiles\n", referring);
+    assert_true(referring > 0);
 }
 
 /* ---- queries ---- */
@@ -665,6 +671,27 @@ static int has_marker(struct gw_db *db, int res, int64_t day)
     return rc == GW_OK;
 }
 
+static int count_node_rec(void *ud, uint32_t node_id, uint64_t sid, const uint8_t *val, size_t len)
+{
+    (void)node_id;
+    (void)val;
+    (void)len;
+    *(int *)ud += sid == GW_ROLLUP_NODE_SID;
+    return 0;
+}
+
+/* The node records (time profiles) of a rollup day. */
+static int node_records(struct gw_db *db, int res, int64_t day)
+{
+    struct gw_store_txn *t = NULL;
+    assert_int_equal(gw_store_read_begin(db->store, &t, NULL), GW_OK);
+    int n = 0;
+    int rc = gw_store_rollup_scan(t, res, day, count_node_rec, &n);
+    gw_store_read_end(t);
+    assert_true(rc == GW_OK || rc == GW_ENOTFOUND);
+    return n;
+}
+
 /* The schedule: 5 min rollups past their retention go once the 1 h one
  * exists; raw days past raw retention only with fresh rollups; the db
  * retention takes rollups with their days. */
@@ -689,6 +716,9 @@ static void test_downsample_schedule(void **state)
     assert_int_equal(ds.days_done, NDAYS);
     assert_int_equal(ds.res5m_dropped, 1);
     assert_false(has_marker(db, GW_ROLLUP_5M, d0));
+    assert_int_equal(node_records(db, GW_ROLLUP_5M, d0), 0);     /* went with the day */
+    assert_int_equal(node_records(db, GW_ROLLUP_1H, d0), 1);
+    assert_int_equal(node_records(db, GW_ROLLUP_5M, d0 + 1), 1);
     assert_true(has_marker(db, GW_ROLLUP_1H, d0));
     assert_true(has_marker(db, GW_ROLLUP_5M, d0 + 1));
     /* the day is not re-done for its dropped 5 min rollup's sake */
@@ -706,6 +736,8 @@ static void test_downsample_schedule(void **state)
     assert_int_equal(dropped, 1);   /* raw d0 + 1 (d0's raw went above) */
     assert_false(has_marker(db, GW_ROLLUP_1H, d0));
     assert_false(has_marker(db, GW_ROLLUP_1H, d0 + 1));
+    assert_int_equal(node_records(db, GW_ROLLUP_1H, d0) + node_records(db, GW_ROLLUP_1H, d0 + 1), 0);
+    assert_int_equal(node_records(db, GW_ROLLUP_5M, d0 + 1), 0);
     assert_true(has_marker(db, GW_ROLLUP_1H, d0 + 2));
     assert_true(has_marker(db, GW_ROLLUP_5M, d0 + 2));
     gw_db_close(db);
