@@ -12,9 +12,9 @@
  * any) in day d's. Readers that take one synthetic sample per stored
  * bucket (a real sample time inside the bucket) see both parts.
  *
- * Value of one series and day, version 2 (what this build writes; all
+ * Value of one series and day, version 3 (what this build writes; all
  * integers uvarint unless noted):
- *   u8 version = 2 | nb (buckets, >= 1) | ncol (= 11) |
+ *   u8 version = 3 | nb (buckets, >= 1) | ncol (= 11) |
  *   col_len | timestamp column: gw_block_ts_encode of the nb bucket ends |
  *   ncol columns, in the order count, first_v, last_v, first_dt, last_dt,
  *   min, max, sum, lastall_v, lastall_dt, resets (ORDER below), each:
@@ -25,11 +25,23 @@
  *               nexc (< nb) | nexc x gap (bucket index - previous listed
  *               index - 1; the first: its index) | when nexc > 0: len |
  *               value part of the nexc values in bucket order
+ *     u8 ref = 12 + j (j < 16; time columns first_dt, last_dt,
+ *               lastall_dt): the column has the dts of time profile j of
+ *               the node's record for this day and resolution (top of
+ *               downsample_prof.c) at its bucket ends, except at nexc
+ *               buckets, listed as above; a bucket the profile does not
+ *               have must be one of them
  *   be32 checksum: the low 32 bits of XXH3-64 of every byte before it.
- * The encoder tries, per column, its own value part and a reference to
- * the earlier column with the fewest differing buckets, and keeps the
- * smaller: lastall_v / lastall_dt equal last_v / last_dt unless a bucket
- * ends with a stale marker; a counter's min and max equal its first and
+ * The encoder tries, per column, its own value part, a reference to the
+ * earlier column with the fewest differing buckets and, for a time column,
+ * a reference to the node's profile with the fewest, and keeps the
+ * smallest (profiles: downsample_prof.c). Every series of one scrape
+ * target has the same times, so a node's time columns cost their few
+ * profiles once plus ~2 bytes per column and value. Version 2 (format 4
+ * builds) is version 3 without profile references (u8 version = 2).
+ * Other references drop what is redundant within a series: lastall_v /
+ * lastall_dt equal last_v / last_dt unless a bucket ends with a stale
+ * marker; a counter's min and max equal its first and
  * last value unless it reset; a bucket of one sample has min = max =
  * first = last (= sum, but for -0). Version 1 (older builds, read as is):
  *   u8 version = 1 | nb | ncol (= 11) | col_len | timestamp column |
