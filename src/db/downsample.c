@@ -304,9 +304,10 @@ static int put_ref(struct gw_buf *b, uint64_t code, const double *v, const doubl
 
 /* For time column v: the profile of ps that differs in the fewest
  * buckets where it has a dt, or a new one when that is more than an
- * eighth of them; the profile gets the buckets it lacks. *pj = -1 when
- * there is none; else sc->al / sc->has hold its alignment. */
-static int pick_profile(const struct gw_ds_cols *o, const double *v, struct gw_ds_profiles *ps,
+ * eighth of them and so is intra_n (the differences from the best earlier
+ * column); the profile gets the buckets it lacks. *pj = -1 when there is
+ * none; else sc->al / sc->has hold its alignment. */
+static int pick_profile(const struct gw_ds_cols *o, const double *v, size_t intra_n, struct gw_ds_profiles *ps,
                         struct enc_scratch *sc, int *pj)
 {
     size_t nb = o->nb, best_n = nb + 1;
@@ -322,7 +323,7 @@ static int pick_profile(const struct gw_ds_cols *o, const double *v, struct gw_d
             best = (int)j;
         }
     }
-    if (best < 0 || best_n * 8 > nb) {
+    if ((best < 0 || best_n * 8 > nb) && intra_n * 8 > nb) {
         int a = gw_ds_profile_add(ps, o->end, v, nb);
         if (a < -1)
             return GW_ENOMEM;
@@ -358,7 +359,7 @@ static int enc_column(const struct gw_ds_cols *o, int j, struct gw_ds_profiles *
     }
     int rc = GW_OK;
     if (ps && is_time_col(ORDER[j]) && best_n > 0)
-        rc = pick_profile(o, v, ps, sc, &pj);
+        rc = pick_profile(o, v, best_n, ps, sc, &pj);
     if (pj >= 0 && count_exc(v, sc->al, sc->has, nb, nb) >= nb)
         pj = -1;
     gw_buf_reset(&sc->own);
