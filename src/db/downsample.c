@@ -683,9 +683,11 @@ static int ds2_decode(const uint8_t *p, size_t len, unsigned want, const struct 
 int gw_ds_decode_p(const uint8_t *p, size_t len, unsigned want, const struct gw_ds_profiles *ps,
                    struct gw_ds_cols *o)
 {
-    if (len >= 1 && (p[0] == 2 || p[0] == DS_VERSION))
-        return ds2_decode(p, len, want, ps, o);
-    return ds1_decode(p, len, want, o);
+    int rc = len >= 1 && (p[0] == 2 || p[0] == DS_VERSION) ? ds2_decode(p, len, want, ps, o)
+                                                            : ds1_decode(p, len, want, o);
+    /* a column holding more timestamps than the value's nb (GW_ELIMIT
+     * from the block decoder) is bad data like any other */
+    return rc == GW_OK || rc == GW_ENOMEM ? rc : GW_ECORRUPT;
 }
 
 int gw_ds_decode(const uint8_t *p, size_t len, unsigned want, struct gw_ds_cols *o)
