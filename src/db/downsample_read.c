@@ -15,8 +15,8 @@
 #include <string.h>
 
 #include "gpuwatch/block.h"
-#include "gpuwatch/err.h"
 #include "gpuwatch/db.h"
+#include "gpuwatch/err.h"
 #include "gpuwatch/store.h"
 #include "db/db_int.h"
 #include "db/downsample_int.h"
@@ -297,7 +297,6 @@ static int append_raw(struct vser *o, const struct vser *s, size_t *ri, int64_t 
     return GW_OK;
 }
 
-/* Builds series s's samples into o and hands them to cb. */
 /* Where a series' rollup values are decoded: scratch columns and the
  * node profiles read so far. */
 struct emit_ctx {
@@ -305,6 +304,7 @@ struct emit_ctx {
     struct gw_ds_pcache pc;
 };
 
+/* Builds series s's samples into o and hands them to cb. */
 static int emit_series(struct gw_store_txn *t, const struct gw_db_select *q, const struct rplan *p, struct vser *s,
                        struct vser *o, struct emit_ctx *ec, gw_db_series_cb cb, void *ud, uint64_t *budget,
                        struct gw_error *err)
