@@ -347,7 +347,9 @@ static void check_raw(struct gw_db *db, const struct series *s)
 static void check_aggregates(struct gw_db *db, int nser)
 {
     struct gw_ds_cols c = {0};
-    size_t checked = 0;
+    struct gw_ds_pcache *pc = calloc(1, sizeof *pc);
+    assert_non_null(pc);
+    size_t checked = 0, referring = 0;
     for (int i = 0; i < nser; i++) {
         const struct series *s = &ser[i];
         uint64_t sid = sid_of(db, s);
@@ -368,15 +370,16 @@ static void check_aggregates(struct gw_db *db, int nser)
                         want++;
                     last_e = e;
                 }
-                const uint8_t *val;
-                size_t len;
-                int rc = gw_store_rollup_get(t, r, d, ss.node_id, sid, &val, &len);
+                int rc = gw_ds_read(t, r, d, ss.node_id, sid, ~0u, pc, &c, NULL);
                 if (want == 0) {
                     assert_int_equal(rc, GW_ENOTFOUND);
                     continue;
                 }
                 assert_int_equal(rc, GW_OK);
-                assert_int_equal(gw_ds_decode(val, len, ~0u, &c), GW_OK);
+                const uint8_t *val;
+                size_t len;
+                assert_int_equal(gw_store_rollup_get(t, r, d, ss.node_id, sid, &val, &len), GW_OK);
+                referring += gw_ds_profiles_used(val, len) > 0;
                 assert_int_equal(c.nb, want);
                 for (size_t k = 0; k < c.nb; k++) {
                     double col[GW_DS_NCOL];
@@ -391,9 +394,14 @@ static void check_aggregates(struct gw_db *db, int nser)
             }
         }
         gw_store_read_end(t);
+        gw_ds_pcache_reset(pc);
     }
     gw_ds_cols_free(&c);
+    gw_ds_pcache_free(pc);
+    free(pc);
     assert_true(checked > 1000);
+    print_message("%zu values refer to time profiles\n", referring);
+    assert_true(referring > 0);
 }
 
 /* ---- queries ---- */
@@ -663,6 +671,27 @@ static int has_marker(struct gw_db *db, int res, int64_t day)
     return rc == GW_OK;
 }
 
+static int count_node_rec(void *ud, uint32_t node_id, uint64_t sid, const uint8_t *val, size_t len)
+{
+    (void)node_id;
+    (void)val;
+    (void)len;
+    *(int *)ud += sid == GW_ROLLUP_NODE_SID;
+    return 0;
+}
+
+/* The node records (time profiles) of a rollup day. */
+static int node_records(struct gw_db *db, int res, int64_t day)
+{
+    struct gw_store_txn *t = NULL;
+    assert_int_equal(gw_store_read_begin(db->store, &t, NULL), GW_OK);
+    int n = 0;
+    int rc = gw_store_rollup_scan(t, res, day, count_node_rec, &n);
+    gw_store_read_end(t);
+    assert_true(rc == GW_OK || rc == GW_ENOTFOUND);
+    return n;
+}
+
 /* The schedule: 5 min rollups past their retention go once the 1 h one
  * exists; raw days past raw retention only with fresh rollups; the db
  * retention takes rollups with their days. */
@@ -687,6 +716,9 @@ static void test_downsample_schedule(void **state)
     assert_int_equal(ds.days_done, NDAYS);
     assert_int_equal(ds.res5m_dropped, 1);
     assert_false(has_marker(db, GW_ROLLUP_5M, d0));
+    assert_int_equal(node_records(db, GW_ROLLUP_5M, d0), 0);     /* went with the day */
+    assert_int_equal(node_records(db, GW_ROLLUP_1H, d0), 1);
+    assert_int_equal(node_records(db, GW_ROLLUP_5M, d0 + 1), 1);
     assert_true(has_marker(db, GW_ROLLUP_1H, d0));
     assert_true(has_marker(db, GW_ROLLUP_5M, d0 + 1));
     /* the day is not re-done for its dropped 5 min rollup's sake */
@@ -704,6 +736,8 @@ static void test_downsample_schedule(void **state)
     assert_int_equal(dropped, 1);   /* raw d0 + 1 (d0's raw went above) */
     assert_false(has_marker(db, GW_ROLLUP_1H, d0));
     assert_false(has_marker(db, GW_ROLLUP_1H, d0 + 1));
+    assert_int_equal(node_records(db, GW_ROLLUP_1H, d0) + node_records(db, GW_ROLLUP_1H, d0 + 1), 0);
+    assert_int_equal(node_records(db, GW_ROLLUP_5M, d0 + 1), 0);
     assert_true(has_marker(db, GW_ROLLUP_1H, d0 + 2));
     assert_true(has_marker(db, GW_ROLLUP_5M, d0 + 2));
     gw_db_close(db);
@@ -765,7 +799,7 @@ static void test_downsample_value_v2_roundtrip(void **state)
             struct gw_buf b, b1;
             gw_buf_init(&b, 0);
             gw_buf_init(&b1, 0);
-            assert_int_equal(gw_ds_encode(&a, &b), GW_OK);
+            assert_int_equal(gw_ds_encode_v2(&a, &b), GW_OK);
             assert_int_equal(gw_ds_encode_v1(&a, &b1), GW_OK);
             assert_int_equal(b.data[0], 2);
             assert_true(b.len <= b1.len + 4 + GW_DS_NCOL);
@@ -804,11 +838,152 @@ static void test_downsample_value_v2_roundtrip(void **state)
     free(v);
 }
 
+/* ---- version 3: time columns shared per node ---- */
+
+enum { V3_NSER = 12, V3_MAX = 3000 };
+
+/* One node's day at 30 s scrapes (jitter up to 1 s, the same for every
+ * series of the scrape), with a late series first (its profile grows),
+ * dropped scrapes and a 2 h gap, stale markers, a series scraped at other
+ * times, and one sampled every 5 min. */
+static size_t v3_series(int i, const int64_t *scr, size_t nscr, int64_t *t, double *v)
+{
+    size_t n = 0;
+    double x = 100 + i;
+    for (size_t k = 0; k < nscr; k++) {
+        int64_t ts = scr[k];
+        if (i == 0 && ts < D0 + 6 * HOUR_MS)
+            continue;                                   /* late */
+        if (i == 6 && (rnd() % 20 == 0 || (ts > D0 + 3 * HOUR_MS && ts < D0 + 5 * HOUR_MS)))
+            continue;                                   /* dropped scrapes, a gap */
+        if (i == 9)
+            ts += 7000 + (int64_t)(rnd() % 900);        /* another exporter */
+        if (i == 11 && k % 10)
+            continue;
+        x = i % 2 ? x + (double)(rnd() % 50) : (double)(rnd() % 1000) / 4.0;
+        if (i == 1 && rnd() % 50 == 0)
+            x = 0;                                      /* counter reset */
+        t[n] = ts;
+        v[n++] = (i == 8 && rnd() % 7 == 0) ? stale() : x;
+    }
+    return n;
+}
+
+static void v3_check_same(const struct gw_ds_cols *a, const struct gw_ds_cols *d)
+{
+    assert_int_equal(d->nb, a->nb);
+    assert_memory_equal(d->end, a->end, a->nb * sizeof *a->end);
+    for (int c = 0; c < GW_DS_NCOL; c++)
+        for (size_t k = 0; k < a->nb; k++)
+            assert_true(bits_of(d->c[c][k]) == bits_of(a->c[c][k]));
+}
+
+/* Flipped bits and cuts of a node record are refused. */
+static void v3_record_corrupt(struct gw_buf *rec)
+{
+    struct gw_ds_profiles ps = {0};
+    for (int f = 0; f < 200; f++) {
+        size_t pos = rnd() % rec->len;
+        uint8_t bit = (uint8_t)(1u << (rnd() % 8));
+        rec->data[pos] ^= bit;
+        assert_int_equal(gw_ds_profiles_decode(rec->data, rec->len, &ps), GW_ECORRUPT);
+        assert_int_equal(ps.n, 0);
+        rec->data[pos] ^= bit;
+        assert_int_equal(gw_ds_profiles_decode(rec->data, rnd() % rec->len, &ps), GW_ECORRUPT);
+    }
+    assert_int_equal(gw_ds_profiles_decode(rec->data, rec->len, &ps), GW_OK);
+    gw_ds_profiles_free(&ps);
+}
+
+/* Every value of a node's series of one day, encoded as version 3 with
+ * the node's profiles, decodes (with the profiles read back from their
+ * record) to the same bits as version 2 and as gw_ds_aggregate; a value
+ * is smaller or as small; a reference to a profile the record lacks, a
+ * missing record, a flipped bit are refused. */
+static void test_downsample_value_v3_profiles(void **state)
+{
+    (void)state;
+    size_t nscr = 0;
+    int64_t *scr = malloc(V3_MAX * sizeof *scr), *t = malloc(V3_MAX * sizeof *t);
+    double *v = malloc(V3_MAX * sizeof *v);
+    for (int64_t ts = D0 + 15000; ts < D0 + GW_DAY_MS; ts += 30000)
+        scr[nscr++] = ts + (int64_t)(rnd() % 1000);
+    for (int res = 0; res < 2; res++) {
+        struct gw_ds_profiles ps = {0}, rd = {0};
+        struct gw_buf b2[V3_NSER], b3[V3_NSER], rec;
+        struct gw_ds_cols a[V3_NSER], d = {0};
+        size_t sz2 = 0, sz3 = 0;
+        memset(a, 0, sizeof a);
+        gw_buf_init(&rec, 0);
+        for (int i = 0; i < V3_NSER; i++) {
+            size_t n = v3_series(i, scr, nscr, t, v);
+            assert_int_equal(gw_ds_aggregate(t, v, n, res ? GW_DS_1H_MS : GW_DS_5M_MS, &a[i]), GW_OK);
+            gw_buf_init(&b2[i], 0);
+            gw_buf_init(&b3[i], 0);
+            assert_int_equal(gw_ds_encode_v2(&a[i], &b2[i]), GW_OK);
+            assert_int_equal(gw_ds_encode(&a[i], &ps, &b3[i]), GW_OK);
+            assert_int_equal(b3[i].data[0], 3);
+            sz2 += b2[i].len;
+            sz3 += b3[i].len;
+        }
+        assert_true(ps.n >= 2 && ps.n <= GW_DS_MAX_PROFILES);
+        assert_int_equal(gw_ds_profiles_encode(&ps, &rec), GW_OK);
+        assert_int_equal(gw_ds_profiles_decode(rec.data, rec.len, &rd), GW_OK);
+        print_message("res %d: version 2 %zu B, version 3 %zu B + record %zu B (%u profiles)\n", res, sz2, sz3,
+                      rec.len, ps.n);
+        assert_true(sz3 + rec.len < sz2);
+        unsigned all = (1u << GW_DS_NCOL) - 1;
+        int referring = 0;
+        for (int i = 0; i < V3_NSER; i++) {
+            assert_int_equal(gw_ds_decode_p(b3[i].data, b3[i].len, all, &rd, &d), GW_OK);
+            v3_check_same(&a[i], &d);
+            assert_int_equal(gw_ds_decode(b2[i].data, b2[i].len, all, &d), GW_OK);
+            v3_check_same(&a[i], &d);
+            for (int c = GW_DS_FIRST_DT; c <= GW_DS_LASTALL_DT; c += 2) {
+                assert_int_equal(gw_ds_decode_p(b3[i].data, b3[i].len, 1u << c, &rd, &d), GW_OK);
+                for (size_t k = 0; k < a[i].nb; k++) assert_true(bits_of(d.c[c][k]) == bits_of(a[i].c[c][k]));
+            }
+            int used = gw_ds_profiles_used(b3[i].data, b3[i].len);
+            assert_true(used >= 0 && (unsigned)used <= rd.n);
+            if (used == 0)
+                continue;
+            referring++;
+            assert_int_equal(gw_ds_decode_p(b3[i].data, b3[i].len, all, NULL, &d), GW_ECORRUPT);
+            unsigned keep = rd.n;
+            rd.n = (unsigned)used - 1;
+            assert_int_equal(gw_ds_decode_p(b3[i].data, b3[i].len, all, &rd, &d), GW_ECORRUPT);
+            rd.n = keep;
+            for (int f = 0; f < 50; f++) {
+                size_t pos = rnd() % b3[i].len;
+                b3[i].data[pos] ^= 0x04;
+                assert_int_equal(gw_ds_decode_p(b3[i].data, b3[i].len, all, &rd, &d), GW_ECORRUPT);
+                assert_int_equal(gw_ds_sum_ok(b3[i].data, b3[i].len), pos == 0);
+                b3[i].data[pos] ^= 0x04;
+            }
+        }
+        assert_true(referring >= V3_NSER - 2);
+        v3_record_corrupt(&rec);
+        for (int i = 0; i < V3_NSER; i++) {
+            gw_buf_free(&b2[i]);
+            gw_buf_free(&b3[i]);
+            gw_ds_cols_free(&a[i]);
+        }
+        gw_buf_free(&rec);
+        gw_ds_cols_free(&d);
+        gw_ds_profiles_free(&ps);
+        gw_ds_profiles_free(&rd);
+    }
+    free(scr);
+    free(t);
+    free(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_downsample_bucket_end),
         cmocka_unit_test(test_downsample_value_v2_roundtrip),
+        cmocka_unit_test(test_downsample_value_v3_profiles),
         cmocka_unit_test_setup_teardown(test_downsample_end_to_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_downsample_schedule, setup, teardown),
     };

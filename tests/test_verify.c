@@ -630,7 +630,7 @@ static void test_flipped_bit_rollup(void **state)
     uint8_t *v = malloc(d.mv_size);
     memcpy(v, d.mv_data, d.mv_size);
     mdb_cursor_close(c);
-    assert_int_equal(v[0], 2);
+    assert_int_equal(v[0], 3);
     v[d.mv_size / 2] ^= 0x01;
     MDB_val nk = {8, key}, nv = {d.mv_size, v};
     assert_int_equal(mdb_put(txn, p, &nk, &nv, 0), 0);
@@ -646,6 +646,98 @@ static void test_flipped_bit_rollup(void **state)
     assert_int_equal(pb->day, day);
     assert_non_null(strstr(pb->what, "5m aggregates"));
     assert_non_null(strstr(pb->what, "checksum mismatch"));
+}
+
+/* The node records of rollup DBI name (key node | ff ff ff ff): *n of
+ * them; the first's key into key. */
+static void first_profile_key(MDB_txn *txn, MDB_dbi p, uint8_t key[8], int *n)
+{
+    MDB_cursor *c;
+    assert_int_equal(mdb_cursor_open(txn, p, &c), 0);
+    MDB_val k, d;
+    *n = 0;
+    for (int rc = mdb_cursor_get(c, &k, &d, MDB_FIRST); rc == 0; rc = mdb_cursor_get(c, &k, &d, MDB_NEXT)) {
+        const uint8_t *kp = k.mv_data;
+        if (k.mv_size != 8 || gw_get_be32(kp + 4) != UINT32_MAX || gw_get_be32(kp) == UINT32_MAX) continue;
+        if ((*n)++ == 0) memcpy(key, kp, 8);
+    }
+    mdb_cursor_close(c);
+}
+
+/* A flipped bit in a node's record of time profiles is named by verify,
+ * and so are the values that refer to it; a deleted record too, and a
+ * query through the rollup fails with a clear error instead of answering. */
+static void test_flipped_bit_rollup_profiles(void **state)
+{
+    (void)state;
+    make_old_day();
+    int64_t day = old_t0() / GW_DAY_MS;
+    char name[32];
+    snprintf(name, sizeof name, "ds5m:%08lld", (long long)day);
+    MDB_txn *txn;
+    MDB_env *env = env_open(&txn);
+    MDB_dbi p = dbi_named(txn, name);
+    uint8_t key[8];
+    int nrec;
+    first_profile_key(txn, p, key, &nrec);
+    assert_int_equal(nrec, 2);      /* one per node */
+    MDB_val k = {8, key}, d;
+    assert_int_equal(mdb_get(txn, p, &k, &d), 0);
+    uint8_t *v = malloc(d.mv_size);
+    memcpy(v, d.mv_data, d.mv_size);
+    size_t vlen = d.mv_size;
+    v[vlen / 2] ^= 0x10;
+    MDB_val nv = {vlen, v};
+    assert_int_equal(mdb_put(txn, p, &k, &nv, 0), 0);
+    env_commit(env, txn);
+
+    struct seen s;
+    struct gw_db_verify_stats st;
+    run_verify(&s, &st);
+    const struct gw_db_problem *pb = find_sid(&s, "rollup", GW_ROLLUP_NODE_SID);
+    assert_non_null(pb);
+    assert_int_equal(pb->node_id, gw_get_be32(key));
+    assert_int_equal(pb->day, day);
+    assert_non_null(strstr(pb->what, "5m time profiles of node"));
+    assert_non_null(strstr(pb->what, "checksum mismatch"));
+    int refs = 0;
+    for (size_t i = 0; i < s.n; i++)
+        if (s.p[i].sid != GW_ROLLUP_NODE_SID && strstr(s.p[i].what, "time profiles, which are corrupt")) refs++;
+    assert_true(refs >= 1);
+
+    /* the record gone: the values that refer to it are named */
+    env = env_open(&txn);
+    p = dbi_named(txn, name);
+    assert_int_equal(mdb_del(txn, p, &k, NULL), 0);
+    env_commit(env, txn);
+    run_verify(&s, &st);
+    refs = 0;
+    for (size_t i = 0; i < s.n; i++)
+        if (strstr(s.p[i].what, "time profiles, which are missing")) refs++;
+    assert_true(refs >= 1);
+
+    /* a query that reads the 5m rollup (raw dropped) is an error, not a crash */
+    struct gw_db *db = open_db();
+    struct gw_error err = {0};
+    struct gw_db_downsample ds;
+    gw_db_downsample_default(&ds);
+    ds.raw_retention_ms = 1;
+    assert_int_equal(gw_db_downsample_run(db, gw_now_ms(), &ds, &err), GW_OK);
+    assert_int_equal(ds.raw_dropped, 1);
+    struct gw_matcher ms[1];
+    size_t nm = 0;
+    const char *sel = "{hostname=~\"node.\"}";
+    assert_int_equal(gw_pq_parse_selector(sel, strlen(sel), ms, 1, &nm, &err), GW_OK);
+    struct gw_db_view view = {.kind = GW_DB_VIEW_LAST, .accept_ms = 5 * MIN_MS};
+    struct gw_db_select q = {.matchers = ms, .n_matchers = nm, .mint = old_t0(), .maxt = old_t0() + 3 * HOUR_MS,
+                             .with_samples = 1, .view = &view};
+    struct got g = {0};
+    memset(&err, 0, sizeof err);
+    assert_int_equal(gw_db_select(db, &q, take_series, &g, &err), GW_ECORRUPT);
+    assert_non_null(strstr(err.msg, "time profile record is missing"));
+    gw_matcher_free(&ms[0]);
+    gw_db_close(db);
+    free(v);
 }
 
 /* A store as format 3 builds wrote it: a GWB2 blob (no checksums) and a
@@ -686,7 +778,7 @@ static void test_old_formats_read(void **state)
     struct gw_ds_cols dc = {0};
     assert_int_equal(gw_ds_aggregate(ts, vs, 3, GW_DS_5M_MS, &dc), GW_OK);
     assert_int_equal(gw_ds_encode_v1(&dc, &agg), GW_OK);
-    assert_int_equal(gw_ds_encode(&dc, &agg2), GW_OK);
+    assert_int_equal(gw_ds_encode_v2(&dc, &agg2), GW_OK);
     struct old_fmt of = {.ws = ts[0] - ts[0] % (2 * HOUR_MS), .day = t0 / GW_DAY_MS, .col = &col, .val = &val,
                          .agg = &agg};
     struct gw_db *db = open_db();
@@ -737,6 +829,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_flipped_bit_raw_block, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flipped_bit_day_blob, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flipped_bit_rollup, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_flipped_bit_rollup_profiles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_old_formats_read, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -300,6 +300,10 @@ int gw_store_copy_compact(const char *dir, uint64_t *before, uint64_t *after, st
  * saying the day is done and from how many raw blobs). */
 #define GW_ROLLUP_5M 0
 #define GW_ROLLUP_1H 1
+/* The sid of a node's own record in a rollup day (its time profiles,
+ * src/db/downsample_prof.c): key node_id | ff ff ff ff. Put, got and
+ * scanned like a series value; no series has this sid. */
+#define GW_ROLLUP_NODE_SID UINT64_C(0xffffffff)
 /* Creates the day's rollup DBI or empties it (a re-done day). Write txn. */
 int gw_store_rollup_begin_day(struct gw_store_txn *t, int res, int64_t day);
 /* Stores one series' value (node_id < 2^32 - 1). Write txn. */
@@ -317,7 +321,8 @@ int gw_store_raw_day_blobs(struct gw_store_txn *t, int64_t day, uint64_t *blobs)
 /* Visits the days that have a rollup DBI of res, in day order. */
 typedef int (*gw_store_day_cb)(void *ud, int64_t day);
 int gw_store_rollup_days(struct gw_store_txn *t, int res, gw_store_day_cb cb, void *ud);
-/* Visits every series value of a rollup day (the done marker left out),
+/* Visits every series value and node record (sid GW_ROLLUP_NODE_SID,
+ * after the node's series) of a rollup day (the done marker left out),
  * in key order; cb returns 0 to go on, > 0 to stop, < 0 an error.
  * GW_ENOTFOUND when the day has no rollup DBI of res. */
 typedef int (*gw_store_rollup_cb)(void *ud, uint32_t node_id, uint64_t sid, const uint8_t *val, size_t len);

@@ -16,6 +16,7 @@
 
 #include "gpuwatch/block.h"
 #include "gpuwatch/db.h"
+#include "gpuwatch/err.h"
 #include "gpuwatch/store.h"
 #include "db/db_int.h"
 #include "db/downsample_int.h"
@@ -255,13 +256,10 @@ static unsigned want_cols(int kind)
     }
 }
 
-/* Appends the synthetic samples of one stored value within [mint, maxt]. */
-static int add_synthetic(struct vser *o, const uint8_t *val, size_t len, int kind, int64_t mint, int64_t maxt,
-                         struct gw_ds_cols *c)
+/* Appends the synthetic samples of one decoded value within [mint, maxt]. */
+static int add_synthetic(struct vser *o, int kind, int64_t mint, int64_t maxt, const struct gw_ds_cols *c)
 {
-    int rc = gw_ds_decode(val, len, want_cols(kind), c);
-    if (rc != GW_OK)
-        return rc;
+    int rc;
     int vc = kind == GW_DB_VIEW_LAST ? GW_DS_LASTALL_V
              : kind == GW_DB_VIEW_MAX ? GW_DS_MAX
              : kind == GW_DB_VIEW_MIN ? GW_DS_MIN : GW_DS_LAST_V;
@@ -299,10 +297,20 @@ static int append_raw(struct vser *o, const struct vser *s, size_t *ri, int64_t 
     return GW_OK;
 }
 
+/* Where a series' rollup values are decoded: scratch columns and the
+ * node profiles read so far. */
+struct emit_ctx {
+    struct gw_ds_cols c;
+    struct gw_ds_pcache pc;
+};
+
 /* Builds series s's samples into o and hands them to cb. */
 static int emit_series(struct gw_store_txn *t, const struct gw_db_select *q, const struct rplan *p, struct vser *s,
-                       struct vser *o, struct gw_ds_cols *c, gw_db_series_cb cb, void *ud, uint64_t *budget)
+                       struct vser *o, struct emit_ctx *ec, gw_db_series_cb cb, void *ud, uint64_t *budget,
+                       struct gw_error *err)
 {
+    struct gw_ds_cols *c = &ec->c;
+    struct gw_ds_pcache *pc = &ec->pc;
     uint32_t node_id;
     int rc = gw_store_series_node(t, s->sid, &node_id);
     if (rc != GW_OK)
@@ -312,13 +320,16 @@ static int emit_series(struct gw_store_txn *t, const struct gw_db_select *q, con
     for (size_t i = 0; i < p->n; i++) {
         if ((rc = append_raw(o, s, &ri, p->d[i].day * GW_DAY_MS)) != GW_OK)
             return rc;
-        const uint8_t *val;
-        size_t len;
-        rc = gw_store_rollup_get(t, p->d[i].res, p->d[i].day, node_id, s->sid, &val, &len);
+        const char *why = NULL;
+        rc = gw_ds_read(t, p->d[i].res, p->d[i].day, node_id, s->sid, want_cols(q->view->kind), pc, c, &why);
         if (rc == GW_ENOTFOUND)
             continue;
         __atomic_fetch_add(&gw_ds_rollup_reads, 1, __ATOMIC_RELAXED);
-        if (rc != GW_OK || (rc = add_synthetic(o, val, len, q->view->kind, q->mint, q->maxt, c)) != GW_OK)
+        if (rc == GW_ECORRUPT && why)
+            return gw_error_set(err, rc, "cannot read the %s aggregates of series %llu, day %lld: %s",
+                                p->d[i].res == GW_ROLLUP_1H ? "1h" : "5m", (unsigned long long)s->sid,
+                                (long long)p->d[i].day, why);
+        if (rc != GW_OK || (rc = add_synthetic(o, q->view->kind, q->mint, q->maxt, c)) != GW_OK)
             return rc;
     }
     if ((rc = append_raw(o, s, &ri, INT64_MAX)) != GW_OK)
@@ -413,10 +424,12 @@ int gw_db_select_view(struct gw_db *db, const struct gw_db_select *q, gw_db_seri
         return gw_db_select(db, &r, cb, ud, err);
     }
     struct vser o = {0};
-    struct gw_ds_cols c = {0};
+    struct emit_ctx *ec = rc == GW_OK ? calloc(1, sizeof *ec) : NULL;
+    if (rc == GW_OK && !ec)
+        rc = GW_ENOMEM;
     uint64_t budget = q->max_samples;
     for (size_t i = 0; rc == GW_OK && i < l.n; i++) {
-        rc = emit_series(t, q, p, &l.s[i], &o, &c, cb, ud, &budget);
+        rc = emit_series(t, q, p, &l.s[i], &o, ec, cb, ud, &budget, err);
         if (rc == 1) {
             rc = GW_OK;
             break;
@@ -425,7 +438,11 @@ int gw_db_select_view(struct gw_db *db, const struct gw_db_select *q, gw_db_seri
     gw_store_read_end(t);
     free(o.t);
     free(o.v);
-    gw_ds_cols_free(&c);
+    if (ec) {
+        gw_ds_cols_free(&ec->c);
+        gw_ds_pcache_free(&ec->pc);
+        free(ec);
+    }
     vlist_free(&l);
     free(p->d);
     free(p);

@@ -1,6 +1,7 @@
 /* downsample_run.c - gw_db_downsample_run: which days get rollups, reading
  * a day's raw samples per series, writing the rollups (one write
- * transaction per node) and the marker, and the raw / 5 min schedule.
+ * transaction per node: its series' values, then its record of time
+ * profiles, downsample_prof.c) and the marker, and the raw / 5 min schedule.
  * Formats at the top of downsample.c and src/store/rollup.c. */
 #include <pthread.h>
 #include <stdlib.h>
@@ -168,6 +169,8 @@ static int smp_fix_order(struct smp *s)
 struct node_out {
     int64_t day;
     struct gw_buf b5, b1;               /* concatenated values */
+    struct gw_ds_profiles ps5, ps1;     /* the node's time profiles */
+    struct gw_buf p5, p1;               /* their records (empty: none) */
     size_t *off5, *off1;                /* n + 1 offsets into each */
     uint64_t *sids;
     uint32_t node;
@@ -212,6 +215,10 @@ static int write_node_fn(struct gw_store_txn *t, void *ud)
             rc = gw_store_rollup_put(t, GW_ROLLUP_1H, no->day, no->node, no->sids[i],
                                      no->b1.data + no->off1[i], no->off1[i + 1] - no->off1[i]);
     }
+    if (rc == GW_OK && no->p5.len)
+        rc = gw_store_rollup_put(t, GW_ROLLUP_5M, no->day, no->node, GW_ROLLUP_NODE_SID, no->p5.data, no->p5.len);
+    if (rc == GW_OK && no->p1.len)
+        rc = gw_store_rollup_put(t, GW_ROLLUP_1H, no->day, no->node, GW_ROLLUP_NODE_SID, no->p1.data, no->p1.len);
     return rc;
 }
 
@@ -262,16 +269,20 @@ static int aggregate_node(struct gw_db *db, const struct ser *sers, size_t n, st
         if ((rc = gw_ds_aggregate(s->t, s->v, s->n, GW_DS_5M_MS, &sc->c)) != GW_OK)
             break;
         ds->buckets_5m += sc->c.nb;
-        if ((rc = gw_ds_encode(&sc->c, &no->b5)) != GW_OK)
+        if ((rc = gw_ds_encode(&sc->c, &no->ps5, &no->b5)) != GW_OK)
             break;
         if ((rc = gw_ds_aggregate(s->t, s->v, s->n, GW_DS_1H_MS, &sc->c)) != GW_OK)
             break;
         ds->buckets_1h += sc->c.nb;
-        if ((rc = gw_ds_encode(&sc->c, &no->b1)) != GW_OK)
+        if ((rc = gw_ds_encode(&sc->c, &no->ps1, &no->b1)) != GW_OK)
             break;
         rc = out_push(no, sers[i].sid, no->b5.len, no->b1.len);
     }
     gw_store_read_end(t);
+    if (rc == GW_OK && no->ps5.n)
+        rc = gw_ds_profiles_encode(&no->ps5, &no->p5);
+    if (rc == GW_OK && no->ps1.n)
+        rc = gw_ds_profiles_encode(&no->ps1, &no->p1);
     if (rc != GW_OK)
         return gw_error_set(err, rc, "downsampling day %lld: %s", (long long)no->day, gw_strerror(rc));
     return GW_OK;
@@ -288,6 +299,8 @@ static int downsample_day(struct gw_db *db, int64_t day, uint64_t blobs, const s
     memset(&no, 0, sizeof no);
     gw_buf_init(&no.b5, 0);
     gw_buf_init(&no.b1, 0);
+    gw_buf_init(&no.p5, 0);
+    gw_buf_init(&no.p1, 0);
     no.day = day;
     for (size_t i = 0; rc == GW_OK && i < sv->n;) {
         size_t j = i;
@@ -297,9 +310,13 @@ static int downsample_day(struct gw_db *db, int64_t day, uint64_t blobs, const s
         no.n = 0;
         gw_buf_reset(&no.b5);
         gw_buf_reset(&no.b1);
+        gw_buf_reset(&no.p5);
+        gw_buf_reset(&no.p1);
+        gw_ds_profiles_reset(&no.ps5);
+        gw_ds_profiles_reset(&no.ps1);
         rc = aggregate_node(db, sv->v + i, j - i, &no, &sc, ds, err);
         if (rc == GW_OK && no.n) {
-            ds->bytes += no.b5.len + no.b1.len;
+            ds->bytes += no.b5.len + no.b1.len + no.p5.len + no.p1.len;
             rc = gw_store_write(db->store, write_node_fn, &no, err);
         }
         i = j;
@@ -310,6 +327,10 @@ static int downsample_day(struct gw_db *db, int64_t day, uint64_t blobs, const s
     }
     gw_buf_free(&no.b5);
     gw_buf_free(&no.b1);
+    gw_buf_free(&no.p5);
+    gw_buf_free(&no.p1);
+    gw_ds_profiles_free(&no.ps5);
+    gw_ds_profiles_free(&no.ps1);
     free(no.off5);
     free(no.off1);
     free(no.sids);

@@ -66,7 +66,8 @@
  *
  *   ds5m:<day>, ds1h:<day>  downsampled aggregates of day <day> ("%08lld"),
  *                one DBI per resolution and day: layout at the top of
- *                rollup.c (keys, done marker) and src/db/downsample.c (values).
+ *                rollup.c (keys, node record, done marker), src/db/downsample.c
+ *                (values) and src/db/downsample_prof.c (node record).
  *
  * Canonical labels (labels.h): repeated { uvarint name_len | name |
  * uvarint value_len | value } sorted by name. They are rebuilt from the

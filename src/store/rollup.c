@@ -12,6 +12,12 @@
  *   node_id be32 | sid be32            -> one series' aggregates of the day
  *                                         (layout at the top of
  *                                         src/db/downsample.c)
+ *   node_id be32 | ff ff ff ff         -> the node's record: the time
+ *                                         profiles its series' values
+ *                                         (version 3) refer to (layout at
+ *                                         the top of src/db/downsample_prof.c),
+ *                                         written in the same transaction
+ *                                         as the node's values
  *   ff ff ff ff ff ff ff ff (marker)   -> "GWR1" | raw_blobs be64
  *     written last, in the same transaction as the aggregates: the day is
  *     done, computed from a raw partition holding raw_blobs blobs. A raw
@@ -20,10 +26,12 @@
  *     stale. When the raw partition has been dropped the marker stands.
  * Node ids are below 2^32 - 1 (the marker key never collides: node
  * 0xffffffff is never handed out in practice; gw_store_rollup_put refuses
- * it).
+ * it), series ids below 2^32 - 1 (GW_ROLLUP_NODE_SID is the node record).
  *
  * Worked example: node 1, sid 5, day 19675, 5-minute rollup value "xyz":
  *   DBI "ds5m:00019675": 00 00 00 01 00 00 00 05 -> 78 79 7a
+ *   node 1's profile record "pq":
+ *                        00 00 00 01 ff ff ff ff -> 70 71
  *   marker after a raw partition of 12 blobs:
  *                        ff ff ff ff ff ff ff ff -> 47 57 52 31 00 00 00 00 00 00 00 0c */
 #include <stdlib.h>

@@ -51,7 +51,8 @@
  * "GWB3" blobs (GWB2 with checksums) and version 2 rollup values (with a
  * checksum, src/db/downsample.c), format 5 the block codec's linear
  * prediction value order and ANS sequence kind (src/chunk/block.c) in any
- * block, blob or rollup value. Older stores are read as they are and
+ * block, blob or rollup value, and version 3 rollup values with their
+ * nodes' records of time profiles (src/db/downsample_prof.c). Older stores are read as they are and
  * marked 5 by the first read-write open, so older builds refuse it by its
  * version instead of meeting blocks they cannot read. */
 #define GW_STORE_FORMAT 5

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "db/db_int.h"
+#include "db/downsample_int.h"
 #include "gpuwatch/block.h"
 #include "gpuwatch/buf.h"
 #include "gpuwatch/chunk.h"
@@ -454,6 +455,51 @@ static void seeds_wal(void)
     rmdir(dir);
 }
 
+/* ---- rollups: a node record and a value of each version ---- */
+
+static void seeds_rollup(void)
+{
+    int64_t t[2][600];
+    double v[2][600];
+    struct gw_ds_profiles ps = {0};
+    struct gw_ds_cols c[2] = {{0}, {0}};
+    struct gw_buf val[2], rec, b;
+    for (int k = 0; k < 2; k++) {
+        size_t n = series_kind(k, t[k], v[k], 600);
+        for (size_t i = 0; i < n; i++)      /* one scrape time for both */
+            t[k][i] = 1700000000000LL + (int64_t)i * 30000 + (int64_t)((i * 7919) % 1000);
+        if (gw_ds_aggregate(t[k], v[k], n, 5 * 60 * 1000LL, &c[k]) != GW_OK)
+            die("aggregate");
+        gw_buf_init(&val[k], 0);
+        if (gw_ds_encode(&c[k], &ps, &val[k]) != GW_OK)
+            die("rollup encode");
+    }
+    gw_buf_init(&rec, 0);
+    if (gw_ds_profiles_encode(&ps, &rec) != GW_OK)
+        die("profiles encode");
+    const char *names[4] = {"seed-rollup-v3a.bin", "seed-rollup-v3b.bin", "seed-rollup-v2.bin", "seed-rollup-v1.bin"};
+    for (int k = 0; k < 4; k++) {
+        gw_buf_init(&b, 0);
+        uint8_t l2[2] = {(uint8_t)rec.len, (uint8_t)(rec.len >> 8)};
+        if (gw_buf_append(&b, l2, 2) || gw_buf_append(&b, rec.data, rec.len))
+            die("oom");
+        if (k < 2 && gw_buf_append(&b, val[k].data, val[k].len))
+            die("oom");
+        if (k == 2 && gw_ds_encode_v2(&c[0], &b) != GW_OK)
+            die("rollup encode v2");
+        if (k == 3 && gw_ds_encode_v1(&c[1], &b) != GW_OK)
+            die("rollup encode v1");
+        put_seed("rollup", names[k], 0, b.data, b.len);
+        gw_buf_free(&b);
+    }
+    for (int k = 0; k < 2; k++) {
+        gw_buf_free(&val[k]);
+        gw_ds_cols_free(&c[k]);
+    }
+    gw_buf_free(&rec);
+    gw_ds_profiles_free(&ps);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -467,5 +513,6 @@ int main(int argc, char **argv)
     seeds_xor();
     seeds_block();
     seeds_wal();
+    seeds_rollup();
     return 0;
 }
