@@ -43,6 +43,34 @@ static void test_base_errors(void **state)
     assert_string_equal(e.msg, "");
 }
 
+/* Varints and length-prefixed parts appended to a buffer read back with
+ * gw_uvarint_get; a part over the buffer's ceiling is GW_ETOOLARGE. */
+static void test_base_buf_varint_and_part(void **state)
+{
+    (void)state;
+    struct gw_buf b;
+    gw_buf_init(&b, 0);
+    const uint64_t vals[] = {0, 1, 127, 128, 300, UINT64_C(1) << 35, UINT64_MAX};
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
+        assert_int_equal(gw_buf_put_uvarint(&b, vals[i]), GW_OK);
+    assert_int_equal(gw_buf_put_part(&b, "abc", 3), GW_OK);
+    assert_int_equal(gw_buf_put_part(&b, NULL, 0), GW_OK);
+    size_t pos = 0;
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        uint64_t v;
+        size_t k = gw_uvarint_get(b.data + pos, b.len - pos, &v);
+        assert_true(k == gw_uvarint_len(vals[i]));
+        assert_true(v == vals[i]);
+        pos += k;
+    }
+    assert_int_equal(b.len - pos, 5);
+    assert_memory_equal(b.data + pos, "\x03" "abc" "\x00", 5);
+    gw_buf_free(&b);
+    gw_buf_init(&b, 4);
+    assert_int_equal(gw_buf_put_part(&b, "abcd", 4), GW_ETOOLARGE);
+    gw_buf_free(&b);
+}
+
 static void test_base_buf_ceiling(void **state)
 {
     (void)state;
@@ -235,6 +263,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_base_errors),
         cmocka_unit_test(test_base_buf_ceiling),
+        cmocka_unit_test(test_base_buf_varint_and_part),
         cmocka_unit_test(test_base_arena),
         cmocka_unit_test(test_base_varint_zigzag),
         cmocka_unit_test(test_base_crc_hash),

@@ -610,16 +610,24 @@ static void test_flipped_bit_day_blob(void **state)
     reads_fail(old_t0(), old_t0() + 3 * HOUR_MS);
 }
 
+/* make_old_day(), then its 5 m rollup DBI opened in a write txn. */
+static MDB_dbi old_day_rollup(MDB_env **env, MDB_txn **txn, int64_t *day)
+{
+    make_old_day();
+    *day = old_t0() / GW_DAY_MS;
+    char name[32];
+    snprintf(name, sizeof name, "ds5m:%08lld", (long long)*day);
+    *env = env_open(txn);
+    return dbi_named(*txn, name);
+}
+
 static void test_flipped_bit_rollup(void **state)
 {
     (void)state;
-    make_old_day();
-    int64_t day = old_t0() / GW_DAY_MS;
-    char name[32];
-    snprintf(name, sizeof name, "ds5m:%08lld", (long long)day);
+    int64_t day;
     MDB_txn *txn;
-    MDB_env *env = env_open(&txn);
-    MDB_dbi p = dbi_named(txn, name);
+    MDB_env *env;
+    MDB_dbi p = old_day_rollup(&env, &txn, &day);
     MDB_cursor *c;
     assert_int_equal(mdb_cursor_open(txn, p, &c), 0);
     MDB_val k, d;
@@ -670,13 +678,10 @@ static void first_profile_key(MDB_txn *txn, MDB_dbi p, uint8_t key[8], int *n)
 static void test_flipped_bit_rollup_profiles(void **state)
 {
     (void)state;
-    make_old_day();
-    int64_t day = old_t0() / GW_DAY_MS;
-    char name[32];
-    snprintf(name, sizeof name, "ds5m:%08lld", (long long)day);
+    int64_t day;
     MDB_txn *txn;
-    MDB_env *env = env_open(&txn);
-    MDB_dbi p = dbi_named(txn, name);
+    MDB_env *env;
+    MDB_dbi p = old_day_rollup(&env, &txn, &day);
     uint8_t key[8];
     int nrec;
     first_profile_key(txn, p, key, &nrec);
@@ -706,6 +711,8 @@ static void test_flipped_bit_rollup_profiles(void **state)
     assert_true(refs >= 1);
 
     /* the record gone: the values that refer to it are named */
+    char name[32];
+    snprintf(name, sizeof name, "ds5m:%08lld", (long long)day);
     env = env_open(&txn);
     p = dbi_named(txn, name);
     assert_int_equal(mdb_del(txn, p, &k, NULL), 0);

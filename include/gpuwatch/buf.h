@@ -22,6 +22,10 @@ void gw_buf_reset(struct gw_buf *b);         /* len = 0, keeps memory */
 int gw_buf_reserve(struct gw_buf *b, size_t extra);
 int gw_buf_append(struct gw_buf *b, const void *p, size_t n);
 int gw_buf_putc(struct gw_buf *b, uint8_t c);
+/* Appends v as an unsigned LEB128 varint (1..10 bytes). */
+int gw_buf_put_uvarint(struct gw_buf *b, uint64_t v);
+/* Appends a length-prefixed part: the varint len, then the bytes. */
+int gw_buf_put_part(struct gw_buf *b, const void *p, size_t len);
 int gw_buf_printf(struct gw_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Hand the bytes to the caller (caller frees with free()); b becomes empty. */

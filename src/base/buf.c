@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "gpuwatch/buf.h"
+#include "gpuwatch/codec.h"
 #include "gpuwatch/err.h"
 
 void gw_buf_init(struct gw_buf *b, size_t max_bytes)
@@ -52,6 +53,18 @@ int gw_buf_append(struct gw_buf *b, const void *p, size_t n)
     memcpy(b->data + b->len, p, n);
     b->len += n;
     return GW_OK;
+}
+
+int gw_buf_put_uvarint(struct gw_buf *b, uint64_t v)
+{
+    uint8_t t[10];
+    return gw_buf_append(b, t, gw_uvarint_put(t, v));
+}
+
+int gw_buf_put_part(struct gw_buf *b, const void *p, size_t len)
+{
+    int rc = gw_buf_put_uvarint(b, len);
+    return rc == GW_OK && len ? gw_buf_append(b, p, len) : rc;
 }
 
 int gw_buf_putc(struct gw_buf *b, uint8_t c)

@@ -219,17 +219,6 @@ static int same_bits(double a, double b)
     return x == y;
 }
 
-static int put_uv(struct gw_buf *b, uint64_t v)
-{
-    uint8_t t[10];
-    return gw_buf_append(b, t, gw_uvarint_put(t, v));
-}
-
-static int put_part(struct gw_buf *out, const struct gw_buf *part)
-{
-    int rc = put_uv(out, part->len);
-    return rc == GW_OK ? gw_buf_append(out, part->data, part->len) : rc;
-}
 
 static int is_time_col(int c)
 {
@@ -284,20 +273,20 @@ static int put_ref(struct gw_buf *b, uint64_t code, const double *v, const doubl
 {
     size_t nexc = count_exc(v, r, has, nb, nb + 1), n = 0, prev = 0;
     gw_buf_reset(b);
-    int rc = put_uv(b, code);
+    int rc = gw_buf_put_uvarint(b, code);
     if (rc == GW_OK)
-        rc = put_uv(b, nexc);
+        rc = gw_buf_put_uvarint(b, nexc);
     for (size_t k = 0; k < nb && rc == GW_OK; k++) {
         if ((!has || has[k]) && same_bits(v[k], r[k]))
             continue;
-        rc = put_uv(b, k - (n ? prev + 1 : 0));
+        rc = gw_buf_put_uvarint(b, k - (n ? prev + 1 : 0));
         prev = k;
         sc->exc[n++] = v[k];
     }
     if (rc == GW_OK && n) {
         gw_buf_reset(&sc->part);
         if ((rc = gw_block_values_encode(sc->exc, n, &sc->part)) == GW_OK)
-            rc = put_part(b, &sc->part);
+            rc = gw_buf_put_part(b, sc->part.data, sc->part.len);
     }
     return rc;
 }
@@ -364,10 +353,10 @@ static int enc_column(const struct gw_ds_cols *o, int j, struct gw_ds_profiles *
         pj = -1;
     gw_buf_reset(&sc->own);
     if (rc == GW_OK)
-        rc = put_uv(&sc->own, 0);
+        rc = gw_buf_put_uvarint(&sc->own, 0);
     gw_buf_reset(&sc->part);
     if (rc == GW_OK && (rc = gw_block_values_encode(v, nb, &sc->part)) == GW_OK)
-        rc = put_part(&sc->own, &sc->part);
+        rc = gw_buf_put_part(&sc->own, sc->part.data, sc->part.len);
     if (rc == GW_OK && best >= 0)
         rc = put_ref(&sc->ref, (uint64_t)best + 1, v, o->c[best], NULL, nb, sc);
     if (rc == GW_OK && pj >= 0)
@@ -399,7 +388,7 @@ static int encode_version(const struct gw_ds_cols *o, int version, struct gw_ds_
     if (rc == GW_OK)
         rc = gw_block_ts_encode(o->end, o->nb, &sc.part);
     if (rc == GW_OK)
-        rc = put_part(out, &sc.part);
+        rc = gw_buf_put_part(out, sc.part.data, sc.part.len);
     for (int j = 0; rc == GW_OK && j < GW_DS_NCOL; j++)
         rc = enc_column(o, j, ps, &sc, out);
     if (rc == GW_OK) {

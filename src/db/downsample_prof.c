@@ -133,17 +133,6 @@ int gw_ds_profile_grow(struct gw_ds_profile *pr, const int64_t *end, const doubl
     return GW_OK;
 }
 
-static int put_uv(struct gw_buf *b, uint64_t v)
-{
-    uint8_t t[10];
-    return gw_buf_append(b, t, gw_uvarint_put(t, v));
-}
-
-static int put_part(struct gw_buf *out, const struct gw_buf *part)
-{
-    int rc = put_uv(out, part->len);
-    return rc == GW_OK ? gw_buf_append(out, part->data, part->len) : rc;
-}
 
 int gw_ds_profiles_encode(const struct gw_ds_profiles *ps, struct gw_buf *out)
 {
@@ -153,19 +142,19 @@ int gw_ds_profiles_encode(const struct gw_ds_profiles *ps, struct gw_buf *out)
     uint8_t v = PROF_VERSION;
     int rc = gw_buf_append(out, &v, 1);
     if (rc == GW_OK)
-        rc = put_uv(out, ps->n);
+        rc = gw_buf_put_uvarint(out, ps->n);
     struct gw_buf part;
     gw_buf_init(&part, 0);
     for (unsigned j = 0; rc == GW_OK && j < ps->n; j++) {
         gw_buf_reset(&part);
         rc = gw_block_ts_encode(ps->p[j].end, ps->p[j].n, &part);
         if (rc == GW_OK)
-            rc = put_part(out, &part);
+            rc = gw_buf_put_part(out, part.data, part.len);
         gw_buf_reset(&part);
         if (rc == GW_OK)
             rc = gw_block_values_encode(ps->p[j].dt, ps->p[j].n, &part);
         if (rc == GW_OK)
-            rc = put_part(out, &part);
+            rc = gw_buf_put_part(out, part.data, part.len);
     }
     gw_buf_free(&part);
     if (rc == GW_OK) {

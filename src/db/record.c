@@ -24,8 +24,7 @@ int gw_rec_series_add(struct gw_buf *b, uint64_t sid, const uint8_t *labels, siz
 
 int gw_rec_samples_begin(struct gw_buf *b, int64_t base_t)
 {
-    uint8_t tmp[10];
-    return gw_buf_append(b, tmp, gw_uvarint_put(tmp, gw_zigzag(base_t)));
+    return gw_buf_put_uvarint(b, gw_zigzag(base_t));
 }
 
 int gw_rec_samples_add(struct gw_buf *b, int64_t base_t, uint64_t sid, int64_t t, double v)

@@ -159,9 +159,7 @@ static int load_postings(struct vctx *c)
 
 static int lab_put(struct gw_buf *b, const void *s, size_t n)
 {
-    uint8_t tmp[10];
-    int rc = gw_buf_append(b, tmp, gw_uvarint_put(tmp, n));
-    return rc ? rc : gw_buf_append(b, s, n);
+    return gw_buf_put_part(b, s, n);
 }
 
 /* One pair id of series sid: resolves, is well formed, sorts after the
