@@ -157,7 +157,11 @@ run_gpuwatch() { # DATASET
 
 run_vm() { # DATASET
     local ds=$1 port dir
-    [[ -n "$vm" ]] || { echo "victoria-metrics not installed" >&2; vm_bytes[$ds]=""; return 0; }
+    if [[ -z "$vm" ]]; then
+        [[ ",$systems," != *,vm,* ]] || echo "victoria-metrics not installed" >&2
+        vm_bytes[$ds]=""
+        return 0
+    fi
     port=$(free_port)
     dir="$tmp/vm-$ds"
     "$vm" -storageDataPath "$dir" -httpListenAddr "127.0.0.1:$port" -retentionPeriod 100y \
