@@ -28,6 +28,7 @@
 #
 # Usage: bench/run_longrange_bench.sh [--build DIR] [--nodes 8] [--days 30]
 #          [--interval 15s] [--runs 5] [--out FILE] [--load-only]
+#          [--systems gpuwatch,vm]   (gpuwatch alone: no VictoriaMetrics rows)
 set -euo pipefail
 
 cmdline="bench/run_longrange_bench.sh $*"
@@ -48,14 +49,17 @@ while (($#)); do
     --runs) runs=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --load-only) load_only=1; shift ;;
-    -h | --help) sed -n '2,30p' "$0"; exit 0 ;;
+    --systems) systems=$2; shift 2 ;;
+    -h | --help) sed -n '2,31p' "$0"; exit 0 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
 build=$(cd "$build" && pwd)
 [[ -x "$build/gw_rwload" && -x "$build/gpuwatch" ]] || { echo "build gpuwatch and gw_rwload first" >&2; exit 1; }
+with_vm=1
+[[ ",${systems:-gpuwatch,vm}," == *,vm,* ]] || with_vm=0
 vm=$(command -v victoria-metrics || true)
-[[ -n "$vm" ]] || { echo "victoria-metrics is not installed" >&2; exit 1; }
+[[ -n "$vm" || $with_vm == 0 ]] || { echo "victoria-metrics is not installed" >&2; exit 1; }
 [[ -n "$out" ]] || out="$root/bench/results/longrange-$(date -u +%Y-%m-%d).md"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gw-longrange.XXXXXX")
@@ -81,18 +85,23 @@ mkdir -p "$tmp/gpuwatch" "$tmp/vm"
     --downsample.interval 0 --no-detectors >"$tmp/gpuwatch.log" 2>&1 &
 pid[gpuwatch]=$!
 wait_ready gpuwatch "http://127.0.0.1:$p/-/ready" 60 || { tail "$tmp/gpuwatch.log" >&2; exit 1; }
-p=$(free_port); port[vm]=$p
-"$vm" -storageDataPath "$tmp/vm" -httpListenAddr "127.0.0.1:$p" -retentionPeriod 100y \
-    -search.latencyOffset=0s -search.disableCache -loggerLevel=ERROR >"$tmp/vm.log" 2>&1 &
-pid[vm]=$!
-wait_ready vm "http://127.0.0.1:$p/health" 60 || { tail "$tmp/vm.log" >&2; exit 1; }
+systems_run=(gpuwatch)
+port[vm]=0
+if ((with_vm)); then
+    systems_run+=(vm)
+    p=$(free_port); port[vm]=$p
+    "$vm" -storageDataPath "$tmp/vm" -httpListenAddr "127.0.0.1:$p" -retentionPeriod 100y \
+        -search.latencyOffset=0s -search.disableCache -loggerLevel=ERROR >"$tmp/vm.log" 2>&1 &
+    pid[vm]=$!
+    wait_ready vm "http://127.0.0.1:$p/health" 60 || { tail "$tmp/vm.log" >&2; exit 1; }
+fi
 
 # The data ends at the start of the current UTC hour.
 t_end=$(( $(date +%s) / 3600 * 3600 * 1000 ))
 dur_s=$(awk -v d="$days" 'BEGIN { printf "%d", d * 86400 }')
 t_start=$(( t_end - dur_s * 1000 ))
 notes=()
-for s in gpuwatch vm; do
+for s in "${systems_run[@]}"; do
     t0=$(date +%s.%N)
     res=$("$build/gw_rwload" send --url "http://127.0.0.1:${port[$s]}/api/v1/write" --nodes "$nodes" --gpus 8 \
         --jobs dcgm --hostname-label hostname --duration "${dur_s}s" --interval "$interval" --start "$t_start" \
@@ -104,7 +113,7 @@ for s in gpuwatch vm; do
 done
 if ((load_only)); then exit 0; fi
 
-curl -s --max-time 120 "http://127.0.0.1:${port[vm]}/internal/force_flush" >/dev/null || true
+((with_vm == 0)) || curl -s --max-time 120 "http://127.0.0.1:${port[vm]}/internal/force_flush" >/dev/null || true
 t0=$(date +%s.%N)
 curl -s -X POST --max-time 600 "http://127.0.0.1:${port[gpuwatch]}/api/v1/admin/flush" >/dev/null
 t1=$(date +%s.%N)
@@ -173,20 +182,25 @@ print("|---|---|---:|---:|---:|---:|---|")
 for qgw, qvm in panels:
     tg, ag = timed(gw, qgw, {})
     tr, ar = timed(gw, qgw, {"max_source_resolution": "raw"})
-    tv, av = timed(vm, qvm, {})
     eq = "identical to raw" if ag["data"]["result"] == ar["data"]["result"] else "DIFFERS from raw"
-    for name, ts, ans, note in (("gpuwatch (aggregates)", tg, ag, eq), ("gpuwatch (max_source_resolution=raw)", tr, ar, "-"),
-                                ("VictoriaMetrics", tv, av, "vs gpuwatch raw: " + close(ar, av))):
+    rows = [("gpuwatch (aggregates)", tg, ag, eq), ("gpuwatch (max_source_resolution=raw)", tr, ar, "-")]
+    if vm != "-":
+        tv, av = timed(vm, qvm, {})
+        rows.append(("VictoriaMetrics", tv, av, "vs gpuwatch raw: " + close(ar, av)))
+    for name, ts, ans, note in rows:
         n, s = points(ans)
         print("| `%s` | %s | %.1f | %.1f | %d | %d | %s |" % (qgw, name, statistics.median(ts), pct(ts, 0.9), s, n, note))
 print()
 print("Range: start=%d end=%d step=%ds (30 days, floored to the step)." % (start, end, step))
 PYEOF
-table=$(python3 "$tmp/bench.py" "http://127.0.0.1:${port[gpuwatch]}" "http://127.0.0.1:${port[vm]}" "$t_end" "$runs")
+vm_url=-
+((with_vm == 0)) || vm_url="http://127.0.0.1:${port[vm]}"
+table=$(python3 "$tmp/bench.py" "http://127.0.0.1:${port[gpuwatch]}" "$vm_url" "$t_end" "$runs")
 echo "$table"
 
 gw_bytes=$(du -sb "$tmp/gpuwatch" | cut -f1)
 vm_bytes=$(du -sb "$tmp/vm" | cut -f1)
+((with_vm)) || vm_bytes="- (not run)"
 mkdir -p "$(dirname "$out")"
 {
     echo "# Long-range panels on downsampled data, $(date -u +%Y-%m-%d)"
