@@ -2,7 +2,7 @@
 # it_crash.sh - durability of acknowledged writes across kill -9.
 #
 # gpuwatch serve (--fsync batch) takes a remote-write stream from
-# gw_rwload (4 nodes x 8 GPUs, 15 s scrapes, several simulated hours, as
+# gw_rwload (4 nodes x 8 GPUs, 15 s scrapes, 4 simulated hours, as
 # fast as it goes, ack log of every 2xx). Meanwhile gpuwatch is killed
 # with SIGKILL at random moments (0.3-2 s apart, at least 6 times, at
 # most 40: on a loaded machine the rest of the stream then goes to the last
@@ -13,13 +13,13 @@
 # (data now served from the flushed store).
 #
 # Usage: bash it_crash.sh <build_dir>
-# Env: GW_CRASH_KILLS (default 6), GW_CRASH_HOURS (default 8).
+# Env: GW_CRASH_KILLS (default 6), GW_CRASH_HOURS (default 4).
 source "$(dirname "$0")/lib.sh" "$@"
 gw_require_build
 
 kills_min=${GW_CRASH_KILLS:-6}
 kills_max=40
-hours=${GW_CRASH_HOURS:-8}
+hours=${GW_CRASH_HOURS:-4}
 port=$(gw_free_port)
 data="$GW_TMP/data"
 ack="$GW_TMP/ack.log"
