@@ -14,11 +14,11 @@
 # restored dir imported into an empty dir must export identically.
 #
 # Usage: bash it_backup.sh <build_dir>
-# Env: GW_BACKUP_HOURS (default 6).
+# Env: GW_BACKUP_HOURS (default 4).
 source "$(dirname "$0")/lib.sh" "$@"
 gw_require_build
 
-hours=${GW_BACKUP_HOURS:-6}
+hours=${GW_BACKUP_HOURS:-4}
 port=$(gw_free_port)
 port2=$(gw_free_port)
 data="$GW_TMP/data"

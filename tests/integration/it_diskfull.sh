@@ -6,7 +6,7 @@
 # gpuwatch serve runs on a 64 MiB tmpfs (mounted by the test: needs root;
 # without root it FAILs, or SKIPs with GW_ALLOW_SKIP=1) and takes a
 # remote-write stream from gw_rwload (1 node x 8 GPUs, 15 s scrapes, 3
-# simulated hours at 30,000 samples/s, ack log of every 2xx, retries 5xx
+# simulated hours at 60,000 samples/s, ack log of every 2xx, retries 5xx
 # for up to 5 min). Once writes flow, a filler file takes every free byte:
 #   - a remote write gets 507 Insufficient Storage (a 5xx: Prometheus
 #     retries it forever, honouring Retry-After) with a Retry-After header,
@@ -50,7 +50,7 @@ rw_hdr=(-H 'Content-Type: application/x-protobuf' -H 'Content-Encoding: snappy'
 
 gw_start_gpuwatch gw "$port" "$data"
 gw_start sender "$GW_TMP/sender.log" "$GW_LOAD" send --url "$url/api/v1/write" "${gen[@]}" \
-    --conns 2 --batch 1000 --max-rate 30000 --ack-log "$ack" --retry-for 300s
+    --conns 2 --batch 1000 --max-rate 60000 --ack-log "$ack" --retry-for 300s
 
 acked_now() { if [[ -f "$ack" ]]; then echo $(($(wc -l <"$ack") - 1)); else echo 0; fi; }
 probe_n=0
